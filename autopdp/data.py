@@ -1,0 +1,146 @@
+"""Input data handling: one validated view of ``X`` that the engine can augment.
+
+The model is always called with the same container type the user passed:
+a DataFrame keeps its column order and dtypes, a numpy array stays an array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Frame", "as_frame", "is_categorical_dtype"]
+
+
+def is_categorical_dtype(dtype) -> bool:
+    """True for dtypes that can only be treated as categorical (no numeric order)."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return True
+    if pd.api.types.is_bool_dtype(dtype):
+        return True
+    if pd.api.types.is_numeric_dtype(dtype):
+        return False
+    # object, str, string and anything else non-numeric
+    return True
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """A validated 2-D input.
+
+    Attributes
+    ----------
+    data : pandas.DataFrame or numpy.ndarray
+        The user's data, unchanged (a plain list is converted to an array).
+    names : tuple of str
+        Display name of every column (``x0, x1, ...`` for an array).
+    keys : tuple
+        The key that selects each column in ``data`` (column label or position).
+    """
+
+    data: pd.DataFrame | np.ndarray
+    names: tuple[str, ...]
+    keys: tuple[Hashable, ...]
+
+    @property
+    def is_frame(self) -> bool:
+        return isinstance(self.data, pd.DataFrame)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.data.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return len(self.names)
+
+    def column(self, position: int) -> np.ndarray:
+        """Values of one column as a numpy array (object for non-numeric)."""
+        if self.is_frame:
+            col = self.data.iloc[:, position]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                return np.asarray(col.astype(object))
+            if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
+                return col.to_numpy(dtype=float, na_value=np.nan)
+            return col.to_numpy(dtype=object)
+        return np.asarray(self.data[:, position])
+
+    def dtype(self, position: int):
+        if self.is_frame:
+            return self.data.dtypes.iloc[position]
+        return self.data.dtype
+
+    def take_rows(self, rows: np.ndarray) -> "Frame":
+        """A new frame with the given rows (used for row subsampling)."""
+        if self.is_frame:
+            data = self.data.iloc[rows].reset_index(drop=True)
+        else:
+            data = self.data[rows]
+        return Frame(data=data, names=self.names, keys=self.keys)
+
+    def position_of(self, feature) -> int:
+        """Resolve a column name or integer index to a column position."""
+        if isinstance(feature, (bool, np.bool_)):
+            raise TypeError(
+                f"Feature {feature!r} is a boolean; name a feature by its column name or integer position."
+            )
+        if isinstance(feature, Hashable) and feature in self.keys and self.is_frame:
+            return self.keys.index(feature)
+        if isinstance(feature, str) and feature in self.names:
+            return self.names.index(feature)
+        if isinstance(feature, (int, np.integer)):
+            idx = int(feature)
+            if -self.n_features <= idx < self.n_features:
+                return idx % self.n_features
+            raise ValueError(
+                f"Feature index {idx} is out of range: X has {self.n_features} columns "
+                f"(valid positions 0 to {self.n_features - 1})."
+            )
+        shown = ", ".join(repr(n) for n in self.names[:12])
+        more = f", ... ({self.n_features} in all)" if self.n_features > 12 else ""
+        raise ValueError(f"Unknown feature {feature!r}: it is not a column of X. Columns are: {shown}{more}.")
+
+
+def as_frame(X, *, name: str = "X") -> Frame:
+    """Validate ``X`` and wrap it in a :class:`Frame`.
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is not a DataFrame, array or array-like.
+    ValueError
+        If ``X`` is empty, not 2-D, or has duplicate column names.
+    """
+    if isinstance(X, pd.Series):
+        raise TypeError(f"{name} is a pandas Series; pass a DataFrame with one column per feature (e.g. series.to_frame()).")
+    if isinstance(X, pd.DataFrame):
+        if X.shape[0] == 0:
+            raise ValueError(f"{name} is empty (0 rows): partial dependence needs at least one row of data.")
+        if X.shape[1] == 0:
+            raise ValueError(f"{name} has no columns: pass the feature columns the model was trained on.")
+        dup = X.columns[X.columns.duplicated()].unique().tolist()
+        if dup:
+            raise ValueError(
+                f"{name} has duplicate column names {dup}: rename them so that every feature has a unique name."
+            )
+        keys = tuple(X.columns)
+        names = tuple(str(c) for c in X.columns)
+        if len(set(names)) != len(names):
+            raise ValueError(f"{name} has column labels that print the same ({names}); rename them to unique strings.")
+        return Frame(data=X, names=names, keys=keys)
+    if isinstance(X, (str, bytes)) or not isinstance(X, (np.ndarray, Sequence)) and not hasattr(X, "__array__"):
+        raise TypeError(
+            f"{name} must be a pandas DataFrame or a 2-D numpy array, got {type(X).__name__}."
+        )
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows x features), got an array with {arr.ndim} dimension(s).")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty (0 rows): partial dependence needs at least one row of data.")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} has no columns: pass the feature columns the model was trained on.")
+    names = tuple(f"x{i}" for i in range(arr.shape[1]))
+    return Frame(data=arr, names=names, keys=tuple(range(arr.shape[1])))

@@ -1,0 +1,225 @@
+"""Feature specs and the grids partial dependence is evaluated on.
+
+Numeric features
+    ``grid_method="quantile"`` (default): quantiles of the observed values at
+    ``grid_resolution`` evenly spaced probabilities between ``percentiles``;
+    ``"uniform"``: evenly spaced values between those two percentiles.  When a
+    feature has at most ``grid_resolution`` unique values, the grid is exactly
+    those values.  Integer columns get integer grid points.  When one value
+    dominates (the quantiles collapse onto a few points), the grid is topped
+    up with evenly spaced points between the percentiles (or between min and
+    max when the percentiles coincide), so the feature's spread is still seen.
+
+Categorical features
+    Every observed level: the category order for an ordered pandas
+    Categorical, sorted order otherwise.  A subset can be given with
+    ``custom_values``.
+
+Missing values
+    NaN never becomes a grid point.  Rows whose value is missing still take
+    part in the PD (their value is replaced by each grid value like any other
+    row) but are not counted as near any grid point; their number is kept as
+    ``n_missing``.  Infinite values are rejected with an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .data import Frame, is_categorical_dtype
+
+__all__ = ["FeatureSpec", "build_spec", "resolve_categorical", "nearest_grid_index"]
+
+NUMERIC = "numeric"
+CATEGORICAL = "categorical"
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureSpec:
+    """One explained feature: where it is, what kind it is and its grid."""
+
+    name: str
+    position: int
+    kind: str  # "numeric" | "categorical"
+    grid: np.ndarray
+    ordered: bool  # numeric features and ordered categoricals have a meaningful order
+    n_missing: int
+
+    @property
+    def size(self) -> int:
+        return int(self.grid.shape[0])
+
+
+def resolve_categorical(frame: Frame, categorical_features, integer_as_categorical: int = 0) -> np.ndarray:
+    """Boolean mask: which columns are categorical.
+
+    Non-numeric dtypes (object, string, category, bool) are always categorical.
+    ``categorical_features`` (names, positions or a boolean mask) marks more
+    columns categorical; integer columns with at most ``integer_as_categorical``
+    unique values are categorical too (0 turns that off).
+    """
+    p = frame.n_features
+    mask = np.array([is_categorical_dtype(frame.dtype(j)) for j in range(p)], dtype=bool)
+    if not frame.is_frame and frame.data.dtype == object:
+        mask[:] = True
+    if categorical_features is not None:
+        cf = list(np.atleast_1d(np.asarray(categorical_features, dtype=object)))
+        if len(cf) == p and all(isinstance(v, (bool, np.bool_)) for v in cf):
+            mask |= np.asarray(cf, dtype=bool)
+        else:
+            for f in cf:
+                mask[frame.position_of(f)] = True
+    if integer_as_categorical and integer_as_categorical > 0:
+        for j in range(p):
+            if not mask[j] and pd.api.types.is_integer_dtype(frame.dtype(j)):
+                if np.unique(frame.column(j)).size <= integer_as_categorical:
+                    mask[j] = True
+    return mask
+
+
+def _is_integer_column(frame: Frame, position: int) -> bool:
+    dtype = frame.dtype(position)
+    return pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def _numeric_grid(values: np.ndarray, name: str, grid_resolution: int, percentiles, method: str, integer: bool) -> np.ndarray:
+    finite_mask = np.isfinite(values)
+    if np.isinf(values).any():
+        raise ValueError(
+            f"Feature {name!r} has infinite values: replace them (e.g. with NaN or a cap) before computing partial dependence."
+        )
+    finite = values[finite_mask]
+    if finite.size == 0:
+        raise ValueError(f"Feature {name!r} has no non-missing values: drop the column or fill its values.")
+    uniq = np.unique(finite)
+    if uniq.size <= grid_resolution:
+        grid = uniq
+    else:
+        lo, hi = np.quantile(finite, percentiles)
+        if lo == hi:  # one value dominates the percentile window: use the full range
+            lo, hi = uniq[0], uniq[-1]
+        if method == "quantile":
+            probs = np.linspace(percentiles[0], percentiles[1], grid_resolution)
+            grid = np.unique(np.quantile(finite, probs))
+            if grid.size < grid_resolution:  # collapsed quantiles: top up with even spacing
+                extra = np.linspace(lo, hi, grid_resolution - grid.size + 2)
+                grid = np.unique(np.concatenate([grid, extra]))
+        else:
+            grid = np.linspace(lo, hi, grid_resolution)
+    if integer:
+        grid = np.unique(np.round(grid)).astype(np.int64)
+    return grid
+
+
+def _sorted_levels(levels) -> np.ndarray:
+    levels = list(levels)
+    try:
+        levels = sorted(levels)
+    except TypeError:  # mixed types: order by their text
+        levels = sorted(levels, key=lambda v: (type(v).__name__, str(v)))
+    out = np.empty(len(levels), dtype=object)
+    out[:] = levels
+    return out
+
+
+def _categorical_grid(frame: Frame, position: int) -> tuple[np.ndarray, bool]:
+    dtype = frame.dtype(position)
+    values = frame.column(position)
+    observed = pd.unique(pd.Series(values, dtype=object).dropna())
+    if observed.size == 0:
+        raise ValueError(f"Feature {frame.names[position]!r} has no non-missing values: drop the column or fill its values.")
+    if isinstance(dtype, pd.CategoricalDtype):
+        present = set(observed.tolist())
+        levels = [c for c in dtype.categories if c in present]
+        out = np.empty(len(levels), dtype=object)
+        out[:] = levels
+        return out, bool(dtype.ordered)
+    return _sorted_levels(observed.tolist()), False
+
+
+def _custom_grid(values, name: str, kind: str, frame: Frame, position: int) -> np.ndarray:
+    arr = np.asarray(values, dtype=object).ravel()
+    if arr.size == 0:
+        raise ValueError(f"custom_values for {name!r} is empty: give at least one grid value.")
+    if kind == NUMERIC:
+        try:
+            num = np.asarray(values, dtype=float).ravel()
+        except (TypeError, ValueError):
+            raise ValueError(f"custom_values for numeric feature {name!r} must be numbers, got {list(arr[:5])!r}.") from None
+        if not np.all(np.isfinite(num)):
+            raise ValueError(f"custom_values for {name!r} contain NaN or inf: give finite grid values.")
+        grid = np.unique(num)
+        if _is_integer_column(frame, position) and np.all(grid == np.round(grid)):
+            grid = grid.astype(np.int64)
+        return grid
+    dtype = frame.dtype(position)
+    if isinstance(dtype, pd.CategoricalDtype):
+        unknown = [v for v in arr if v not in set(dtype.categories)]
+        if unknown:
+            raise ValueError(
+                f"custom_values for categorical feature {name!r} contain levels {unknown!r} that are not categories of the column."
+            )
+    out = np.empty(len(dict.fromkeys(arr.tolist())), dtype=object)
+    out[:] = list(dict.fromkeys(arr.tolist()))
+    return out
+
+
+def build_spec(
+    frame: Frame,
+    position: int,
+    *,
+    categorical: bool,
+    grid_resolution: int,
+    percentiles,
+    grid_method: str,
+    custom_values=None,
+) -> FeatureSpec:
+    """Build the :class:`FeatureSpec` (kind and grid) of one column."""
+    name = frame.names[position]
+    values = frame.column(position)
+    kind = CATEGORICAL if categorical else NUMERIC
+    if kind == NUMERIC:
+        try:
+            values = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"Feature {name!r} is treated as numeric but holds non-numeric values; "
+                f"convert the column to numbers or list it in categorical_features."
+            ) from None
+        n_missing = int(np.isnan(values).sum())
+    else:
+        n_missing = int(pd.isna(pd.Series(values, dtype=object)).sum())
+    if custom_values is not None:
+        grid = _custom_grid(custom_values, name, kind, frame, position)
+        ordered = kind == NUMERIC or (
+            isinstance(frame.dtype(position), pd.CategoricalDtype) and bool(frame.dtype(position).ordered)
+        )
+    elif kind == NUMERIC:
+        grid = _numeric_grid(values, name, grid_resolution, percentiles, grid_method, _is_integer_column(frame, position))
+        ordered = True
+    else:
+        grid, ordered = _categorical_grid(frame, position)
+    return FeatureSpec(name=name, position=position, kind=kind, grid=grid, ordered=ordered, n_missing=n_missing)
+
+
+def nearest_grid_index(values: np.ndarray, spec: FeatureSpec) -> np.ndarray:
+    """Index of the grid point nearest each value (-1 for missing or unmatched).
+
+    Numeric: nearest by absolute distance (the density weights of eq. 5 of the
+    AutoPDP paper).  Categorical: the level equal to the value.
+    """
+    if spec.kind == NUMERIC:
+        v = np.asarray(values, dtype=float)
+        grid = spec.grid.astype(float)
+        if grid.size == 1:
+            idx = np.zeros(v.shape, dtype=np.int64)
+        else:
+            mids = (grid[1:] + grid[:-1]) / 2.0
+            idx = np.searchsorted(mids, v, side="left").astype(np.int64)
+        idx[~np.isfinite(v)] = -1
+        return idx
+    codes = pd.Categorical(pd.Series(values, dtype=object), categories=pd.Index(spec.grid.tolist(), dtype=object)).codes
+    return codes.astype(np.int64)

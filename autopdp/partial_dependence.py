@@ -1,0 +1,320 @@
+"""Public entry points of the PD/ICE engine: ``partial_dependence`` and ``compute_all``.
+
+All input validation happens here, once, before any work starts.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import numbers
+from collections.abc import Hashable
+
+import numpy as np
+
+from ._progress import progress_iter
+from .data import Frame, as_frame
+from .engine import brute_force_pd
+from .grids import FeatureSpec, build_spec, resolve_categorical
+from .response import make_adapter
+from .result import PDResult
+
+__all__ = ["partial_dependence", "compute_all"]
+
+KINDS = ("average", "individual", "both")
+GRID_METHODS = ("quantile", "uniform")
+
+
+def _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb):
+    if not isinstance(grid_resolution, numbers.Integral) or isinstance(grid_resolution, bool) or grid_resolution < 2:
+        raise ValueError(
+            f"grid_resolution must be an integer >= 2 (a grid of one point has no shape to show), got {grid_resolution!r}."
+        )
+    try:
+        lo, hi = (float(p) for p in percentiles)
+    except (TypeError, ValueError):
+        raise ValueError(f"percentiles must be a pair of numbers (low, high), got {percentiles!r}.") from None
+    if not (0.0 <= lo < hi <= 1.0):
+        raise ValueError(f"percentiles must satisfy 0 <= low < high <= 1, got {percentiles!r}.")
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r} is not supported; use one of {', '.join(KINDS)}.")
+    if grid_method not in GRID_METHODS:
+        raise ValueError(f"grid_method={grid_method!r} is not supported; use one of {', '.join(GRID_METHODS)}.")
+    if not (isinstance(max_batch_mb, numbers.Real) and max_batch_mb > 0):
+        raise ValueError(f"max_batch_mb must be a positive number of megabytes, got {max_batch_mb!r}.")
+    return (lo, hi)
+
+
+def _normalise_features(frame: Frame, features) -> list[tuple[int, ...]]:
+    if features is None or isinstance(features, (str, bytes)) or not hasattr(features, "__iter__"):
+        raise TypeError(
+            "features must be a list whose items are a column name/index (1D) or a pair of them (2D), "
+            f"e.g. ['age', ('age', 'income')]; got {features!r}."
+        )
+    out = []
+    for item in features:
+        if isinstance(item, (tuple, list)):
+            if len(item) == 1:
+                out.append((frame.position_of(item[0]),))
+                continue
+            if len(item) != 2:
+                raise ValueError(
+                    f"Feature set {tuple(item)!r} has {len(item)} features; autopdp computes 1D and 2D partial dependence only."
+                )
+            a, b = frame.position_of(item[0]), frame.position_of(item[1])
+            if a == b:
+                raise ValueError(
+                    f"Feature pair ({item[0]!r}, {item[1]!r}) names the same feature twice; "
+                    "a 2D partial dependence needs two different features."
+                )
+            out.append((a, b))
+        elif isinstance(item, Hashable):
+            out.append((frame.position_of(item),))
+        else:
+            raise TypeError(f"Cannot read feature {item!r}: use a column name, an integer position or a pair of them.")
+    if not out:
+        raise ValueError("features is empty: name at least one feature or pair.")
+    return out
+
+
+def _sample_weight(sample_weight, n):
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=float).ravel()
+    if w.shape[0] != n:
+        raise ValueError(f"sample_weight has {w.shape[0]} values but X has {n} rows; give one weight per row.")
+    if not np.all(np.isfinite(w)) or (w < 0).any():
+        raise ValueError("sample_weight must be finite and non-negative.")
+    if w.sum() <= 0:
+        raise ValueError("sample_weight sums to 0: at least one row needs a positive weight.")
+    return w
+
+
+def _ice_rows(subsample, n, random_state):
+    if subsample is None:
+        return None
+    if isinstance(subsample, numbers.Integral) and not isinstance(subsample, bool):
+        if subsample < 1:
+            raise ValueError(f"subsample must be a positive number of rows or a fraction in (0, 1], got {subsample!r}.")
+        k = min(int(subsample), n)
+    elif isinstance(subsample, numbers.Real) and 0 < subsample <= 1:
+        k = max(1, int(round(subsample * n)))
+    else:
+        raise ValueError(f"subsample must be a positive number of rows or a fraction in (0, 1], got {subsample!r}.")
+    if k >= n:
+        return None
+    rng = np.random.default_rng(random_state)
+    return np.sort(rng.choice(n, size=k, replace=False))
+
+
+class _Setup:
+    """Everything validated once, shared by every feature set of a call."""
+
+    def __init__(
+        self, model, X, *, response, target, grid_resolution, percentiles, custom_values,
+        categorical_features, sample_weight, kind, grid_method, integer_as_categorical, max_batch_mb,
+        subsample, random_state, centered,
+    ):
+        self.percentiles = _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb)
+        self.frame = as_frame(X)
+        self.grid_resolution = int(grid_resolution)
+        self.grid_method = grid_method
+        self.categorical = resolve_categorical(self.frame, categorical_features, integer_as_categorical)
+        self.custom = {}
+        for key, values in (custom_values or {}).items():
+            self.custom[self.frame.position_of(key)] = values
+        self.sample_weight = _sample_weight(sample_weight, self.frame.n_rows)
+        probe = self.frame.take_rows(np.arange(min(5, self.frame.n_rows))).data
+        self.adapter = make_adapter(model, response, target, probe=probe)
+        self.keep_individual = kind in ("individual", "both")
+        self.ice_rows = _ice_rows(subsample, self.frame.n_rows, random_state)
+        self.centered = bool(centered)
+        self.max_batch_bytes = float(max_batch_mb) * 1e6
+        self._specs: dict[int, FeatureSpec] = {}
+
+    def with_grid_resolution(self, grid_resolution) -> "_Setup":
+        """The same setup with another grid resolution (grids are rebuilt)."""
+        _check_options(grid_resolution, self.percentiles, "both", self.grid_method, 1)
+        other = copy.copy(self)
+        other.grid_resolution = int(grid_resolution)
+        other._specs = {}
+        return other
+
+    def spec(self, position: int) -> FeatureSpec:
+        if position not in self._specs:
+            self._specs[position] = build_spec(
+                self.frame, position, categorical=bool(self.categorical[position]),
+                grid_resolution=self.grid_resolution, percentiles=self.percentiles,
+                grid_method=self.grid_method, custom_values=self.custom.get(position),
+            )
+        return self._specs[position]
+
+
+def _run(setup: _Setup, positions: tuple[int, ...], keep_individual: bool) -> PDResult:
+    specs = [setup.spec(p) for p in positions]
+    return brute_force_pd(
+        setup.adapter, setup.frame, specs, sample_weight=setup.sample_weight, ice_rows=setup.ice_rows,
+        keep_individual=keep_individual, centered=setup.centered, max_batch_bytes=setup.max_batch_bytes,
+    )
+
+
+def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, progress, desc) -> list[PDResult]:
+    for positions, _ in jobs:  # build every grid up front so grid errors surface before the work
+        for p in positions:
+            setup.spec(p)
+    if n_jobs in (None, 1) or len(jobs) == 1:
+        it = (_run(setup, pos, keep) for pos, keep in jobs)
+        return list(progress_iter(it, total=len(jobs), desc=desc, enabled=progress))
+    from joblib import Parallel, delayed
+
+    parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+    it = parallel(delayed(_run)(setup, pos, keep) for pos, keep in jobs)
+    return list(progress_iter(it, total=len(jobs), desc=desc, enabled=progress))
+
+
+def partial_dependence(
+    model,
+    X,
+    features,
+    *,
+    response="auto",
+    target=None,
+    grid_resolution=20,
+    percentiles=(0.05, 0.95),
+    custom_values=None,
+    categorical_features=None,
+    sample_weight=None,
+    kind="both",
+    centered=False,
+    subsample=None,
+    random_state=None,
+    n_jobs=None,
+    grid_method="quantile",
+    integer_as_categorical=0,
+    max_batch_mb=256,
+    progress=None,
+) -> list[PDResult]:
+    """Partial dependence and ICE of a fitted model for 1D and 2D feature sets.
+
+    Parameters
+    ----------
+    model : estimator or callable
+        A fitted scikit-learn estimator or Pipeline, or a function ``f(X)``
+        returning one prediction (or one row of outputs) per row.
+    X : DataFrame or ndarray of shape (n_rows, n_features)
+        Background data; the model is called with the same container type,
+        column order and dtypes.
+    features : list
+        Items are a column name/index (1D) or a pair of them (2D).
+    response : {"auto", "predict_proba", "decision_function", "predict"}
+        What to explain; see :mod:`autopdp.response`.  ``"predict"`` on a
+        classifier gives the crisp-label PD (class proportions).
+    target : optional
+        Class label(s) or output index/indices.  Default: the positive class of
+        a binary classifier, every class of a multiclass one, every output.
+    grid_resolution : int, default 20
+        Grid points per numeric feature (fewer when it has fewer unique values).
+    percentiles : (float, float), default (0.05, 0.95)
+        Range of the numeric grids, as probabilities.
+    custom_values : dict, optional
+        ``{feature: values}``: the grid of that feature (categorical: a subset
+        of levels).
+    categorical_features : list or bool mask, optional
+        Extra columns to treat as categorical (non-numeric dtypes always are).
+    sample_weight : array of shape (n_rows,), optional
+        Row weights for the averages.
+    kind : {"both", "average", "individual"}
+        ``"average"`` drops the ICE curves from the result.
+    centered : bool, default False
+        Centre ICE curves (and the PD) at the first grid point.
+    subsample : int or float, optional
+        Keep only this many (or this share of) rows' ICE curves; PD, std and
+        stderr still use every row.
+    random_state : int, optional
+        Seed for ``subsample``.
+    n_jobs : int, optional
+        Feature sets computed in parallel with joblib.
+    grid_method : {"quantile", "uniform"}
+        How numeric grids are placed; see :mod:`autopdp.grids`.
+    integer_as_categorical : int, default 0
+        Integer columns with at most this many unique values are categorical.
+    max_batch_mb : float, default 256
+        Memory cap for one batch of augmented rows.
+    progress : bool, optional
+        Show a progress bar (default: only on an interactive terminal, not in CI).
+
+    Returns
+    -------
+    list of PDResult
+        One result per item of ``features``, in order.
+    """
+    setup = _Setup(
+        model, X, response=response, target=target, grid_resolution=grid_resolution,
+        percentiles=percentiles, custom_values=custom_values, categorical_features=categorical_features,
+        sample_weight=sample_weight, kind=kind, grid_method=grid_method,
+        integer_as_categorical=integer_as_categorical, max_batch_mb=max_batch_mb,
+        subsample=subsample, random_state=random_state, centered=centered,
+    )
+    sets = _normalise_features(setup.frame, features)
+    jobs = [(pos, setup.keep_individual) for pos in sets]
+    return _execute(setup, jobs, n_jobs, progress, "partial dependence")
+
+
+def compute_all(
+    model,
+    X,
+    *,
+    features=None,
+    pairs=True,
+    response="auto",
+    target=None,
+    grid_resolution=20,
+    grid_resolution_2d=None,
+    percentiles=(0.05, 0.95),
+    custom_values=None,
+    categorical_features=None,
+    sample_weight=None,
+    centered=False,
+    subsample=1000,
+    ice_2d=False,
+    random_state=0,
+    n_jobs=None,
+    grid_method="quantile",
+    integer_as_categorical=0,
+    max_batch_mb=256,
+    progress=None,
+) -> list[PDResult]:
+    """Every 1D partial dependence and (``pairs=True``) every 2D one.
+
+    The 1D results come first in column order, then the p(p-1)/2 pairs
+    ``(i, j), i < j``.  ICE curves are kept for the 1D results (a sample of
+    ``subsample`` rows, default 1000; ``None`` keeps all) and for 2D results
+    only when ``ice_2d=True``; PD, std and stderr always use every row.
+
+    ``features`` restricts the features considered (default: every column).
+    ``grid_resolution_2d`` sets the grid of the 2D PDs (default:
+    ``grid_resolution``).  Other parameters are those of
+    :func:`partial_dependence`.  Feature sets run in parallel over ``n_jobs``
+    joblib workers, with a progress bar on an interactive terminal.
+    """
+    setup = _Setup(
+        model, X, response=response, target=target, grid_resolution=grid_resolution,
+        percentiles=percentiles, custom_values=custom_values, categorical_features=categorical_features,
+        sample_weight=sample_weight, kind="both", grid_method=grid_method,
+        integer_as_categorical=integer_as_categorical, max_batch_mb=max_batch_mb,
+        subsample=subsample, random_state=random_state, centered=centered,
+    )
+    if features is None:
+        positions = list(range(setup.frame.n_features))
+    else:
+        positions = [s[0] for s in _normalise_features(setup.frame, list(features))]
+        positions = list(dict.fromkeys(positions))
+    jobs: list[tuple[tuple[int, ...], bool]] = [((p,), True) for p in positions]
+    results_1d = _execute(setup, jobs, n_jobs, progress, "1D partial dependence")
+    if not pairs or len(positions) < 2:
+        return results_1d
+    setup2 = setup
+    if grid_resolution_2d is not None and grid_resolution_2d != grid_resolution:
+        setup2 = setup.with_grid_resolution(grid_resolution_2d)
+    jobs2 = [((a, b), bool(ice_2d)) for a, b in itertools.combinations(positions, 2)]
+    return results_1d + _execute(setup2, jobs2, n_jobs, progress, "2D partial dependence")

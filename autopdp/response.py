@@ -1,0 +1,236 @@
+"""Model adapters: turn any fitted model into ``f(X) -> (n_rows, n_targets)``.
+
+Responses
+---------
+``"auto"``
+    ``predict_proba`` for a classifier that has it, else ``decision_function``,
+    else crisp labels; ``predict`` for a regressor; the call itself for a plain
+    callable.
+``"predict_proba"``
+    One column per class.  A binary classifier keeps only the positive class
+    ``classes_[1]`` (as scikit-learn does); a multiclass one keeps every class.
+``"decision_function"``
+    One column for a binary classifier (labelled ``classes_[1]``), one per
+    class otherwise.
+``"predict"``
+    For a regressor, the prediction (one column per output).  For a classifier
+    these are crisp labels: the response is the 0/1 indicator of each class, so
+    the PD is the proportion of rows predicted as each class at each grid
+    value (the crisp-classifier PD); multiply by the rows for counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["ResponseAdapter", "make_adapter"]
+
+RESPONSES = ("auto", "predict_proba", "decision_function", "predict")
+
+
+def _to_python(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _is_sklearn_estimator(model) -> bool:
+    return hasattr(model, "fit") and (hasattr(model, "predict") or hasattr(model, "predict_proba"))
+
+
+def check_fitted(model) -> None:
+    """Raise a clear ``ValueError`` when a scikit-learn model is not fitted."""
+    if not _is_sklearn_estimator(model):
+        return
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(model)
+    except NotFittedError:
+        raise ValueError(
+            f"The model ({type(model).__name__}) is not fitted: call model.fit(X, y) before passing it to autopdp."
+        ) from None
+    except TypeError:
+        # not an sklearn estimator after all (duck-typed object): nothing to check
+        return
+
+
+@dataclass(frozen=True, eq=False)
+class ResponseAdapter:
+    """A callable that maps rows to the explained response.
+
+    Attributes
+    ----------
+    response : str
+        The resolved response: ``predict_proba``, ``decision_function``,
+        ``predict``, ``crisp`` (labels of a classifier) or ``callable``.
+    targets : tuple
+        One label per output column (class labels or output names).
+    """
+
+    model: Any
+    response: str
+    targets: tuple
+    columns: np.ndarray | None  # which columns of the raw output to keep
+    classes: np.ndarray | None = None  # for crisp labels
+    is_classifier: bool = False
+
+    def raw(self, X) -> np.ndarray:
+        if self.response == "callable":
+            return np.asarray(self.model(X))
+        return np.asarray(getattr(self.model, "predict" if self.response == "crisp" else self.response)(X))
+
+    def __call__(self, X) -> np.ndarray:
+        out = self.raw(X)
+        if self.response == "crisp":
+            labels = out.ravel()
+            onehot = (labels[:, None] == self.classes[None, :]).astype(np.float64)
+            return onehot[:, self.columns]
+        out = np.asarray(out, dtype=np.float64)
+        if out.ndim == 1:
+            out = out[:, None]
+        elif out.ndim > 2:
+            raise ValueError(f"The model returned an array with {out.ndim} dimensions; expected 1 or 2.")
+        if self.columns is not None:
+            out = out[:, self.columns]
+        return out
+
+
+def _pick(labels: list, target, what: str) -> np.ndarray:
+    if target is None:
+        return np.arange(len(labels))
+    wanted = list(target) if isinstance(target, (list, tuple, np.ndarray)) else [target]
+    idx = []
+    for t in wanted:
+        matches = [i for i, lab in enumerate(labels) if lab == t or str(lab) == str(t)]
+        if not matches:
+            raise ValueError(f"Unknown target {t!r}: the model's {what} are {labels!r}.")
+        idx.append(matches[0])
+    return np.asarray(idx)
+
+
+def make_adapter(model, response: str = "auto", target=None, probe=None) -> ResponseAdapter:
+    """Resolve ``response`` and ``target`` for ``model`` and check it predicts.
+
+    Parameters
+    ----------
+    model : estimator or callable
+        A fitted scikit-learn estimator or Pipeline, or a function ``f(X)``.
+    response : {"auto", "predict_proba", "decision_function", "predict"}
+    target : label, int or list, optional
+        Class label(s) for classifiers, output index/indices for multi-output
+        regressors and callables.
+    probe : DataFrame or ndarray, optional
+        A few rows; the adapter is called on them so a model that fails to
+        predict is reported here with its own error message.
+    """
+    if response not in RESPONSES:
+        raise ValueError(f"response={response!r} is not supported; use one of {', '.join(RESPONSES)}.")
+    if not _is_sklearn_estimator(model):
+        if not callable(model):
+            raise TypeError(
+                f"model must be a fitted scikit-learn estimator or a callable f(X) -> predictions, got {type(model).__name__}."
+            )
+        adapter = ResponseAdapter(model=model, response="callable", targets=(), columns=None)
+        return _finish(adapter, target, probe)
+
+    check_fitted(model)
+    from sklearn.base import is_classifier
+
+    if is_classifier(model):
+        classes = getattr(model, "classes_", None)
+        if classes is None:
+            raise ValueError(f"The classifier {type(model).__name__} has no classes_ attribute; is it fitted?")
+        classes = np.asarray(classes)
+        labels = [_to_python(c) for c in classes]
+        if response == "auto":
+            if hasattr(model, "predict_proba"):
+                response = "predict_proba"
+            elif hasattr(model, "decision_function"):
+                response = "decision_function"
+            else:
+                response = "predict"
+        if response in ("predict_proba", "decision_function") and not hasattr(model, response):
+            raise ValueError(f"The model {type(model).__name__} has no {response} method; choose another response.")
+        if response == "predict":
+            cols = _pick(labels, target, "classes")
+            adapter = ResponseAdapter(
+                model=model, response="crisp", targets=tuple(labels[i] for i in cols), columns=cols,
+                classes=classes, is_classifier=True,
+            )
+        elif len(labels) == 2:
+            if target is None:
+                cols = np.array([1])
+            else:
+                cols = _pick(labels, target, "classes")
+            if response == "decision_function":
+                if not np.array_equal(cols, [1]):
+                    raise ValueError(
+                        f"decision_function of a binary classifier scores the positive class {labels[1]!r} only; "
+                        f"use target=None or target={labels[1]!r}, or response='predict_proba'."
+                    )
+                cols = None
+            adapter = ResponseAdapter(
+                model=model, response=response, targets=tuple(labels[i] for i in (cols if cols is not None else [1])),
+                columns=cols, is_classifier=True,
+            )
+        else:
+            cols = _pick(labels, target, "classes")
+            adapter = ResponseAdapter(
+                model=model, response=response, targets=tuple(labels[i] for i in cols), columns=cols,
+                is_classifier=True,
+            )
+        return _finish(adapter, None, probe)
+
+    if response not in ("auto", "predict"):
+        raise ValueError(f"response={response!r} is for classifiers; {type(model).__name__} is a regressor: use 'predict'.")
+    adapter = ResponseAdapter(model=model, response="predict", targets=(), columns=None)
+    return _finish(adapter, target, probe)
+
+
+def _finish(adapter: ResponseAdapter, target, probe) -> ResponseAdapter:
+    """Probe the model; name regression outputs and apply an output ``target``."""
+    if probe is None:
+        return adapter
+    try:
+        out = adapter.raw(probe)
+    except Exception as exc:  # the model's own error, shown to the user
+        raise ValueError(
+            f"The model raised an error when predicting on X: {type(exc).__name__}: {exc}. "
+            f"Check that X has the columns and types the model was trained on."
+        ) from exc
+    out = np.asarray(out)
+    if out.shape[0] != probe.shape[0]:
+        raise ValueError(
+            f"The model returned {out.shape[0]} predictions for {probe.shape[0]} rows; it must return one per row."
+        )
+    if adapter.targets:  # classifier: targets already resolved
+        return adapter
+    if out.dtype.kind not in "biuf":
+        raise ValueError(
+            f"The model returned non-numeric predictions (dtype {out.dtype}); for a classifier use an sklearn "
+            f"estimator with classes_, or wrap it to return numbers."
+        )
+    n_out = 1 if out.ndim == 1 else out.shape[1]
+    names = ["prediction"] if out.ndim == 1 else [f"output_{j}" for j in range(n_out)]
+    if target is None:
+        cols = None if out.ndim == 1 else np.arange(n_out)
+        targets = tuple(names)
+    else:
+        wanted = list(target) if isinstance(target, (list, tuple, np.ndarray)) else [target]
+        cols = []
+        for t in wanted:
+            if isinstance(t, (int, np.integer)) and 0 <= int(t) < n_out:
+                cols.append(int(t))
+            elif t in names:
+                cols.append(names.index(t))
+            else:
+                raise ValueError(f"Unknown target {t!r}: the model has {n_out} output(s) ({', '.join(names)}).")
+        targets = tuple(names[c] for c in cols)
+        cols = np.asarray(cols) if out.ndim == 2 else None
+    return ResponseAdapter(model=adapter.model, response=adapter.response, targets=targets, columns=cols)
+
+
+CallableModel = Callable[[Any], Any]

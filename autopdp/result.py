@@ -1,0 +1,221 @@
+"""The result of one partial dependence computation."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["PDResult"]
+
+SCHEMA = "autopdp.PDResult/1"
+
+
+def _readonly(a):
+    if a is None:
+        return None
+    a = np.asarray(a)
+    a.setflags(write=False)
+    return a
+
+
+def _to_jsonable(a) -> object:
+    """numpy array / scalar -> nested lists with NaN and inf as None."""
+    arr = np.asarray(a)
+    if arr.dtype == object:
+        return [_scalar(v) for v in arr.tolist()]
+    if arr.dtype.kind == "f":
+        obj = arr.astype(object)
+        obj[~np.isfinite(arr)] = None
+        return obj.tolist()
+    return arr.tolist()
+
+
+def _scalar(v):
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    return v
+
+
+def _float_array(x) -> np.ndarray:
+    return np.array(x, dtype=float)
+
+
+@dataclass(frozen=True, eq=False)
+class PDResult:
+    """Partial dependence (and ICE) of one feature or one pair of features.
+
+    Attributes
+    ----------
+    features : tuple of str
+        Names of the explained features (length 1 or 2).
+    kinds : tuple of str
+        ``"numeric"`` or ``"categorical"`` per feature.
+    grid : tuple of ndarray
+        Grid values per feature; ``grid_shape = tuple(len(g) for g in grid)``.
+    average : ndarray of shape (n_targets, *grid_shape)
+        The partial dependence: weighted mean of the ICE curves.
+    individual : ndarray of shape (n_targets, n_ice_rows, *grid_shape) or None
+        ICE curves of the rows in ``ice_rows`` (all rows unless subsampled).
+    std : ndarray of shape (n_targets, *grid_shape)
+        Weighted standard deviation of the ICE curves at each grid point (over
+        all rows, not only the kept ICE rows).
+    stderr : ndarray of shape (n_targets, *grid_shape)
+        Monte-Carlo standard error of ``average``:
+        ``std * sqrt(sum(w**2)) / sum(w)`` (``std / sqrt(n)`` unweighted).
+    counts : ndarray of int, shape grid_shape
+        Rows whose value is nearest each grid point (eq. 5 of the AutoPDP paper
+        before dividing by the row count); missing values are not counted.
+    targets : tuple
+        Class label or output name per target.
+    response : str
+        ``predict_proba``, ``decision_function``, ``predict``, ``crisp`` or
+        ``callable``.  For ``crisp`` ``average`` is the proportion of rows
+        predicted as each class; ``class_counts()`` gives counts.
+    centered : bool
+        Whether ICE and PD were anchored at 0 at the first grid point.
+    n_rows : int
+        Rows of X the PD averages over.
+    total_weight : float
+        Sum of the sample weights (``n_rows`` when unweighted).
+    n_missing : tuple of int
+        Rows with a missing value per feature.
+    ordered : tuple of bool
+        Whether each feature's grid has a meaningful order.
+    ice_rows : ndarray of int or None
+        Row positions of the ICE curves in ``individual``.
+    method : str
+        How the PD was computed (``"brute"``).
+    """
+
+    features: tuple[str, ...]
+    kinds: tuple[str, ...]
+    grid: tuple[np.ndarray, ...]
+    average: np.ndarray
+    individual: np.ndarray | None
+    std: np.ndarray
+    stderr: np.ndarray
+    counts: np.ndarray
+    targets: tuple
+    response: str
+    centered: bool = False
+    n_rows: int = 0
+    total_weight: float = 0.0
+    n_missing: tuple[int, ...] = ()
+    ordered: tuple[bool, ...] = ()
+    ice_rows: np.ndarray | None = None
+    method: str = "brute"
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self):
+        object.__setattr__(self, "grid", tuple(_readonly(g) for g in self.grid))
+        for name in ("average", "individual", "std", "stderr", "counts", "ice_rows"):
+            object.__setattr__(self, name, _readonly(getattr(self, name)))
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        return tuple(int(len(g)) for g in self.grid)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.features)
+
+    @property
+    def n_targets(self) -> int:
+        return len(self.targets)
+
+    @property
+    def density(self) -> np.ndarray:
+        """Share of rows nearest each grid point (the weights w of eq. 5)."""
+        return self.counts / max(self.n_rows, 1)
+
+    def target_index(self, target=None) -> int:
+        """Position of ``target`` in ``targets`` (0 when None)."""
+        if target is None:
+            return 0
+        for i, t in enumerate(self.targets):
+            if t == target or str(t) == str(target):
+                return i
+        raise ValueError(f"Unknown target {target!r}; this result has targets {list(self.targets)!r}.")
+
+    def class_counts(self) -> np.ndarray:
+        """For crisp classifiers: predicted count of each class at each grid point."""
+        if self.response != "crisp":
+            raise ValueError("class_counts() is only defined for crisp labels (response='predict' on a classifier).")
+        return self.average * self.total_weight
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (NaN and inf become None)."""
+        return {
+            "schema": SCHEMA,
+            "features": list(self.features),
+            "kinds": list(self.kinds),
+            "grid": [_to_jsonable(g) for g in self.grid],
+            "average": _to_jsonable(self.average),
+            "individual": None if self.individual is None else _to_jsonable(self.individual),
+            "std": _to_jsonable(self.std),
+            "stderr": _to_jsonable(self.stderr),
+            "counts": _to_jsonable(self.counts),
+            "targets": [_scalar(t) for t in self.targets],
+            "response": self.response,
+            "centered": self.centered,
+            "n_rows": self.n_rows,
+            "total_weight": self.total_weight,
+            "n_missing": list(self.n_missing),
+            "ordered": list(self.ordered),
+            "ice_rows": None if self.ice_rows is None else _to_jsonable(self.ice_rows),
+            "method": self.method,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "PDResult":
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"Not a PDResult dict (schema {d.get('schema')!r}, expected {SCHEMA!r}).")
+        grid = []
+        for kind, g in zip(d["kinds"], d["grid"]):
+            if kind == "numeric":
+                grid.append(np.asarray(g))
+            else:
+                arr = np.empty(len(g), dtype=object)
+                arr[:] = g
+                grid.append(arr)
+        return cls(
+            features=tuple(d["features"]),
+            kinds=tuple(d["kinds"]),
+            grid=tuple(grid),
+            average=_float_array(d["average"]),
+            individual=None if d["individual"] is None else _float_array(d["individual"]),
+            std=_float_array(d["std"]),
+            stderr=_float_array(d["stderr"]),
+            counts=np.asarray(d["counts"], dtype=np.int64),
+            targets=tuple(d["targets"]),
+            response=d["response"],
+            centered=bool(d["centered"]),
+            n_rows=int(d["n_rows"]),
+            total_weight=float(d["total_weight"]),
+            n_missing=tuple(d["n_missing"]),
+            ordered=tuple(d["ordered"]),
+            ice_rows=None if d["ice_rows"] is None else np.asarray(d["ice_rows"], dtype=np.int64),
+            method=d["method"],
+            notes=tuple(d.get("notes", ())),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> "PDResult":
+        return cls.from_dict(json.loads(text))
+
+    def __repr__(self) -> str:
+        feats = " x ".join(self.features)
+        return (
+            f"PDResult({feats}: kinds={self.kinds}, grid_shape={self.grid_shape}, targets={list(self.targets)}, "
+            f"response={self.response!r}, method={self.method!r})"
+        )
