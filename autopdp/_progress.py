@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["progress_iter", "progress_enabled"]
+__all__ = ["progress_bar", "progress_enabled"]
 
 
 def progress_enabled(enabled=None) -> bool:
@@ -20,10 +20,18 @@ def progress_enabled(enabled=None) -> bool:
         return False
 
 
-def progress_iter(iterable, *, total: int, desc: str, enabled=None):
-    """Wrap ``iterable`` in a tqdm bar (done / total, elapsed, ETA) when enabled."""
+class _NoBar:
+    def update(self, n=1):
+        pass
+
+    def close(self):
+        pass
+
+
+def progress_bar(*, total: int, desc: str, enabled=None):
+    """A tqdm bar (done / total, elapsed, ETA) when enabled, else a silent stand-in."""
     if not progress_enabled(enabled):
-        return iterable
+        return _NoBar()
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, unit="PD", leave=False, file=sys.stderr)
+    return tqdm(total=total, desc=desc, unit="PD", leave=False, file=sys.stderr)

@@ -18,7 +18,7 @@ from .grids import FeatureSpec, nearest_grid_index
 from .response import ResponseAdapter
 from .result import PDResult
 
-__all__ = ["brute_force_pd", "rows_per_batch"]
+__all__ = ["brute_force_pd", "brute_force_many", "rows_per_batch", "augmented_rows", "assemble"]
 
 
 def rows_per_batch(frame: Frame, n_targets: int, max_batch_bytes: float) -> int:
@@ -65,7 +65,23 @@ class Augmenter:
         self.frame = frame
         self.specs = specs
         self.positions = [s.position for s in specs]
-        if not frame.is_frame:
+        self.homogeneous = None
+        if frame.is_frame:
+            # One numeric dtype for every column: build a C-ordered array and wrap it, which is
+            # ~10x faster than DataFrame.take and gives tree models the row-major layout they
+            # traverse fastest.  Mixed frames go through the generic, dtype-preserving path.
+            dtypes = set(frame.data.dtypes)
+            if len(dtypes) == 1:
+                dt = next(iter(dtypes))
+                if isinstance(dt, np.dtype) and dt.kind in "fiu":
+                    ok = dt.kind == "f" or all(
+                        s.kind == "numeric" and np.all(s.grid.astype(float) == np.round(s.grid.astype(float)))
+                        for s in specs
+                    )
+                    if ok:
+                        self.homogeneous = dt
+                        self.array = frame.data.to_numpy(dtype=dt)
+        else:
             arr = frame.data
             needs = arr.dtype
             for s in specs:
@@ -76,26 +92,30 @@ class Augmenter:
             self.array = arr.astype(needs, copy=False)
 
     def __call__(self, rows: np.ndarray, point_values: list[np.ndarray]):
-        """Rows ``rows`` repeated once per grid point (grid-point major order).
+        """Rows ``rows`` repeated once per grid point, row-major: each row's copies are adjacent.
+
+        Adjacent copies differ only in the explained features, so tree models
+        walk nearly the same paths back to back (about 10% faster than
+        grid-point-major order on a random forest).
 
         ``point_values[k]`` holds the value of feature k at each grid point of
         the block.
         """
         m = rows.shape[0]
         gb = point_values[0].shape[0]
-        if not self.frame.is_frame:
+        if not self.frame.is_frame or self.homogeneous is not None:
             base = self.array[rows]
-            aug = np.tile(base, (gb, 1))
+            aug = np.repeat(base, gb, axis=0)
             for pos, vals in zip(self.positions, point_values):
-                aug[:, pos] = np.repeat(vals, m)
-            return aug
+                aug[:, pos] = np.tile(vals, m)
+            return aug  # wrapped into a DataFrame by assemble() after concatenation
         data = self.frame.data
-        idx = np.tile(rows, gb)
+        idx = np.repeat(rows, gb)
         aug = data.take(idx)
         aug.index = pd.RangeIndex(aug.shape[0])
         for pos, vals in zip(self.positions, point_values):
             col = data.columns[pos]
-            aug[col] = _as_column(np.repeat(vals, m), data.dtypes.iloc[pos])
+            aug[col] = _as_column(np.tile(vals, m), data.dtypes.iloc[pos])
         return aug
 
 
@@ -143,18 +163,86 @@ def density_counts(frame: Frame, specs: list[FeatureSpec]) -> np.ndarray:
     return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.int64)
 
 
-def brute_force_pd(
+def augmented_rows(frame: Frame, specs: list[FeatureSpec]) -> int:
+    """Rows the brute-force PD of one feature set evaluates: n_rows x grid points."""
+    return frame.n_rows * int(np.prod([s.size for s in specs]))
+
+
+class _SetState:
+    """Accumulators of one feature set while its batches stream through."""
+
+    def __init__(self, frame, specs, T, keep_individual, ice_rows, centered):
+        self.specs = specs
+        self.shape = tuple(s.size for s in specs)
+        self.G = int(np.prod(self.shape))
+        self.points = _grid_points(specs)
+        self.augment = Augmenter(frame, specs)
+        self.moments = _Moments(T, self.G)
+        n = frame.n_rows
+        self.keep = None
+        if keep_individual:
+            self.keep = np.arange(n) if ice_rows is None else np.asarray(ice_rows, dtype=np.int64)
+            self.individual = np.empty((T, self.keep.shape[0], self.G))
+            self.keep_pos = np.full(n, -1, dtype=np.int64)
+            self.keep_pos[self.keep] = np.arange(self.keep.shape[0])
+        self.anchor = np.empty((n, T)) if centered else None
+
+    def segment(self, g0, g1, rows):
+        return self.augment(rows, [p[g0:g1] for p in self.points])
+
+    def consume(self, g0, g1, rows, preds, w, is_anchor):
+        T = preds.shape[1]
+        if is_anchor:
+            self.anchor[rows] = preds
+            return
+        preds = preds.reshape(rows.shape[0], g1 - g0, T).transpose(1, 0, 2)
+        if self.anchor is not None:
+            preds = preds - self.anchor[rows][None, :, :]
+        self.moments.add(slice(g0, g1), preds, w[rows])
+        if self.keep is not None:
+            kp = self.keep_pos[rows]
+            sel = kp >= 0
+            if sel.any():
+                self.individual[:, kp[sel], g0:g1] = preds[:, sel, :].transpose(2, 1, 0)
+
+
+def assemble(frame: Frame, parts: list):
+    """Concatenate augmented segments into one model input of the user's container type.
+
+    Homogeneous numeric frames are concatenated as C-ordered arrays and wrapped
+    once (pandas' own concat would hand tree models a column-major array, which
+    they traverse about 30% slower).
+    """
+    if not frame.is_frame:
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+    columns = frame.data.columns
+    if all(isinstance(p, np.ndarray) for p in parts):
+        arr = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+        return pd.DataFrame(arr, columns=columns, copy=False)
+    frames = [
+        pd.DataFrame(p, columns=columns, copy=False).astype(frame.data.dtypes.to_dict()) if isinstance(p, np.ndarray) else p
+        for p in parts
+    ]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, axis=0, ignore_index=True)
+
+
+def brute_force_many(
     adapter: ResponseAdapter,
     frame: Frame,
-    specs: list[FeatureSpec],
+    spec_sets: list[list[FeatureSpec]],
     *,
     sample_weight: np.ndarray | None = None,
     ice_rows: np.ndarray | None = None,
-    keep_individual: bool = True,
+    keep_individual=True,
     centered: bool = False,
     max_batch_bytes: float = 256e6,
-) -> PDResult:
-    """Compute the PD (and ICE) of one feature set by brute force.
+) -> list[PDResult]:
+    """Brute-force PD (and ICE) of several feature sets, sharing model calls.
+
+    The augmented rows of all sets are cut into segments (a block of grid
+    points x a block of rows) and packed into model calls of up to the memory
+    cap, so small feature sets (1D PDs on a few thousand rows) still reach the
+    model in large batches.
 
     Parameters
     ----------
@@ -162,83 +250,91 @@ def brute_force_pd(
         Maps augmented rows to responses ``(n, n_targets)``.
     frame : Frame
         The background data.
-    specs : list of FeatureSpec
-        One (1D) or two (2D) explained features with their grids.
+    spec_sets : list of list of FeatureSpec
+        Each item: one (1D) or two (2D) explained features with their grids.
     sample_weight : ndarray of shape (n_rows,), optional
     ice_rows : ndarray of int, optional
         Rows whose ICE curves are kept (all rows when None).
-    keep_individual : bool
-        Keep ICE curves in the result.
+    keep_individual : bool or list of bool
+        Keep ICE curves in the result (per set when a list).
     centered : bool
         Anchor every ICE curve (and so the PD) at 0 at the first grid point.
     max_batch_bytes : float
         Memory cap for the augmented rows of one model call.
+
+    Returns
+    -------
+    list of PDResult, one per item of ``spec_sets``.
     """
     n = frame.n_rows
     T = len(adapter.targets)
-    shape = tuple(s.size for s in specs)
-    G = int(np.prod(shape))
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    points = _grid_points(specs)
-    augment = Augmenter(frame, specs)
+    keeps = keep_individual if isinstance(keep_individual, (list, tuple)) else [keep_individual] * len(spec_sets)
+    states = [_SetState(frame, specs, T, k, ice_rows, centered) for specs, k in zip(spec_sets, keeps)]
 
     budget = rows_per_batch(frame, T, max_batch_bytes)
     row_block = min(n, budget)
     point_block = max(1, budget // row_block)
+    row_blocks = [np.arange(r0, min(n, r0 + row_block)) for r0 in range(0, n, row_block)]
 
-    keep = None
-    if keep_individual:
-        keep = np.arange(n) if ice_rows is None else np.asarray(ice_rows, dtype=np.int64)
-        individual = np.empty((T, keep.shape[0], G))
-        keep_pos = np.full(n, -1, dtype=np.int64)
-        keep_pos[keep] = np.arange(keep.shape[0])
+    def run(segments):
+        """Pack (state, g0, g1, rows, is_anchor) segments into calls of <= budget rows."""
+        call, size = [], 0
+        for seg in segments + [None]:
+            seg_rows = 0 if seg is None else (seg[2] - seg[1]) * seg[3].shape[0]
+            if call and (seg is None or size + seg_rows > budget):
+                parts = [st.segment(g0, g1, rows) for st, g0, g1, rows, _ in call]
+                preds = adapter(assemble(frame, parts))
+                offset = 0
+                for st, g0, g1, rows, anchor in call:
+                    k = (g1 - g0) * rows.shape[0]
+                    st.consume(g0, g1, rows, preds[offset:offset + k], w, anchor)
+                    offset += k
+                call, size = [], 0
+            if seg is not None:
+                call.append(seg)
+                size += seg_rows
 
-    anchor = None
-    if centered:  # predictions at the first grid point, one per row
-        anchor = np.empty((n, T))
-        first = [p[:1] for p in points]
-        for r0 in range(0, n, budget):
-            rows = np.arange(r0, min(n, r0 + budget))
-            anchor[rows] = adapter(augment(rows, first))
-
-    moments = _Moments(T, G)
-    for g0 in range(0, G, point_block):
-        g1 = min(G, g0 + point_block)
-        block_vals = [p[g0:g1] for p in points]
-        for r0 in range(0, n, row_block):
-            rows = np.arange(r0, min(n, r0 + row_block))
-            preds = adapter(augment(rows, block_vals)).reshape(g1 - g0, rows.shape[0], T)
-            if anchor is not None:
-                preds = preds - anchor[rows][None, :, :]
-            moments.add(slice(g0, g1), preds, w[rows])
-            if keep is not None:
-                kp = keep_pos[rows]
-                sel = kp >= 0
-                if sel.any():
-                    individual[:, kp[sel], g0:g1] = preds[:, sel, :].transpose(2, 1, 0)
+    if centered:  # predictions at the first grid point come first
+        run([(st, 0, 1, rows, True) for st in states for rows in row_blocks])
+    run([
+        (st, g0, min(st.G, g0 + point_block), rows, False)
+        for st in states for g0 in range(0, st.G, point_block) for rows in row_blocks
+    ])
 
     total_w = float(w.sum())
-    average = moments.mean.reshape((T, *shape))
-    std = np.sqrt(np.maximum(moments.m2 / total_w, 0.0)).reshape((T, *shape))
-    stderr = std * (np.sqrt(float((w * w).sum())) / total_w)
-    if keep is not None:
-        individual = individual.reshape((T, keep.shape[0], *shape))
-    return PDResult(
-        features=tuple(s.name for s in specs),
-        kinds=tuple(s.kind for s in specs),
-        grid=tuple(s.grid for s in specs),
-        average=average,
-        individual=individual if keep is not None else None,
-        std=std,
-        stderr=stderr,
-        counts=density_counts(frame, specs),
-        targets=adapter.targets,
-        response=adapter.response,
-        centered=centered,
-        n_rows=n,
-        total_weight=total_w,
-        n_missing=tuple(s.n_missing for s in specs),
-        ordered=tuple(s.ordered for s in specs),
-        ice_rows=None if keep is None or ice_rows is None else keep,
-        method="brute",
-    )
+    se_factor = np.sqrt(float((w * w).sum())) / total_w
+    results = []
+    for st in states:
+        average = st.moments.mean.reshape((T, *st.shape))
+        std = np.sqrt(np.maximum(st.moments.m2 / total_w, 0.0)).reshape((T, *st.shape))
+        individual = None
+        if st.keep is not None:
+            individual = st.individual.reshape((T, st.keep.shape[0], *st.shape))
+        results.append(
+            PDResult(
+                features=tuple(s.name for s in st.specs),
+                kinds=tuple(s.kind for s in st.specs),
+                grid=tuple(s.grid for s in st.specs),
+                average=average,
+                individual=individual,
+                std=std,
+                stderr=std * se_factor,
+                counts=density_counts(frame, st.specs),
+                targets=adapter.targets,
+                response=adapter.response,
+                centered=centered,
+                n_rows=n,
+                total_weight=total_w,
+                n_missing=tuple(s.n_missing for s in st.specs),
+                ordered=tuple(s.ordered for s in st.specs),
+                ice_rows=None if st.keep is None or ice_rows is None else st.keep,
+                method="brute",
+            )
+        )
+    return results
+
+
+def brute_force_pd(adapter, frame, specs, **kwargs) -> PDResult:
+    """Brute-force PD of one feature set; see :func:`brute_force_many`."""
+    return brute_force_many(adapter, frame, [specs], **kwargs)[0]

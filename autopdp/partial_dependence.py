@@ -12,9 +12,9 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from ._progress import progress_iter
+from ._progress import progress_bar
 from .data import Frame, as_frame
-from .engine import brute_force_pd
+from .engine import augmented_rows, brute_force_many, rows_per_batch
 from .grids import FeatureSpec, build_spec, resolve_categorical
 from .response import make_adapter
 from .result import PDResult
@@ -150,26 +150,67 @@ class _Setup:
         return self._specs[position]
 
 
-def _run(setup: _Setup, positions: tuple[int, ...], keep_individual: bool) -> PDResult:
-    specs = [setup.spec(p) for p in positions]
-    return brute_force_pd(
-        setup.adapter, setup.frame, specs, sample_weight=setup.sample_weight, ice_rows=setup.ice_rows,
-        keep_individual=keep_individual, centered=setup.centered, max_batch_bytes=setup.max_batch_bytes,
+def _run_group(setup: _Setup, group: list[tuple[tuple[int, ...], bool]]) -> list[PDResult]:
+    spec_sets = [[setup.spec(p) for p in positions] for positions, _ in group]
+    return brute_force_many(
+        setup.adapter, setup.frame, spec_sets, sample_weight=setup.sample_weight, ice_rows=setup.ice_rows,
+        keep_individual=[keep for _, keep in group], centered=setup.centered, max_batch_bytes=setup.max_batch_bytes,
     )
+
+
+def _groups(setup: _Setup, jobs, n_workers: int):
+    """Consecutive feature sets packed so each group fills about one model call.
+
+    With several workers the groups are kept small enough that every worker
+    gets a share of the work.
+    """
+    sizes = [augmented_rows(setup.frame, [setup.spec(p) for p in pos]) for pos, _ in jobs]
+    target = rows_per_batch(setup.frame, len(setup.adapter.targets), setup.max_batch_bytes)
+    if n_workers > 1:
+        target = max(1, min(target, sum(sizes) // (4 * n_workers)))
+    groups, current, filled = [], [], 0
+    for job, size in zip(jobs, sizes):
+        if current and filled + size > target:
+            groups.append(current)
+            current, filled = [], 0
+        current.append(job)
+        filled += size
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _n_workers(n_jobs) -> int:
+    if n_jobs is None:
+        return 1
+    from joblib import cpu_count
+
+    return cpu_count() if n_jobs < 0 else max(1, int(n_jobs))
 
 
 def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, progress, desc) -> list[PDResult]:
     for positions, _ in jobs:  # build every grid up front so grid errors surface before the work
         for p in positions:
             setup.spec(p)
-    if n_jobs in (None, 1) or len(jobs) == 1:
-        it = (_run(setup, pos, keep) for pos, keep in jobs)
-        return list(progress_iter(it, total=len(jobs), desc=desc, enabled=progress))
-    from joblib import Parallel, delayed
+    workers = _n_workers(n_jobs)
+    groups = _groups(setup, jobs, workers)
+    bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
+    out: list[PDResult] = []
+    try:
+        if workers == 1 or len(groups) == 1:
+            for group in groups:
+                out.extend(_run_group(setup, group))
+                bar.update(len(group))
+        else:
+            from joblib import Parallel, delayed
 
-    parallel = Parallel(n_jobs=n_jobs, return_as="generator")
-    it = parallel(delayed(_run)(setup, pos, keep) for pos, keep in jobs)
-    return list(progress_iter(it, total=len(jobs), desc=desc, enabled=progress))
+            parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+            for group_result in parallel(delayed(_run_group)(setup, group) for group in groups):
+                out.extend(group_result)
+                bar.update(len(group_result))
+    finally:
+        bar.close()
+    return out
 
 
 def partial_dependence(
