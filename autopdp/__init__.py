@@ -3,6 +3,10 @@
 from ._version import __version__
 from .partial_dependence import compute_all, partial_dependence
 from .result import PDResult
+from .config import AuditConfig
+from .audit import Audit, audit
+from .selection import SelectedPDP
+from .utilities import UtilityScore
 from . import datasets
 
 __all__ = [
@@ -10,5 +14,10 @@ __all__ = [
     "partial_dependence",
     "compute_all",
     "PDResult",
+    "audit",
+    "Audit",
+    "AuditConfig",
+    "SelectedPDP",
+    "UtilityScore",
     "datasets",
 ]

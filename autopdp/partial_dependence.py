@@ -359,3 +359,26 @@ def compute_all(
         setup2 = setup.with_grid_resolution(grid_resolution_2d)
     jobs2 = [((a, b), bool(ice_2d)) for a, b in itertools.combinations(positions, 2)]
     return results_1d + _execute(setup2, jobs2, n_jobs, progress, "2D partial dependence")
+
+
+def feature_grids(
+    X, features, *, grid_resolution=20, percentiles=(0.05, 0.95), categorical_features=None, grid_method="quantile",
+    integer_as_categorical=0, custom_values=None,
+) -> dict:
+    """The grid and kind each feature would get, without computing anything.
+
+    Returns ``{name: (kind, grid)}`` for the given feature names/indices.
+    """
+    _check_options(grid_resolution, percentiles, "both", grid_method, 1)
+    frame = as_frame(X)
+    mask = resolve_categorical(frame, categorical_features, integer_as_categorical)
+    custom = {frame.position_of(k): v for k, v in (custom_values or {}).items()}
+    out = {}
+    for f in features:
+        p = frame.position_of(f)
+        spec = build_spec(
+            frame, p, categorical=bool(mask[p]), grid_resolution=int(grid_resolution),
+            percentiles=tuple(float(q) for q in percentiles), grid_method=grid_method, custom_values=custom.get(p),
+        )
+        out[spec.name] = (spec.kind, spec.grid)
+    return out

@@ -1,0 +1,517 @@
+"""``autopdp.audit``: data + model -> every PD -> scores -> ranking -> curated selection.
+
+Each PD is computed once and shared by every utility.  The result, an
+:class:`Audit`, is what the report renders from and what ``to_json`` writes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import itertools
+import json
+import platform
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ._io import atomic_write_text
+from ._version import __version__
+from .config import AuditConfig
+from .data import Frame, as_frame
+from .partial_dependence import feature_grids, partial_dependence
+from .response import make_adapter
+from .result import PDResult, _scalar, _to_jsonable
+from .scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
+from .selection import SelectedPDP, curate, intersection_scores, rank_scores, score_columns
+from .utilities import UtilityScore
+
+__all__ = ["audit", "Audit"]
+
+JSON_SCHEMA = "autopdp.Audit/1"
+#: The only key of ``Audit.to_json`` that changes between identical runs.
+RUN_KEY = "run"
+
+
+@dataclass(frozen=True, eq=False)
+class Audit:
+    """Everything an audit found.
+
+    Attributes
+    ----------
+    config : AuditConfig
+    results : tuple of PDResult
+        Every 1D PD (in column order) then every 2D PD.
+    comparisons : mapping of name -> tuple of PDResult
+        The comparison models' PDs on the same grids.
+    utility_scores : mapping of features -> {utility id: UtilityScore}
+        The full verdicts, with comparison curves and n/a reasons.
+    scores : DataFrame
+        One row per PDP: ``features``, ``kind`` ("1d"/"2d") and one column per
+        utility and criterion id (NaN where not applicable).
+    importance : DataFrame
+        Greenwell importance, indexed by feature, one column per target.
+    interaction : DataFrame
+        Greenwell interaction, indexed by (feature_1, feature_2), one column per target.
+    notes : tuple of str
+        Features skipped and other things the report must say.
+    metadata : mapping
+        Model, data (rows, features, sha256 fingerprint), versions.
+    run : mapping
+        Date and timings per stage (the only part that differs between runs).
+    """
+
+    config: AuditConfig
+    results: tuple
+    comparisons: Mapping[str, tuple]
+    utility_scores: Mapping[tuple, Mapping[str, UtilityScore]]
+    scores: pd.DataFrame
+    importance: pd.DataFrame
+    interaction: pd.DataFrame
+    notes: tuple = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    run: Mapping[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------ queries
+    def ranking(self, name: str, ascending: bool = False, kind: str | None = None) -> pd.DataFrame:
+        """The PDPs ordered by score ``name`` (best first) with a ``rank`` column.
+
+        ``kind`` defaults to "1d" for utilities and "2d" for the pair criteria
+        (correlation, importance, interaction, intersection); "all" mixes both.
+        """
+        return rank_scores(self.scores, name, ascending=ascending, kind=kind)
+
+    @property
+    def selection(self) -> list[SelectedPDP]:
+        """The curated list: ``top_k`` per utility and per 2D criterion, merged."""
+        return curate(self.scores, self._ranking_orders(), self.config.top_k)
+
+    def _ranking_orders(self) -> dict[str, str]:
+        orders = {}
+        one_d = self.scores[self.scores["kind"] == "1d"]
+        for col in score_columns(self.scores):
+            if col in ("correlation", "interaction", "intersection", "importance"):
+                continue
+            if one_d[col].notna().any():
+                orders[col] = "asc" if (col == "ice_variance" and self.config.ice_variance == "low") else "desc"
+        for crit in self.config.criteria_2d:
+            if crit in self.scores.columns and self.scores[crit].notna().any():
+                orders[crit] = "desc"
+        return orders
+
+    def pd(self, features) -> PDResult:
+        """The PDResult of a feature (``"age"``) or a pair (``("age", "duration")``)."""
+        key = (features,) if isinstance(features, str) else tuple(features)
+        for r in self.results:
+            if r.features == key or (len(key) == 2 and r.features == key[::-1]):
+                return r
+        raise ValueError(f"No PD for {key!r} in this audit.")
+
+    def score(self, features, utility: str) -> UtilityScore:
+        key = self.pd(features).features
+        try:
+            return self.utility_scores[key][utility]
+        except KeyError:
+            raise ValueError(f"No {utility!r} score for {key!r}.") from None
+
+    @property
+    def results_1d(self) -> list[PDResult]:
+        return [r for r in self.results if r.ndim == 1]
+
+    @property
+    def results_2d(self) -> list[PDResult]:
+        return [r for r in self.results if r.ndim == 2]
+
+    # ------------------------------------------------------------ JSON
+    def to_dict(self) -> dict:
+        scores = []
+        for _, row in self.scores.iterrows():
+            d = {"features": list(row["features"]), "kind": row["kind"]}
+            for col in score_columns(self.scores):
+                d[col] = _scalar(float(row[col])) if pd.notna(row[col]) else None
+            scores.append(d)
+        verdicts = []
+        for feats, by_id in self.utility_scores.items():
+            for uid, s in by_id.items():
+                verdicts.append({
+                    "features": list(feats), "utility": uid, "value": _scalar(s.value), "target": _scalar(s.target),
+                    "comparison": None if s.comparison is None else _to_jsonable(s.comparison),
+                    "reason": s.reason, "details": _plain(s.details),
+                })
+        return {
+            "schema": JSON_SCHEMA,
+            "autopdp_version": __version__,
+            "config": _plain(self.config.to_dict()),
+            "metadata": _plain(dict(self.metadata)),
+            "notes": list(self.notes),
+            "scores": scores,
+            "selection": [
+                {"features": list(s.features), "kind": s.kind, "reasons": [list(r) for r in s.reasons]}
+                for s in self.selection
+            ],
+            "importance": _table(self.importance),
+            "interaction": _table(self.interaction),
+            "utility_scores": verdicts,
+            "results": [r.to_dict() for r in self.results],
+            "comparisons": {k: [r.to_dict() for r in v] for k, v in self.comparisons.items()},
+            RUN_KEY: _plain(dict(self.run)),
+        }
+
+    def to_json(self, path=None) -> str:
+        """Every number of the audit as JSON; written atomically to ``path`` when given."""
+        text = json.dumps(self.to_dict(), allow_nan=False, indent=1)
+        if path is not None:
+            atomic_write_text(path, text)
+        return text
+
+    def __repr__(self) -> str:
+        n1, n2 = len(self.results_1d), len(self.results_2d)
+        return f"Audit({n1} 1D + {n2} 2D PDPs, {len(self.selection)} selected, model={self.metadata.get('model', {}).get('name')!r})"
+
+
+def _table(df: pd.DataFrame) -> list:
+    if df.empty:
+        return []
+    out = []
+    for idx, row in df.iterrows():
+        key = list(idx) if isinstance(idx, tuple) else idx
+        out.append({"features": key, **{str(c): _scalar(float(v)) for c, v in row.items()}})
+    return out
+
+
+def _plain(obj):
+    """Make nested config/metadata JSON-ready (tuples -> lists, numpy -> python, NaN -> None)."""
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _to_jsonable(obj)
+    if isinstance(obj, (str, bool, type(None), int)):
+        return obj
+    if isinstance(obj, (float, np.generic)):
+        return _scalar(obj)
+    return str(obj)
+
+
+# ---------------------------------------------------------------- helpers
+def _check_y(y, n: int):
+    if y is None:
+        return None
+    if isinstance(y, pd.DataFrame):
+        if y.shape[1] != 1:
+            raise ValueError(f"y must be one column, got a DataFrame with {y.shape[1]} columns.")
+        y = y.iloc[:, 0]
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(f"y must be 1-D (one target per row), got shape {arr.shape}.")
+    if arr.shape[0] != n:
+        raise ValueError(f"y has {arr.shape[0]} values but X has {n} rows; give one target per row.")
+    if pd.isna(pd.Series(arr, dtype=object)).any():
+        k = int(pd.isna(pd.Series(arr, dtype=object)).sum())
+        raise ValueError(f"the target y has {k} missing value(s); drop those rows or fill them before auditing.")
+    if pd.Series(arr, dtype=object).nunique() < 2:
+        raise ValueError("the target y is constant (a single class or value); an audit needs a target that varies.")
+    return arr
+
+
+def fingerprint(frame: Frame) -> str:
+    """sha256 of the data: of pandas' row hashes (values and column names) or of the array bytes."""
+    h = hashlib.sha256()
+    if frame.is_frame:
+        h.update("\x1f".join(frame.names).encode())
+        h.update(pd.util.hash_pandas_object(frame.data, index=False).to_numpy().tobytes())
+    else:
+        h.update(np.ascontiguousarray(frame.data).tobytes() if frame.data.dtype != object else repr(frame.data.tolist()).encode())
+    return h.hexdigest()
+
+
+def describe_model(model) -> dict:
+    """Name, type and key parameters of a model, as plain text."""
+    name = type(model).__name__
+    out: dict[str, Any] = {"name": name, "type": f"{type(model).__module__}.{name}"}
+    steps = getattr(model, "steps", None)
+    if steps:
+        out["steps"] = [f"{n}: {type(s).__name__}" for n, s in steps]
+        final = steps[-1][1]
+        out["final_estimator"] = type(final).__name__
+        params_of = final
+    else:
+        params_of = model
+    if hasattr(params_of, "get_params"):
+        try:
+            params = params_of.get_params(deep=False)
+        except Exception:  # an estimator whose get_params fails still gets audited
+            params = {}
+        out["params"] = {k: _short(v) for k, v in sorted(params.items())}
+    if hasattr(model, "classes_"):
+        out["classes"] = [_scalar(c) for c in np.asarray(model.classes_).tolist()]
+    return out
+
+
+def _short(v) -> Any:
+    if isinstance(v, (bool, int, float, str, type(None))):
+        return v
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _versions() -> dict:
+    import cvxpy
+    import scipy
+    import sklearn
+
+    return {
+        "autopdp": __version__, "python": platform.python_version(), "numpy": np.__version__,
+        "pandas": pd.__version__, "scikit-learn": sklearn.__version__, "scipy": scipy.__version__,
+        "cvxpy": cvxpy.__version__,
+    }
+
+
+def _sample_rows(n: int, k: int | None, rng) -> np.ndarray | None:
+    if k is None or k >= n:
+        return None
+    return np.sort(rng.choice(n, size=k, replace=False))
+
+
+def _prediction_std(adapter, frame: Frame, max_batch_rows: int = 200_000) -> np.ndarray:
+    parts = []
+    for r0 in range(0, frame.n_rows, max_batch_rows):
+        rows = np.arange(r0, min(frame.n_rows, r0 + max_batch_rows))
+        parts.append(adapter(frame.take_rows(rows).data))
+    preds = np.vstack(parts)
+    return preds.std(axis=0)
+
+
+def _check_comparison(name: str, other, model, frame: Frame):
+    cols = getattr(other, "feature_names_in_", None)
+    mine = getattr(model, "feature_names_in_", None)
+    if cols is not None and mine is not None and list(cols) != list(mine):
+        missing = sorted(set(mine) - set(cols))
+        extra = sorted(set(cols) - set(mine))
+        raise ValueError(
+            f"comparison model {name!r} was trained on other columns than the audited model "
+            f"(missing {missing}, extra {extra}); compare models trained on the same features."
+        )
+    if cols is not None and frame.is_frame and not set(cols) <= set(frame.names):
+        raise ValueError(f"comparison model {name!r} needs columns {sorted(set(cols) - set(frame.names))} that X lacks.")
+
+
+def _na_notes(utility_scores) -> list[str]:
+    """One note per kind of 'n/a' among the 1D scores (unordered categoricals grouped)."""
+    unordered: dict[str, None] = {}
+    uids: dict[str, None] = {}
+    notes = []
+    for feats, by_id in utility_scores.items():
+        if len(feats) != 1:
+            continue
+        for uid, s in by_id.items():
+            if s.available or not s.reason:
+                continue
+            if "unordered categorical" in s.reason:
+                unordered[feats[0]] = None
+                uids[uid] = None
+            else:
+                notes.append(f"{uid} is n/a for {feats[0]!r}: {s.reason}")
+    if unordered:
+        notes.insert(0, (
+            f"{', '.join(uids)} need an order and are n/a for the unordered categorical features "
+            f"{', '.join(unordered)}; give a column an ordered pandas Categorical to score it."
+        ))
+    return notes
+
+
+# ---------------------------------------------------------------- audit
+def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None) -> Audit:
+    """Compute every 1D and 2D PD of ``model`` on ``X``, score, rank and select them.
+
+    Parameters
+    ----------
+    model : estimator or callable
+        A fitted scikit-learn estimator/Pipeline or ``f(X)``.
+    X : DataFrame or ndarray
+        The data the PDs average over.
+    y : array-like, optional
+        Observed target, for the ``incidence`` utility.
+    compare : dict, optional
+        ``{name: fitted model}``: comparison models for ``similarity:<name>``.
+    config : AuditConfig or dict, optional
+    n_jobs : int, optional
+        joblib workers for the PD computations.
+    random_state : int
+        Seed for row subsampling (same seed, same audit).
+    progress : bool, optional
+        Progress bars (default: only on an interactive terminal).
+
+    Returns
+    -------
+    Audit
+    """
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    if config is None:
+        config = AuditConfig()
+    elif isinstance(config, Mapping):
+        config = AuditConfig.from_dict(config)
+    elif not isinstance(config, AuditConfig):
+        raise TypeError(f"config must be an AuditConfig or a dict, got {type(config).__name__}.")
+    compare = dict(compare or {})
+    for name in compare:
+        if not isinstance(name, str) or not name or any(c in name for c in "=:"):
+            raise ValueError(f"comparison model names must be non-empty text without '=' or ':', got {name!r}.")
+
+    t0 = time.perf_counter()
+    full = as_frame(X)
+    y = _check_y(y, full.n_rows)
+    rng = np.random.default_rng(random_state)
+    rows = _sample_rows(full.n_rows, config.max_rows, rng)
+    frame = full if rows is None else full.take_rows(rows)
+    y_pd = None if y is None else (y if rows is None else y[rows])
+    notes: list[str] = []
+    if rows is not None:
+        notes.append(f"PDs average over a random sample of {frame.n_rows:,} of the {full.n_rows:,} rows (max_rows).")
+
+    names = list(frame.names) if config.features is None else [frame.names[frame.position_of(f)] for f in config.features]
+    for f in list(config.expected_monotonic) + list(config.lipschitz):
+        frame.position_of(f)  # unknown feature names in the config are errors
+    features = []
+    for name in names:
+        col = pd.Series(frame.column(frame.names.index(name)), dtype=object)
+        if col.nunique(dropna=True) <= 1:
+            notes.append(f"Feature {name!r} is constant in the data and was skipped.")
+        else:
+            features.append(name)
+    if not features:
+        raise ValueError("every feature is constant in the data: there is nothing to audit.")
+    adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
+    for name, other in compare.items():
+        _check_comparison(name, other, model, frame)
+    timings["validate"] = time.perf_counter() - t0
+
+    common = dict(
+        response=config.response, target=config.target, percentiles=config.percentiles,
+        grid_method=config.grid_method, integer_as_categorical=config.integer_as_categorical,
+        max_batch_mb=config.max_batch_mb, progress=progress,
+    )
+    # ---- 1D PDs
+    t0 = time.perf_counter()
+    res1 = partial_dependence(
+        model, frame.data, features, grid_resolution=config.grid_resolution, kind="both",
+        categorical_features=config.categorical_features, subsample=config.subsample,
+        random_state=random_state, n_jobs=n_jobs, **common,
+    )
+    categorical = [r.features[0] for r in res1 if r.kinds[0] == "categorical"] or None
+    custom_1d = {r.features[0]: list(r.grid[0]) if r.kinds[0] == "categorical" else r.grid[0] for r in res1}
+    timings["pd_1d"] = time.perf_counter() - t0
+
+    # ---- 2D PDs (on a row subsample, grids from all rows)
+    res2: list[PDResult] = []
+    pairs = list(itertools.combinations(features, 2)) if config.pairs else []
+    rows_2d = _sample_rows(frame.n_rows, config.max_rows_2d, rng) if pairs else None
+    frame_2d = frame if rows_2d is None else frame.take_rows(rows_2d)
+    custom_2d = {}
+    t0 = time.perf_counter()
+    if pairs:
+        grids = feature_grids(
+            frame.data, features, grid_resolution=config.grid_resolution_2d, percentiles=config.percentiles,
+            categorical_features=categorical, grid_method=config.grid_method,
+            integer_as_categorical=config.integer_as_categorical,
+        )
+        custom_2d = {k: list(g) if kind == "categorical" else g for k, (kind, g) in grids.items()}
+        res2 = partial_dependence(
+            model, frame_2d.data, pairs, grid_resolution=config.grid_resolution_2d, kind="average",
+            categorical_features=categorical, custom_values=custom_2d, n_jobs=n_jobs, **common,
+        )
+        if rows_2d is not None:
+            notes.append(
+                f"2D PDs average over a random sample of {frame_2d.n_rows:,} rows (max_rows_2d); "
+                "their standard errors are in the results."
+            )
+    timings["pd_2d"] = time.perf_counter() - t0
+
+    # ---- comparison models on the same grids and rows
+    t0 = time.perf_counter()
+    comparisons: dict[str, tuple] = {}
+    for name, other in compare.items():
+        try:
+            c1 = partial_dependence(
+                other, frame.data, features, kind="average", categorical_features=categorical,
+                custom_values=custom_1d, n_jobs=n_jobs, **common,
+            )
+            c2 = partial_dependence(
+                other, frame_2d.data, pairs, kind="average", categorical_features=categorical,
+                custom_values=custom_2d, n_jobs=n_jobs, **common,
+            ) if pairs else []
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"comparison model {name!r}: {exc}") from exc
+        comparisons[name] = tuple(c1) + tuple(c2)
+    timings["comparisons"] = time.perf_counter() - t0
+
+    # ---- scores
+    t0 = time.perf_counter()
+    inputs = ScoringInputs(
+        frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
+        prediction_std=_prediction_std(adapter, frame), config=config,
+        comparisons={k: {r.features: r for r in v} for k, v in comparisons.items()},
+    )
+    results = list(res1) + list(res2)
+    utility_scores = {r.features: score_result(inputs, r) for r in results}
+    importance = importance_table(res1)
+    interaction = interaction_table(res2)
+    criteria = pair_criteria(inputs, res2, importance, interaction)
+    timings["scoring"] = time.perf_counter() - t0
+
+    # ---- table
+    imp_max = importance.max(axis=1) if not importance.empty else pd.Series(dtype=float)
+    records = []
+    for r in results:
+        row = {"features": r.features, "kind": f"{r.ndim}d"}
+        row.update({uid: s.value for uid, s in utility_scores[r.features].items()})
+        if r.ndim == 1:
+            row["importance"] = float(imp_max.get(r.features[0], np.nan))
+        else:
+            row.update(criteria[r.features])
+        records.append(row)
+    scores = pd.DataFrame.from_records(records)
+    for col in ("importance", "correlation", "interaction"):
+        if col not in scores.columns:
+            scores[col] = np.nan
+    two = scores["kind"] == "2d"
+    pct_cols = [c for c in score_columns(scores) if c != "intersection" and scores.loc[two, c].notna().any()]
+    inter_input = scores.loc[two, pct_cols].astype(float)
+    if "ice_variance" in inter_input and config.ice_variance == "low":
+        inter_input["ice_variance"] = -inter_input["ice_variance"]
+    scores["intersection"] = np.nan
+    if two.any():
+        scores.loc[two, "intersection"] = intersection_scores(inter_input, pct_cols).to_numpy()
+    ordered = ["features", "kind"] + [c for c in scores.columns if c not in ("features", "kind", "importance", "correlation", "interaction", "intersection")]
+    scores = scores[ordered + ["importance", "correlation", "interaction", "intersection"]]
+
+    notes.extend(_na_notes(utility_scores))
+    timings["total"] = time.perf_counter() - started
+
+    metadata = {
+        "model": describe_model(model),
+        "compare": {k: describe_model(v) for k, v in compare.items()},
+        "data": {
+            "rows": full.n_rows, "features": full.n_features, "rows_used_1d": frame.n_rows,
+            "rows_used_2d": frame_2d.n_rows if pairs else 0, "sha256": fingerprint(full),
+            "categorical": [r.features[0] for r in res1 if r.kinds[0] == "categorical"],
+        },
+        "response": adapter.response,
+        "targets": [_scalar(t) for t in adapter.targets],
+        "is_classifier": adapter.is_classifier,
+        "has_y": y is not None,
+        "random_state": random_state,
+        "versions": _versions(),
+        "counts": {"pd_1d": len(res1), "pd_2d": len(res2), "features_skipped": len(names) - len(features)},
+    }
+    run = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "timings_s": timings}
+    return Audit(
+        config=config, results=tuple(results), comparisons=comparisons, utility_scores=utility_scores,
+        scores=scores, importance=importance, interaction=interaction, notes=tuple(notes),
+        metadata=metadata, run=run,
+    )

@@ -1,0 +1,189 @@
+"""``AuditConfig``: every setting of an audit, with checks that name the bad key."""
+
+from __future__ import annotations
+
+import numbers
+import types
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .utilities import UTILITY_IDS
+from .utilities.monotonicity import DIRECTIONS
+
+__all__ = ["AuditConfig", "CRITERIA_2D", "load_toml"]
+
+CRITERIA_2D = ("correlation", "importance", "interaction", "intersection")
+
+
+def _frozen_map(value) -> Mapping:
+    return types.MappingProxyType(dict(value or {}))
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """Settings of :func:`autopdp.audit`.
+
+    Grids
+        ``grid_resolution`` (1D, default 20), ``grid_resolution_2d`` (default 10),
+        ``percentiles``, ``grid_method`` ("quantile" or "uniform").
+    Work
+        ``pairs`` (compute 2D PDs), ``features`` (restrict to these columns),
+        ``max_rows`` (row subsample for every PD; None = all rows),
+        ``max_rows_2d`` (row subsample for the 2D PDs, default 500; their
+        standard errors show the cost), ``subsample`` (ICE curves kept per 1D
+        PD, default 1000), ``max_batch_mb``.
+    Model
+        ``response``, ``target`` (see :func:`autopdp.partial_dependence`),
+        ``categorical_features``, ``integer_as_categorical``.
+    Scoring
+        ``utilities`` (ids to run), ``loss`` ("l2" or "l1"),
+        ``expected_monotonic`` ({feature: "increasing"|"decreasing"|"none"}),
+        ``lipschitz`` ({feature: slope bound in feature units}),
+        ``lipschitz_scale`` (scale-free default bound, see
+        :mod:`autopdp.utilities.lipschitz`), ``ice_variance`` ("high": large ICE
+        spread is interesting; "low": small), ``top_k`` (plots per criterion in
+        the curated selection), ``criteria_2d``.
+    Report
+        ``title``, ``model_name``, ``dataset_name``, ``reviewer``, ``sign_off``
+        (free text shown on the cover).
+    """
+
+    grid_resolution: int = 20
+    grid_resolution_2d: int = 10
+    percentiles: tuple = (0.05, 0.95)
+    grid_method: str = "quantile"
+    pairs: bool = True
+    features: tuple | None = None
+    max_rows: int | None = None
+    max_rows_2d: int | None = 500
+    subsample: int | None = 1000
+    max_batch_mb: float = 256.0
+    response: str = "auto"
+    target: Any = None
+    categorical_features: tuple | None = None
+    integer_as_categorical: int = 0
+    utilities: tuple = UTILITY_IDS
+    loss: str = "l2"
+    expected_monotonic: Mapping = field(default_factory=dict)
+    lipschitz: Mapping = field(default_factory=dict)
+    lipschitz_scale: float = 2.0
+    ice_variance: str = "high"
+    top_k: int = 3
+    criteria_2d: tuple = CRITERIA_2D
+    title: str = "Partial dependence validation report"
+    model_name: str | None = None
+    dataset_name: str | None = None
+    reviewer: str | None = None
+    sign_off: str | None = None
+
+    def __post_init__(self):
+        set_ = lambda k, v: object.__setattr__(self, k, v)
+        set_("expected_monotonic", _frozen_map(self.expected_monotonic))
+        set_("lipschitz", _frozen_map(self.lipschitz))
+        for key in ("percentiles", "utilities", "criteria_2d"):
+            set_(key, tuple(getattr(self, key)))
+        for key in ("features", "categorical_features"):
+            if getattr(self, key) is not None:
+                set_(key, tuple(getattr(self, key)))
+        self._check()
+
+    def _check(self):
+        def positive_int(key, allow_none=False, minimum=1):
+            v = getattr(self, key)
+            if v is None and allow_none:
+                return
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < minimum:
+                raise ValueError(f"config key {key!r} must be an integer >= {minimum}, got {v!r}.")
+
+        positive_int("grid_resolution", minimum=2)
+        positive_int("grid_resolution_2d", minimum=2)
+        positive_int("top_k")
+        positive_int("max_rows", allow_none=True)
+        positive_int("max_rows_2d", allow_none=True)
+        positive_int("subsample", allow_none=True)
+        positive_int("integer_as_categorical", minimum=0)
+        if self.loss not in ("l2", "l1"):
+            raise ValueError(f"config key 'loss' must be 'l2' or 'l1', got {self.loss!r}.")
+        if self.grid_method not in ("quantile", "uniform"):
+            raise ValueError(f"config key 'grid_method' must be 'quantile' or 'uniform', got {self.grid_method!r}.")
+        if self.ice_variance not in ("high", "low"):
+            raise ValueError(f"config key 'ice_variance' must be 'high' or 'low', got {self.ice_variance!r}.")
+        if not isinstance(self.pairs, bool):
+            raise ValueError(f"config key 'pairs' must be true or false, got {self.pairs!r}.")
+        for key in ("lipschitz_scale", "max_batch_mb"):
+            v = getattr(self, key)
+            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not v > 0:
+                raise ValueError(f"config key {key!r} must be a positive number, got {v!r}.")
+        if len(self.percentiles) != 2 or not all(isinstance(p, numbers.Real) for p in self.percentiles) or not (
+            0 <= self.percentiles[0] < self.percentiles[1] <= 1
+        ):
+            raise ValueError(f"config key 'percentiles' must be [low, high] with 0 <= low < high <= 1, got {list(self.percentiles)!r}.")
+        for u in self.utilities:
+            if u not in UTILITY_IDS:
+                raise ValueError(f"config key 'utilities' has unknown utility {u!r}; known: {', '.join(UTILITY_IDS)}.")
+        for c in self.criteria_2d:
+            if c not in CRITERIA_2D:
+                raise ValueError(f"config key 'criteria_2d' has unknown criterion {c!r}; known: {', '.join(CRITERIA_2D)}.")
+        for feat, d in self.expected_monotonic.items():
+            if d not in DIRECTIONS:
+                raise ValueError(
+                    f"config key 'expected_monotonic.{feat}' must be one of {', '.join(DIRECTIONS)}, got {d!r}."
+                )
+        for feat, l in self.lipschitz.items():
+            if not isinstance(l, numbers.Real) or isinstance(l, bool) or not l > 0:
+                raise ValueError(f"config key 'lipschitz.{feat}' must be a positive slope bound, got {l!r}.")
+        for key in ("title", "model_name", "dataset_name", "reviewer", "sign_off"):
+            v = getattr(self, key)
+            if v is not None and not isinstance(v, str):
+                raise ValueError(f"config key {key!r} must be text, got {type(v).__name__}.")
+
+    # ------------------------------------------------------------------ I/O
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "AuditConfig":
+        """Build from a plain dict (e.g. a parsed TOML file); unknown keys are errors."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"the config must be a table of keys, got {type(data).__name__}.")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown config key {unknown[0]!r}" + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else "")
+                + f"; known keys: {', '.join(sorted(known))}."
+            )
+        return cls(**dict(data))
+
+    @classmethod
+    def from_toml(cls, path) -> "AuditConfig":
+        return cls.from_dict(load_toml(path, what="config"))
+
+    def replace(self, **changes) -> "AuditConfig":
+        d = self.to_dict()
+        d.update(changes)
+        return AuditConfig.from_dict(d)
+
+    def to_dict(self) -> dict:
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, types.MappingProxyType):
+                v = dict(v)
+            elif isinstance(v, tuple):
+                v = list(v)
+            out[f.name] = v
+        return out
+
+
+def load_toml(path, *, what: str) -> dict:
+    """Parse a TOML file with a clear error for a missing or malformed file."""
+    import tomllib
+
+    p = Path(path)
+    try:
+        text = p.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read {what} file {str(p)!r}: {exc.strerror or exc}.") from None
+    try:
+        return tomllib.loads(text.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{what} file {str(p)!r} is not valid TOML: {exc}.") from None

@@ -1,0 +1,156 @@
+"""Stage: PD results -> utility scores, importance, interaction and 2D criteria.
+
+Pure functions of the computed PDs and the data; no model calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .association import association
+from .data import Frame
+from .grids import FeatureSpec, nearest_grid_index
+from .importance import pd_importance, pd_interaction
+from .utilities import (
+    score_ice_variance,
+    score_incidence,
+    score_lipschitz,
+    score_monotonicity,
+    score_similarity,
+    score_slope,
+    similarity_id,
+)
+from .utilities.base import UtilityScore, axis_positions, best_over_targets
+from .utilities.lipschitz import default_bound
+
+__all__ = ["ScoringInputs", "score_result", "grid_cells", "importance_table", "interaction_table", "pair_criteria"]
+
+
+class ScoringInputs:
+    """What the utilities need besides the PD itself (shared by every PDP)."""
+
+    def __init__(self, frame: Frame, y, is_classifier: bool, prediction_std: np.ndarray, config, comparisons):
+        self.frame = frame
+        self.y = None if y is None else np.asarray(y)
+        self.is_classifier = is_classifier
+        self.prediction_std = prediction_std  # per target
+        self.config = config
+        self.comparisons = comparisons  # {name: {features: PDResult}}
+        self._columns: dict[int, np.ndarray] = {}
+
+    def column(self, name: str) -> np.ndarray:
+        pos = self.frame.names.index(name)
+        if pos not in self._columns:
+            self._columns[pos] = self.frame.column(pos)
+        return self._columns[pos]
+
+
+def grid_cells(inputs: ScoringInputs, result) -> np.ndarray:
+    """Flat grid-cell index of every data row for ``result``'s grid (-1 for none)."""
+    idx = []
+    for name, kind, grid, ordered in zip(result.features, result.kinds, result.grid, result.ordered):
+        spec = FeatureSpec(name=name, position=-1, kind=kind, grid=np.asarray(grid), ordered=ordered, n_missing=0)
+        idx.append(nearest_grid_index(inputs.column(name), spec))
+    ok = np.all([i >= 0 for i in idx], axis=0)
+    cells = np.full(inputs.frame.n_rows, -1, dtype=np.int64)
+    if ok.any():
+        cells[ok] = np.ravel_multi_index(tuple(i[ok] for i in idx), result.grid_shape)
+    return cells
+
+
+def _weights(cells: np.ndarray, shape) -> np.ndarray:
+    size = int(np.prod(shape))
+    counts = np.bincount(cells[cells >= 0], minlength=size).astype(float)
+    return (counts / max(cells.shape[0], 1)).reshape(shape)
+
+
+def _slopes(inputs: ScoringInputs, result, target_index: int) -> list[float]:
+    cfg = inputs.config
+    out = []
+    for axis, name in enumerate(result.features):
+        if name in cfg.lipschitz:
+            out.append(float(cfg.lipschitz[name]))
+            continue
+        x = axis_positions(result, axis)
+        s = float(inputs.prediction_std[target_index]) if inputs.prediction_std is not None else 1.0
+        out.append(default_bound(x, s if s > 0 else 1.0, cfg.lipschitz_scale) if x is not None else float("inf"))
+    return out
+
+
+def score_result(inputs: ScoringInputs, result) -> dict[str, UtilityScore]:
+    """Every configured utility of one PDP, best over targets."""
+    cfg = inputs.config
+    cells = grid_cells(inputs, result)
+    w = _weights(cells, result.grid_shape)
+    out: dict[str, UtilityScore] = {}
+    T = result.n_targets
+    directions = tuple(cfg.expected_monotonic.get(f) for f in result.features)
+    for utility in cfg.utilities:
+        if utility == "monotonicity":
+            per = [score_monotonicity(result, target_index=t, weights=w, directions=directions, loss=cfg.loss) for t in range(T)]
+        elif utility == "lipschitz":
+            per = [
+                score_lipschitz(result, target_index=t, weights=w, slopes=_slopes(inputs, result, t), loss=cfg.loss)
+                for t in range(T)
+            ]
+        elif utility == "incidence":
+            per = [
+                score_incidence(result, target_index=t, weights=w, cells=cells, y=inputs.y,
+                                is_classifier=inputs.is_classifier, loss=cfg.loss)
+                for t in range(T)
+            ]
+        elif utility == "slope":
+            per = [score_slope(result, target_index=t) for t in range(T)]
+        elif utility == "ice_variance":
+            per = [score_ice_variance(result, target_index=t) for t in range(T)]
+        elif utility == "similarity":
+            for name, by_features in inputs.comparisons.items():
+                other = by_features.get(result.features)
+                per = [
+                    score_similarity(result, other, name=name, target_index=t, weights=w, loss=cfg.loss)
+                    for t in range(T)
+                ]
+                out[similarity_id(name)] = best_over_targets(per)
+            continue
+        else:  # pragma: no cover - guarded by AuditConfig
+            raise ValueError(f"unknown utility {utility!r}")
+        out[utility] = best_over_targets(per)
+    return out
+
+
+def importance_table(results_1d) -> pd.DataFrame:
+    """Greenwell importance: one row per feature, one column per target."""
+    if not results_1d:
+        return pd.DataFrame()
+    targets = [str(t) for t in results_1d[0].targets]
+    data = [pd_importance(r) for r in results_1d]
+    df = pd.DataFrame(np.vstack(data), index=pd.Index([r.features[0] for r in results_1d], name="feature"), columns=targets)
+    return df
+
+
+def interaction_table(results_2d) -> pd.DataFrame:
+    """Greenwell interaction: one row per pair (MultiIndex), one column per target."""
+    if not results_2d:
+        return pd.DataFrame()
+    targets = [str(t) for t in results_2d[0].targets]
+    data = [pd_interaction(r)[0] for r in results_2d]
+    index = pd.MultiIndex.from_tuples([r.features for r in results_2d], names=["feature_1", "feature_2"])
+    return pd.DataFrame(np.vstack(data), index=index, columns=targets)
+
+
+def pair_criteria(inputs: ScoringInputs, results_2d, importance: pd.DataFrame, interaction: pd.DataFrame) -> dict:
+    """Correlation, importance and interaction of every pair: {features: {criterion: value}}."""
+    imp = importance.max(axis=1) if not importance.empty else pd.Series(dtype=float)
+    inter = interaction.max(axis=1) if not interaction.empty else pd.Series(dtype=float)
+    out = {}
+    for r in results_2d:
+        a, b = r.features
+        ia = float(imp.get(a, np.nan))
+        ib = float(imp.get(b, np.nan))
+        out[r.features] = {
+            "correlation": association(inputs.column(a), r.kinds[0], inputs.column(b), r.kinds[1]),
+            "importance": float(np.sqrt(ia * ib)) if np.isfinite(ia) and np.isfinite(ib) else float("nan"),
+            "interaction": float(inter.get((a, b), np.nan)),
+        }
+    return out

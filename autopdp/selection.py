@@ -1,0 +1,101 @@
+"""Stage: scores -> rankings and the curated selection of PDPs a validator must see.
+
+Rankings
+    One per score column; the 1D utilities rank the 1D PDPs, the 2D criteria
+    (correlation, importance, interaction, intersection) rank the pairs.
+    Higher is more interesting except ``ice_variance`` with
+    ``AuditConfig.ice_variance="low"``.
+Intersection (paper section 4.3)
+    For each pair, the mean over the 2D columns (the utilities applied to the
+    surfaces and the correlation/importance/interaction criteria) of its
+    percentile rank (1 = top of that column): pairs that rank high under
+    several criteria come first.
+Selection
+    The ``top_k`` of every ranking, duplicates merged with their reasons kept
+    ("monotonicity #1, lipschitz #2"); 1D items first, each group ordered by
+    best rank, then by number of reasons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["SelectedPDP", "rank_scores", "intersection_scores", "curate", "score_columns"]
+
+META_COLUMNS = ("features", "kind")
+PAIR_CRITERIA = ("correlation", "importance", "interaction", "intersection")
+
+
+@dataclass(frozen=True)
+class SelectedPDP:
+    """A PDP the curated selection keeps, and why."""
+
+    features: tuple[str, ...]
+    kind: str  # "1d" | "2d"
+    reasons: tuple[tuple[str, int], ...]  # (criterion id, rank)
+
+    @property
+    def reason_text(self) -> str:
+        return ", ".join(f"{c} #{r}" for c, r in self.reasons)
+
+    @property
+    def best_rank(self) -> int:
+        return min(r for _, r in self.reasons)
+
+    @property
+    def label(self) -> str:
+        return " x ".join(self.features)
+
+
+def score_columns(scores: pd.DataFrame) -> list[str]:
+    return [c for c in scores.columns if c not in META_COLUMNS]
+
+
+def default_kind(name: str) -> str:
+    return "2d" if name in PAIR_CRITERIA else "1d"
+
+
+def rank_scores(scores: pd.DataFrame, name: str, *, ascending: bool = False, kind: str | None = None) -> pd.DataFrame:
+    """Rows with a value for ``name``, best first, with a 1-based ``rank`` column.
+
+    ``kind``: "1d", "2d" or "all"; default "2d" for the pair criteria and "1d"
+    for the utilities.  Ties keep the table's order.
+    """
+    if name not in scores.columns or name in META_COLUMNS:
+        known = ", ".join(score_columns(scores))
+        raise ValueError(f"Unknown score {name!r}; the audit has: {known}.")
+    kind = kind or default_kind(name)
+    if kind not in ("1d", "2d", "all"):
+        raise ValueError(f"kind must be '1d', '2d' or 'all', got {kind!r}.")
+    rows = scores if kind == "all" else scores[scores["kind"] == kind]
+    rows = rows[np.isfinite(rows[name].astype(float))]
+    rows = rows.sort_values(name, ascending=ascending, kind="stable")
+    rows = rows.copy()
+    rows.insert(0, "rank", np.arange(1, len(rows) + 1))
+    return rows.reset_index(drop=True)
+
+
+def intersection_scores(scores_2d: pd.DataFrame, columns: list[str]) -> pd.Series:
+    """Mean percentile rank of each pair over ``columns`` (1 = best everywhere)."""
+    if scores_2d.empty or not columns:
+        return pd.Series(np.nan, index=scores_2d.index)
+    pct = scores_2d[columns].astype(float).rank(pct=True, ascending=True, na_option="keep")
+    return pct.mean(axis=1, skipna=True)
+
+
+def curate(scores: pd.DataFrame, rankings: dict[str, str], top_k: int) -> list[SelectedPDP]:
+    """Merge the ``top_k`` of each ranking (``{column: 'desc'|'asc'}``) into one list."""
+    reasons: dict[tuple, list] = {}
+    kinds: dict[tuple, str] = {}
+    for name, order in rankings.items():
+        ranked = rank_scores(scores, name, ascending=(order == "asc"))
+        for _, row in ranked.head(top_k).iterrows():
+            key = tuple(row["features"])
+            reasons.setdefault(key, []).append((name, int(row["rank"])))
+            kinds[key] = row["kind"]
+    items = [SelectedPDP(features=k, kind=kinds[k], reasons=tuple(v)) for k, v in reasons.items()]
+    items.sort(key=lambda s: (s.kind != "1d", s.best_rank, -len(s.reasons)))
+    return items

@@ -1,0 +1,74 @@
+"""Similarity to the data's incidence (AutoPDP paper, section 2.3, eq. 8-9).
+
+``g`` is what the data says at each grid point: among the rows whose value is
+nearest that grid point (the same rows that give the density weights, eq. 5),
+
+* for a classifier, the share of rows whose observed class is the target class
+  (eq. 8), compared with the PD of that class's probability (or, for crisp
+  labels, the share of rows predicted as that class);
+* for a regressor, the mean observed target (the issue's reading of eq. 9, which
+  averages over the rows of each category).
+
+Categorical features use the rows of each level; 2D surfaces the rows of each
+cell.  A grid point without rows has no incidence (NaN) and weighs nothing.
+A decision function is not a rate, so incidence is "n/a" for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import UtilityScore, not_applicable, relative_to_range, standard_utility
+
+__all__ = ["incidence_curve", "score_incidence"]
+
+UTILITY = "incidence"
+
+
+def incidence_curve(cells: np.ndarray, y_values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Mean of ``y_values`` over the rows of each grid cell (NaN for empty cells).
+
+    ``cells`` holds each row's flat cell index (-1 for none).
+    """
+    size = int(np.prod(shape))
+    ok = cells >= 0
+    count = np.bincount(cells[ok], minlength=size).astype(float)
+    total = np.bincount(cells[ok], weights=np.asarray(y_values, dtype=float)[ok], minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        curve = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    return curve.reshape(shape)
+
+
+def score_incidence(result, *, target_index: int, weights: np.ndarray, cells: np.ndarray | None, y, is_classifier: bool, loss: str = "l2") -> UtilityScore:
+    """Score how far the PD is from the observed incidence (or mean target).
+
+    ``cells``: flat grid-cell index of every data row (-1 for none); ``y``: the
+    observed target of those rows (None when not given).
+    """
+    target = result.targets[target_index]
+    if y is None or cells is None:
+        return not_applicable(UTILITY, "needs the observed target y (pass y to audit).", target)
+    if result.response == "decision_function":
+        return not_applicable(
+            UTILITY, "the response is a decision function, not a rate; use response='predict_proba' to compare with incidence.",
+            target,
+        )
+    if result.centered:
+        return not_applicable(UTILITY, "a centred PD cannot be compared with incidence rates.", target)
+    y = np.asarray(y)
+    if is_classifier:
+        y_values = (y == target) | (y.astype(str) == str(target))
+    else:
+        try:
+            y_values = y.astype(float)
+        except (TypeError, ValueError):
+            return not_applicable(UTILITY, "the target y is not numeric, so it has no mean to compare with.", target)
+    g = incidence_curve(cells, y_values, result.grid_shape)
+    f = np.asarray(result.average[target_index], dtype=float)
+    value = standard_utility(f, g, weights, loss)
+    if not np.isfinite(value):
+        return not_applicable(UTILITY, "no data near any grid point.", target)
+    return UtilityScore(
+        utility=UTILITY, value=value, target=target, comparison=g,
+        details={"relative": relative_to_range(value, f), "what": "share of class" if is_classifier else "mean target"},
+    )

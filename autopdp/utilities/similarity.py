@@ -1,0 +1,42 @@
+"""Similarity among models (AutoPDP paper, section 2.4, eq. 10).
+
+``g`` is the PD of a comparison model on exactly the same grid and data; the
+score is the standard utility between the two PDs, one score per comparison
+model, id ``similarity:<name>``.  A comparison model identical to the model
+scores 0; the feature whose learned relationship differs most ranks first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import UtilityScore, not_applicable, relative_to_range, standard_utility
+
+__all__ = ["score_similarity", "similarity_id"]
+
+
+def similarity_id(name: str) -> str:
+    return f"similarity:{name}"
+
+
+def score_similarity(result, other, *, name: str, target_index: int, weights: np.ndarray, loss: str = "l2") -> UtilityScore:
+    """Score the gap between ``result`` and the comparison model's PD ``other``."""
+    utility = similarity_id(name)
+    target = result.targets[target_index]
+    if other is None:
+        return not_applicable(utility, f"the comparison model {name!r} has no PD for these features.", target)
+    try:
+        t_other = other.target_index(target)
+    except ValueError:
+        return not_applicable(utility, f"the comparison model {name!r} has no target {target!r}.", target)
+    if other.grid_shape != result.grid_shape:
+        return not_applicable(utility, f"the comparison model {name!r} was evaluated on another grid.", target)
+    f = np.asarray(result.average[target_index], dtype=float)
+    g = np.asarray(other.average[t_other], dtype=float)
+    value = standard_utility(f, g, weights, loss)
+    if not np.isfinite(value):
+        return not_applicable(utility, "no data near any grid point.", target)
+    return UtilityScore(
+        utility=utility, value=value, target=target, comparison=g,
+        details={"relative": relative_to_range(value, f), "model": name},
+    )
