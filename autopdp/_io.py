@@ -27,6 +27,7 @@ def atomic_write_bytes(path, data: bytes) -> Path:
     ensure_writable_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # what open() would have given, not mkstemp's 0600
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -43,3 +44,9 @@ def atomic_write_bytes(path, data: bytes) -> Path:
 
 def atomic_write_text(path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

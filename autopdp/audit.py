@@ -60,6 +60,10 @@ class Audit:
         Features skipped and other things the report must say.
     metadata : mapping
         Model, data (rows, features, sha256 fingerprint), versions.
+    data_summary : mapping
+        ``distributions`` (per feature: histogram on the grid's range, or rows
+        per level) and ``points`` (the values of a fixed random sample of up to
+        400 rows per feature), which the report draws under the PDs.
     run : mapping
         Date and timings per stage (the only part that differs between runs).
     """
@@ -73,6 +77,7 @@ class Audit:
     interaction: pd.DataFrame
     notes: tuple = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    data_summary: Mapping[str, Any] = field(default_factory=dict)
     run: Mapping[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------ queries
@@ -157,6 +162,7 @@ class Audit:
             "utility_scores": verdicts,
             "results": [r.to_dict() for r in self.results],
             "comparisons": {k: [r.to_dict() for r in v] for k, v in self.comparisons.items()},
+            "data_summary": _plain(dict(self.data_summary)),
             RUN_KEY: _plain(dict(self.run)),
         }
 
@@ -166,6 +172,33 @@ class Audit:
         if path is not None:
             atomic_write_text(path, text)
         return text
+
+    # ------------------------------------------------------------ report
+    def to_html(self, path=None, *, page_size: str = "A4") -> str:
+        """The report as one self-contained HTML file; written atomically to ``path`` when given."""
+        from .report import build_context, render_html
+
+        html = render_html(build_context(self, page_size=page_size))
+        if path is not None:
+            atomic_write_text(path, html)
+        return html
+
+    def to_pdf(self, path=None, *, page_size: str = "A4") -> bytes:
+        """The report as PDF (WeasyPrint); written atomically to ``path`` when given."""
+        from ._io import atomic_write_bytes
+        from .report import build_context, render_html, render_pdf
+
+        pdf = render_pdf(render_html(build_context(self, page_size=page_size)))
+        if path is not None:
+            atomic_write_bytes(path, pdf)
+        return pdf
+
+    def _repr_html_(self) -> str:
+        """Notebook view: the curated findings and the importance table."""
+        from .report.context import notebook_context
+        from .report.render import environment
+
+        return environment().get_template("notebook.html.j2").render(**notebook_context(self))
 
     def __repr__(self) -> str:
         n1, n2 = len(self.results_1d), len(self.results_2d)
@@ -284,6 +317,31 @@ def _prediction_std(adapter, frame: Frame, max_batch_rows: int = 200_000) -> np.
         parts.append(adapter(frame.take_rows(rows).data))
     preds = np.vstack(parts)
     return preds.std(axis=0)
+
+
+def summarise_data(frame: Frame, results_1d, rng, n_points: int = 400, bins: int = 30) -> dict:
+    """Histograms and a point sample per feature, for drawing data under the PDs."""
+    distributions, points = {}, {}
+    rows = _sample_rows(frame.n_rows, n_points, rng)
+    rows = np.arange(frame.n_rows) if rows is None else rows
+    for r in results_1d:
+        name = r.features[0]
+        values = frame.column(frame.names.index(name))
+        if r.kinds[0] == "numeric":
+            v = np.asarray(values, dtype=float)
+            g = np.asarray(r.grid[0], dtype=float)
+            lo, hi = float(g.min()), float(g.max())
+            if hi <= lo:
+                lo, hi = lo - 0.5, hi + 0.5
+            counts, edges = np.histogram(v[np.isfinite(v)], bins=bins, range=(lo, hi))
+            distributions[name] = {"kind": "numeric", "edges": edges, "counts": counts}
+            points[name] = [None if not np.isfinite(x) else float(x) for x in v[rows]]
+        else:
+            distributions[name] = {
+                "kind": "categorical", "levels": [_scalar(x) for x in r.grid[0]], "counts": np.asarray(r.counts),
+            }
+            points[name] = [_scalar(x) if not (isinstance(x, float) and np.isnan(x)) else None for x in values[rows]]
+    return {"distributions": distributions, "points": points}
 
 
 def _check_comparison(name: str, other, model, frame: Frame):
@@ -491,6 +549,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     scores = scores[ordered + ["importance", "correlation", "interaction", "intersection"]]
 
     notes.extend(_na_notes(utility_scores))
+    data_summary = summarise_data(frame, res1, np.random.default_rng(random_state))
     timings["total"] = time.perf_counter() - started
 
     metadata = {
@@ -513,5 +572,5 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     return Audit(
         config=config, results=tuple(results), comparisons=comparisons, utility_scores=utility_scores,
         scores=scores, importance=importance, interaction=interaction, notes=tuple(notes),
-        metadata=metadata, run=run,
+        metadata=metadata, data_summary=data_summary, run=run,
     )

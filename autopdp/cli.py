@@ -1,49 +1,126 @@
-"""The ``autopdp`` command line."""
+"""The ``autopdp`` command line: ``demo``, ``report`` (and more subcommands as they land).
+
+Exit codes: 0 success; 2 bad input (one line naming the problem, no traceback);
+1 an unexpected failure in a stage (the line names the stage).
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-
-from ._io import atomic_write_text
 
 __all__ = ["main"]
 
 
-class UsageError(Exception):
-    """Bad input from the user: exit code 2 with a one-line message."""
+class StageError(Exception):
+    """An unexpected failure inside a named stage."""
 
 
-def _summarise(results) -> str:
-    lines = []
-    one = [r for r in results if r.ndim == 1]
-    two = [r for r in results if r.ndim == 2]
-    lines.append(f"{len(one)} 1D and {len(two)} 2D partial dependences computed (target {one[0].targets[0]!r}).")
-    lines.append("1D partial dependence range (max - min of the average prediction):")
-    ranked = sorted(one, key=lambda r: float(r.average[0].max() - r.average[0].min()), reverse=True)
-    for r in ranked:
-        span = float(r.average[0].max() - r.average[0].min())
-        lines.append(f"  {r.features[0]:<26} {r.kinds[0]:<12} {span:8.4f}  ({r.grid_shape[0]} grid points)")
-    return "\n".join(lines)
+def _tty() -> bool:
+    try:
+        return sys.stderr.isatty() and not os.environ.get("CI")
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextmanager
+def stage(name: str):
+    """Announce a long stage on a terminal; name it if it fails."""
+    t0 = time.perf_counter()
+    if _tty():
+        print(f"autopdp: {name} ...", file=sys.stderr, flush=True)
+    try:
+        yield
+    except (ValueError, TypeError, OSError):
+        raise
+    except Exception as exc:
+        raise StageError(f"stage '{name}' failed: {type(exc).__name__}: {exc}") from exc
+    if _tty():
+        print(f"autopdp: {name} done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+
+
+def _config(path, **defaults):
+    from .config import AuditConfig
+
+    cfg = AuditConfig.from_toml(path) if path else AuditConfig()
+    missing = {k: v for k, v in defaults.items() if getattr(cfg, k) is None and v is not None}
+    return cfg.replace(**missing) if missing else cfg
+
+
+def _formats(text: str):
+    from .report import FORMATS
+
+    items = [f.strip().lower() for f in text.split(",") if f.strip()]
+    bad = [f for f in items if f not in FORMATS]
+    if bad or not items:
+        raise ValueError(f"--formats takes a comma-separated list of {', '.join(FORMATS)}; got {text!r}.")
+    return items
+
+
+def _page_size(value: str) -> str:
+    for ok in ("A4", "Letter"):
+        if value.lower() == ok.lower():
+            return ok
+    raise ValueError(f"--page-size must be A4 or Letter, got {value!r}.")
+
+
+def _write(audit, out, formats, page_size, started, context_hook=None) -> list:
+    from .report import write_report
+
+    with stage("writing " + ", ".join(formats)):
+        written = write_report(audit, out, formats=formats, page_size=page_size, context_hook=context_hook)
+    n1, n2 = len(audit.results_1d), len(audit.results_2d)
+    paths = ", ".join(str(p) for p in written["paths"])
+    print(f"autopdp: wrote {paths} ({n1} 1D + {n2} 2D PDPs, {len(audit.selection)} selected) in {time.perf_counter() - started:.1f} s")
+    return written["paths"]
 
 
 def _cmd_demo(args) -> int:
-    from .demo import demo_model
-    from .partial_dependence import compute_all
+    from .audit import audit
+    from .demo import DEMO_CONFIG, demo_model
 
-    out = Path(args.out)
-    t0 = time.perf_counter()
-    model, X, y = demo_model()
-    results = compute_all(model, X, grid_resolution=20, grid_resolution_2d=10, n_jobs=args.n_jobs)
-    elapsed = time.perf_counter() - t0
-    print(_summarise(results))
-    payload = {"dataset": "German Credit (UCI, CC BY 4.0)", "results": [r.to_dict() for r in results]}
-    path = out / "results.json"
-    atomic_write_text(path, json.dumps(payload, allow_nan=False))
-    print(f"autopdp demo: wrote {path} in {elapsed:.1f} s")
+    started = time.perf_counter()
+    formats = _formats(args.formats)
+    with stage("training the demo model on German Credit"):
+        model, X, y = demo_model()
+    with stage("computing and scoring every 1D and 2D partial dependence"):
+        result = audit(model, X, y, config=DEMO_CONFIG, n_jobs=args.n_jobs)
+    _write(result, Path(args.out), formats, _page_size(args.page_size), started)
+    return 0
+
+
+def _parse_compare(items):
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ValueError(f"--compare takes NAME=PATH, got {item!r}.")
+        name, path = item.split("=", 1)
+        name = name.strip()
+        if not name or name in out:
+            raise ValueError(f"--compare needs a unique, non-empty NAME, got {item!r}.")
+        out[name] = path
+    return out
+
+
+def _cmd_report(args) -> int:
+    from .audit import audit
+    from .loading import load_data, load_model, split_target
+
+    started = time.perf_counter()
+    formats = _formats(args.formats)
+    compare_paths = _parse_compare(args.compare)
+    cfg = _config(args.config, model_name=Path(args.model).name, dataset_name=Path(args.data).name)
+    with stage("loading"):
+        model = load_model(args.model, trust_model=args.trust_model)
+        compare = {name: load_model(p, trust_model=args.trust_model) for name, p in compare_paths.items()}
+        X, y = split_target(load_data(args.data), args.target)
+    with stage("computing and scoring every 1D and 2D partial dependence"):
+        result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs)
+    _write(result, Path(args.out), formats, _page_size(args.page_size), started)
     return 0
 
 
@@ -51,16 +128,36 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="autopdp", description="Curated partial-dependence validation reports.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command")
-    demo = sub.add_parser("demo", help="run on the embedded German Credit demo")
-    demo.add_argument("--out", default="autopdp-demo", help="output directory (default: autopdp-demo)")
-    demo.add_argument("--n-jobs", type=int, default=None, help="parallel workers (default: 1)")
+
+    def common(p):
+        p.add_argument("--out", required=p.prog.endswith("report"), default="autopdp-demo" if p.prog.endswith("demo") else None,
+                       help="output directory")
+        p.add_argument("--formats", default="html,pdf,json", help="comma-separated: html,pdf,json (default: all)")
+        p.add_argument("--page-size", default="A4", help="A4 (default) or Letter")
+        p.add_argument("--n-jobs", type=int, default=None, help="parallel workers for the PDs (default: 1)")
+
+    demo = sub.add_parser("demo", help="train a model on the embedded German Credit data and report on it")
+    common(demo)
     demo.set_defaults(func=_cmd_demo)
+
+    rep = sub.add_parser("report", help="report on a saved model and a data file")
+    rep.add_argument("--model", required=True, help="fitted model: .skops (safe) or .joblib/.pkl (needs --trust-model)")
+    rep.add_argument("--data", required=True, help="data: .csv or .parquet, with the target column")
+    rep.add_argument("--target", required=True, help="name of the target column in the data")
+    rep.add_argument("--compare", action="append", metavar="NAME=PATH", help="a comparison model (repeatable)")
+    rep.add_argument("--config", help="TOML file of AuditConfig keys")
+    rep.add_argument("--trust-model", action="store_true", help="allow loading pickles (runs code from the file)")
+    common(rep)
+    rep.set_defaults(func=_cmd_report)
     return parser
 
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its usage line
+        return int(exc.code or 0) if exc.code in (0, None) else 2
     if args.version:
         from . import __version__
 
@@ -71,9 +168,19 @@ def main(argv=None) -> int:
         return 2
     try:
         return args.func(args)
-    except (UsageError, ValueError, TypeError, OSError) as exc:
-        print(f"autopdp: error: {exc}", file=sys.stderr)
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"autopdp: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except StageError as exc:
+        print(f"autopdp: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("autopdp: interrupted; earlier outputs are untouched.", file=sys.stderr)
+        return 130
+
+
+def _one_line(exc) -> str:
+    return " ".join(str(exc).split())
 
 
 if __name__ == "__main__":  # pragma: no cover

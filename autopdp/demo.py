@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .datasets import load_german_credit
 
-__all__ = ["demo_model"]
+__all__ = ["demo_model", "DEMO_CONFIG"]
 
 
 def demo_model(random_state: int = 0):
@@ -37,3 +37,19 @@ def demo_model(random_state: int = 0):
     )
     model = make_pipeline(encoder, clf).fit(X, y)
     return model, X, y
+
+
+def _demo_config():
+    from .config import AuditConfig
+
+    return AuditConfig(
+        title="Partial dependence validation report",
+        model_name="HistGradientBoostingClassifier (German Credit demo)",
+        dataset_name="German Credit, UCI Statlog (Hofmann 1994, CC BY 4.0), 1,000 applicants",
+        expected_monotonic={"duration_months": "increasing"},
+        reviewer="(name, role)",
+        sign_off="(date, decision)",
+    )
+
+
+DEMO_CONFIG = _demo_config()

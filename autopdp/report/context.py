@@ -1,0 +1,252 @@
+"""Stage: Audit -> report context (plain dicts and SVG strings) for the templates."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..selection import PAIR_CRITERIA
+from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
+from .findings import UTILITY_DEFINITIONS, finding_sentence, fmt, title_of
+
+__all__ = ["build_context", "notebook_context"]
+
+COMPARISON_LABELS = {
+    "monotonicity": "best monotone fit (isotonic)",
+    "lipschitz": "best slope-bounded fit (Lipschitz)",
+    "incidence": "observed incidence in the data",
+}
+
+
+def _label(features) -> str:
+    return " × ".join(features)
+
+
+def _target_index(result, score) -> int:
+    if score is None or score.target is None:
+        return 0
+    try:
+        return result.target_index(score.target)
+    except ValueError:
+        return 0
+
+
+def _g_label(uid: str, score) -> str:
+    if uid.startswith("similarity:"):
+        return f"PD of {uid.split(':', 1)[1]}"
+    label = COMPARISON_LABELS.get(uid, "comparison")
+    if uid == "monotonicity" and score is not None and score.details.get("direction"):
+        label = f"best {score.details['direction']} fit (isotonic)"
+    if uid == "incidence" and score is not None:
+        label = f"data: {score.details.get('what', 'incidence')}"
+    return label
+
+
+def _figure(svg: str, caption: str, alt: str) -> dict:
+    return {"svg": svg, "caption": caption, "alt": alt}
+
+
+def _pd_figure(audit, features, uid=None):
+    r = audit.pd(features)
+    score = audit.utility_scores.get(r.features, {}).get(uid) if uid else None
+    t = _target_index(r, score)
+    g = score.comparison if score is not None and score.comparison is not None else None
+    dist = audit.data_summary.get("distributions", {}).get(r.features[0]) if r.ndim == 1 else None
+    name = _label(r.features)
+    if r.ndim == 1:
+        svg = plot_pd_1d(r, target_index=t, comparison=g, comparison_label=_g_label(uid, score) if g is not None else None,
+                         distribution=dist)
+        alt = f"Partial dependence of the model's prediction on {name}"
+        if g is not None:
+            alt += f", with the {_g_label(uid, score)} overlaid"
+        alt += ", grey ICE curves and the data distribution underneath."
+    else:
+        pts = audit.data_summary.get("points", {})
+        points = (pts.get(r.features[0], []), pts.get(r.features[1], [])) if pts else None
+        svg = plot_pd_2d(r, target_index=t, points=points)
+        alt = f"Heatmap of the 2D partial dependence on {name} with data rows shown as dots."
+    return svg, alt, t
+
+
+def _score_rows(audit, uid):
+    ranked = audit.ranking(uid, kind="1d") if uid in audit.scores.columns else pd.DataFrame()
+    rows = []
+    for _, row in ranked.iterrows():
+        s = audit.utility_scores[tuple(row["features"])][uid]
+        rows.append({
+            "rank": int(row["rank"]), "feature": _label(row["features"]), "value": fmt(s.value),
+            "relative": "" if s.details.get("relative") is None else f"{s.details['relative']:.0%}",
+            "target": "" if s.target is None else str(s.target),
+        })
+    missing = []
+    one = audit.scores[audit.scores["kind"] == "1d"]
+    for _, row in one.iterrows():
+        if pd.isna(row[uid]):
+            s = audit.utility_scores[tuple(row["features"])][uid]
+            missing.append({"feature": _label(row["features"]), "reason": s.reason})
+    return rows, missing
+
+
+def _utility_sections(audit, top_k):
+    sections = []
+    for uid in [c for c in audit.scores.columns if c not in ("features", "kind", *PAIR_CRITERIA)]:
+        base = uid.split(":", 1)[0]
+        rows, missing = _score_rows(audit, uid)
+        plots = []
+        for row in rows[:top_k]:
+            feats = tuple(row["feature"].split(" × "))
+            svg, alt, _ = _pd_figure(audit, feats, uid)
+            s = audit.score(feats, uid)
+            plots.append(_figure(svg, f"#{row['rank']} — {finding_sentence(feats, uid, s)}", alt))
+        sections.append({
+            "id": uid.replace(":", "-"), "uid": uid, "title": title_of(uid), "definition": UTILITY_DEFINITIONS.get(base, ""),
+            "rows": rows, "missing": missing, "plots": plots,
+            "higher": "lower" if (uid == "ice_variance" and audit.config.ice_variance == "low") else "higher",
+        })
+    return sections
+
+
+def _pair_section(audit):
+    items = []
+    criteria_cols = [c for c in PAIR_CRITERIA if c in audit.scores.columns]
+    two = audit.scores[audit.scores["kind"] == "2d"]
+    for sel in [s for s in audit.selection if s.kind == "2d"]:
+        svg, alt, _ = _pd_figure(audit, sel.features)
+        row = two[two["features"] == sel.features].iloc[0]
+        crit = {c: row[c] for c in criteria_cols}
+        sentences = [finding_sentence(sel.features, c, None, criteria=crit) for c, _ in sel.reasons if c in PAIR_CRITERIA]
+        items.append({
+            "label": sel.label, "reasons": sel.reason_text,
+            "criteria": [{"name": c, "value": fmt(crit[c])} for c in criteria_cols],
+            "figure": _figure(svg, f"Selected by {sel.reason_text}. " + " ".join(sentences), alt),
+        })
+    table = []
+    if not two.empty:
+        top = audit.ranking("intersection").head(15) if "intersection" in audit.scores else pd.DataFrame()
+        for _, row in top.iterrows():
+            table.append({"rank": int(row["rank"]), "pair": _label(row["features"]),
+                          **{c: fmt(row[c]) for c in criteria_cols}})
+    return {"items": items, "table": table, "columns": criteria_cols, "count": len(two)}
+
+
+def _findings(audit):
+    out = []
+    two = audit.scores[audit.scores["kind"] == "2d"]
+    for sel in audit.selection:
+        criterion, rank = sel.reasons[0]
+        if sel.kind == "2d":
+            row = two[two["features"] == sel.features].iloc[0]
+            crit = {c: row[c] for c in PAIR_CRITERIA if c in row}
+            sentence = finding_sentence(sel.features, criterion, None, criteria=crit)
+        else:
+            sentence = finding_sentence(sel.features, criterion, audit.score(sel.features, criterion))
+        out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence})
+    return out
+
+
+def _table(df: pd.DataFrame, index_name: str):
+    rows = []
+    for idx, row in df.iterrows():
+        label = _label(idx) if isinstance(idx, tuple) else str(idx)
+        rows.append({"label": label, "values": [fmt(v) for v in row.to_numpy()]})
+    return {"index": index_name, "columns": [str(c) for c in df.columns], "rows": rows}
+
+
+def _all_scores(audit):
+    cols = [c for c in audit.scores.columns if c not in ("features", "kind")]
+    rows = []
+    for _, row in audit.scores.iterrows():
+        rows.append({"label": _label(row["features"]), "kind": row["kind"], "values": [fmt(row[c]) for c in cols]})
+    return {"columns": cols, "rows": rows}
+
+
+def _cover(audit) -> dict:
+    cfg = audit.config
+    meta = audit.metadata
+    model = meta.get("model", {})
+    params = model.get("params", {})
+    key_params = [{"name": k, "value": str(v)} for k, v in list(params.items())[:14]]
+    data = meta.get("data", {})
+    return {
+        "title": cfg.title,
+        "model_name": cfg.model_name or model.get("final_estimator") or model.get("name"),
+        "model_type": model.get("type"),
+        "steps": model.get("steps", []),
+        "key_params": key_params,
+        "dataset": cfg.dataset_name or "(not named)",
+        "rows": f"{data.get('rows', 0):,}",
+        "features": data.get("features"),
+        "sha256": data.get("sha256"),
+        "date": audit.run.get("date", ""),
+        "version": meta.get("versions", {}).get("autopdp"),
+        "reviewer": cfg.reviewer,
+        "sign_off": cfg.sign_off,
+        "response": meta.get("response"),
+        "targets": ", ".join(str(t) for t in meta.get("targets", [])),
+        "compare": list(meta.get("compare", {})),
+    }
+
+
+def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = None) -> dict[str, Any]:
+    """Everything the templates need, as plain values and SVG strings."""
+    t0 = time.perf_counter()
+    cfg = audit.config
+    importance_svg = plot_importance(audit.importance) if not audit.importance.empty else None
+    interaction_svg = plot_interaction(audit.interaction) if not audit.interaction.empty else None
+    utilities = _utility_sections(audit, cfg.top_k)
+    pairs = _pair_section(audit)
+    small = []
+    for r in audit.results_1d:
+        small.append(_figure(plot_small_multiple(r), r.features[0], f"Small partial dependence plot of {r.features[0]}."))
+    timings = dict(audit.run.get("timings_s", {}))
+    timings["figures"] = time.perf_counter() - t0
+    timings.update(extra_timings or {})
+    n1, n2 = len(audit.results_1d), len(audit.results_2d)
+    first = audit.results[0] if audit.results else None
+    grid_1d = audit.results_1d[0].grid_shape if n1 else ()
+    return {
+        "page_size": page_size,
+        "cover": _cover(audit),
+        "findings": _findings(audit),
+        "counts": {
+            "pd_1d": n1, "pd_2d": n2, "selected": len(audit.selection), "utilities": len(utilities),
+            "rows_1d": f"{audit.metadata.get('data', {}).get('rows_used_1d', 0):,}",
+            "rows_2d": f"{audit.metadata.get('data', {}).get('rows_used_2d', 0):,}",
+        },
+        "notes": list(audit.notes),
+        "importance_svg": importance_svg,
+        "interaction_svg": interaction_svg,
+        "importance_table": _table(audit.importance, "feature") if not audit.importance.empty else None,
+        "interaction_table": _table(audit.interaction.sort_values(audit.interaction.columns[0], ascending=False).head(20), "pair")
+        if not audit.interaction.empty else None,
+        "utilities": utilities,
+        "pairs": pairs,
+        "small_multiples": small,
+        "all_scores": _all_scores(audit),
+        "config": [{"key": k, "value": str(v)} for k, v in cfg.to_dict().items()],
+        "versions": audit.metadata.get("versions", {}),
+        "timings": [{"stage": k, "seconds": f"{v:.2f}"} for k, v in timings.items()],
+        "seed": audit.metadata.get("random_state"),
+        "method": {
+            "grid_resolution": cfg.grid_resolution, "grid_resolution_2d": cfg.grid_resolution_2d,
+            "percentiles": [f"{p:.0%}" for p in cfg.percentiles], "grid_method": cfg.grid_method,
+            "loss": cfg.loss, "lipschitz_scale": cfg.lipschitz_scale, "top_k": cfg.top_k,
+            "response": audit.metadata.get("response"), "pd_method": first.method if first is not None else "brute",
+            "max_rows_2d": cfg.max_rows_2d, "subsample": cfg.subsample,
+            "grid_1d_example": grid_1d,
+        },
+    }
+
+
+def notebook_context(audit) -> dict:
+    """The small context of the notebook view (no figures)."""
+    imp = audit.importance.iloc[:, 0].sort_values(ascending=False).head(10) if not audit.importance.empty else pd.Series(dtype=float)
+    return {
+        "model": audit.metadata.get("model", {}).get("name"),
+        "counts": {"pd_1d": len(audit.results_1d), "pd_2d": len(audit.results_2d)},
+        "findings": _findings(audit),
+        "importance": [{"feature": str(k), "value": fmt(v)} for k, v in imp.items()],
+    }

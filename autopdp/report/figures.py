@@ -1,0 +1,248 @@
+"""Stage: audit results -> figures as SVG strings.
+
+matplotlib is imported here only, lazily, with the non-interactive Agg
+backend.  Every figure goes through :func:`svg_of`, which always closes it.
+Text from the data (feature names, levels) is drawn as SVG text, which
+matplotlib XML-escapes; ``$`` is escaped so names are never read as math.
+"""
+
+from __future__ import annotations
+
+import io
+from contextlib import contextmanager
+
+import numpy as np
+
+__all__ = [
+    "svg_of", "plot_pd_1d", "plot_pd_2d", "plot_importance", "plot_interaction", "plot_small_multiple",
+]
+
+PD_COLOR = "#1f4e79"
+BAND_COLOR = "#9ecae1"
+ICE_COLOR = "#7f7f7f"
+G_COLOR = "#d95f02"
+DATA_COLOR = "#e6ab02"
+OTHER_COLORS = ["#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({
+        "svg.fonttype": "none", "font.size": 9, "axes.titlesize": 10, "axes.spines.top": False,
+        "axes.spines.right": False, "svg.hashsalt": "autopdp", "text.usetex": False,
+    })
+    return plt
+
+
+def text(value) -> str:
+    """A label safe for matplotlib (no mathtext)."""
+    return str(value).replace("$", r"\$")
+
+
+@contextmanager
+def _figure(width: float, height: float):
+    plt = _plt()
+    fig = plt.figure(figsize=(width, height))
+    try:
+        yield fig
+    finally:
+        plt.close(fig)
+
+
+def svg_of(fig) -> str:
+    """Render ``fig`` to an SVG string (no XML header, deterministic ids) and close it."""
+    plt = _plt()
+    try:
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+        svg = buf.getvalue()
+    finally:
+        plt.close(fig)
+    start = svg.find("<svg")
+    return svg[start:] if start >= 0 else svg
+
+
+def _x_positions(result, axis: int = 0):
+    if result.kinds[axis] == "numeric":
+        return np.asarray(result.grid[axis], dtype=float), None
+    levels = [text(v) for v in result.grid[axis]]
+    return np.arange(len(levels), dtype=float), levels
+
+
+def _draw_distribution(ax, result, distribution):
+    """Data distribution on a twin axis occupying the bottom fifth of the plot."""
+    tw = ax.twinx()
+    tw.set_yticks([])
+    for side in ("top", "right"):
+        tw.spines[side].set_visible(False)
+    if distribution is None:
+        return
+    if distribution["kind"] == "numeric" and result.kinds[0] == "numeric":
+        edges = np.asarray(distribution["edges"], dtype=float)
+        counts = np.asarray(distribution["counts"], dtype=float)
+        tw.bar(edges[:-1], counts, width=np.diff(edges), align="edge", color=DATA_COLOR, alpha=0.45, linewidth=0,
+               label="data distribution")
+    else:
+        counts = np.asarray(result.counts, dtype=float)
+        tw.bar(np.arange(len(counts)), counts, width=0.6, color=DATA_COLOR, alpha=0.45, linewidth=0, label="rows per level")
+    top = max(float(np.max(tw.get_ylim())), 1.0)
+    tw.set_ylim(0, top * 5)
+
+
+def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None, extra_curves=(),
+               distribution=None, ice_curves=40, title=None, width=5.2, height=3.2) -> str:
+    """PD line, a sample of ICE curves, +-1 std band, the comparison curve g and the data distribution."""
+    x, levels = _x_positions(result)
+    f = np.asarray(result.average[target_index], dtype=float)
+    std = np.asarray(result.std[target_index], dtype=float)
+    with _figure(width, height) as fig:
+        ax = fig.add_subplot(111)
+        _draw_distribution(ax, result, distribution)
+        ax.set_zorder(3)
+        ax.patch.set_visible(False)
+        crisp = result.response == "crisp"
+        if levels is None:
+            if result.individual is not None and ice_curves and not crisp:
+                ice = np.asarray(result.individual[target_index], dtype=float)
+                step = max(1, ice.shape[0] // ice_curves)
+                for curve in ice[::step][:ice_curves]:
+                    ax.plot(x, curve, color=ICE_COLOR, alpha=0.18, linewidth=0.6)
+            if not crisp:
+                ax.fill_between(x, f - std, f + std, color=BAND_COLOR, alpha=0.35, linewidth=0, label="PD ± 1 std of ICE")
+            if crisp:
+                for t in range(result.n_targets):
+                    ax.plot(x, result.average[t], linewidth=1.8, label=f"share predicted {text(result.targets[t])}")
+            else:
+                ax.plot(x, f, color=PD_COLOR, linewidth=2.2, label="partial dependence")
+            if comparison is not None:
+                ax.plot(x, comparison, color=G_COLOR, linewidth=1.6, linestyle="--", label=text(comparison_label or "comparison"))
+            for i, (label, curve) in enumerate(extra_curves):
+                ax.plot(x, curve, color=OTHER_COLORS[(i + 1) % len(OTHER_COLORS)], linewidth=1.4, linestyle="-.", label=text(label))
+        else:
+            if crisp:
+                bottom = np.zeros(len(x))
+                for t in range(result.n_targets):
+                    ax.bar(x, result.average[t], bottom=bottom, width=0.6, label=f"share predicted {text(result.targets[t])}")
+                    bottom += np.asarray(result.average[t])
+            else:
+                ax.errorbar(x, f, yerr=std, fmt="o", color=PD_COLOR, ecolor=BAND_COLOR, elinewidth=3, capsize=0,
+                            markersize=6, label="partial dependence ± 1 std")
+            if comparison is not None:
+                ax.plot(x, comparison, "D", color=G_COLOR, markersize=5, label=text(comparison_label or "comparison"))
+            for i, (label, curve) in enumerate(extra_curves):
+                ax.plot(x, curve, "s", color=OTHER_COLORS[(i + 1) % len(OTHER_COLORS)], markersize=4, label=text(label))
+            ax.set_xticks(x)
+            ax.set_xticklabels(levels, rotation=30 if len(levels) > 4 else 0, ha="right" if len(levels) > 4 else "center")
+        ax.set_xlabel(text(result.features[0]))
+        ax.set_ylabel(_ylabel(result, target_index))
+        if title:
+            ax.set_title(text(title))
+        ax.legend(loc="best", fontsize=7, frameon=False)
+        return svg_of(fig)
+
+
+def _ylabel(result, target_index) -> str:
+    t = text(result.targets[target_index])
+    return {
+        "predict_proba": f"P(class {t})",
+        "decision_function": f"decision function ({t})",
+        "crisp": "share of rows predicted",
+    }.get(result.response, "prediction" if t == "prediction" else t)
+
+
+def _axis_coordinates(values, result, axis, rng):
+    """Map raw data values onto the heatmap's index coordinates (categories jittered)."""
+    grid = result.grid[axis]
+    if result.kinds[axis] == "numeric":
+        v = np.asarray(values, dtype=float)
+        g = np.asarray(grid, dtype=float)
+        pos = np.interp(v, g, np.arange(len(g)), left=-0.45, right=len(g) - 0.55)
+        pos[~np.isfinite(v)] = np.nan
+        return pos
+    lookup = {level: i for i, level in enumerate(grid.tolist())}
+    pos = np.array([lookup.get(v, np.nan) for v in values], dtype=float)
+    return pos + rng.uniform(-0.3, 0.3, size=pos.shape)
+
+
+def _ticks(ax_set_ticks, ax_set_labels, result, axis):
+    grid = result.grid[axis]
+    idx = np.arange(len(grid))
+    step = max(1, len(grid) // 8)
+    ax_set_ticks(idx[::step])
+    if result.kinds[axis] == "numeric":
+        ax_set_labels([f"{float(v):.4g}" for v in np.asarray(grid)[::step]])
+    else:
+        ax_set_labels([text(v) for v in np.asarray(grid, dtype=object)[::step]])
+
+
+def plot_pd_2d(result, *, target_index=0, points=None, title=None, width=5.2, height=4.0) -> str:
+    """Heatmap of a 2D PD with the data points overlaid (regions without data stay visible)."""
+    f = np.asarray(result.average[target_index], dtype=float)
+    with _figure(width, height) as fig:
+        ax = fig.add_subplot(111)
+        im = ax.imshow(f.T, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest")
+        cb = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
+        cb.set_label(_ylabel(result, target_index))
+        if points is not None and len(points[0]):
+            rng = np.random.default_rng(0)
+            px = _axis_coordinates(points[0], result, 0, rng)
+            py = _axis_coordinates(points[1], result, 1, rng)
+            ax.scatter(px, py, s=4, c="white", edgecolors="black", linewidths=0.3, alpha=0.7, label="data rows")
+            ax.legend(loc="upper right", fontsize=7, framealpha=0.7)
+        _ticks(ax.set_xticks, ax.set_xticklabels, result, 0)
+        _ticks(ax.set_yticks, ax.set_yticklabels, result, 1)
+        ax.set_xlim(-0.5, f.shape[0] - 0.5)
+        ax.set_ylim(-0.5, f.shape[1] - 0.5)
+        for lab in ax.get_xticklabels():
+            lab.set_rotation(30)
+            lab.set_ha("right")
+        ax.set_xlabel(text(result.features[0]))
+        ax.set_ylabel(text(result.features[1]))
+        if title:
+            ax.set_title(text(title))
+        return svg_of(fig)
+
+
+def _barh(labels, values, xlabel, title, width=5.2):
+    height = 0.8 + 0.22 * len(labels)
+    with _figure(width, height) as fig:
+        ax = fig.add_subplot(111)
+        y = np.arange(len(labels))[::-1]
+        ax.barh(y, values, color=PD_COLOR)
+        ax.set_yticks(y)
+        ax.set_yticklabels([text(v) for v in labels])
+        ax.set_xlabel(xlabel)
+        ax.set_title(title)
+        return svg_of(fig)
+
+
+def plot_importance(importance, *, title="PD-based feature importance (Greenwell)") -> str:
+    """Horizontal bars, most important on top (first target column)."""
+    s = importance.iloc[:, 0].sort_values(ascending=False)
+    return _barh(list(s.index), s.to_numpy(), "importance (std of PD; range/4 for categorical)", title)
+
+
+def plot_interaction(interaction, *, top=15, title="PD-based interaction (Greenwell), strongest pairs") -> str:
+    s = interaction.iloc[:, 0].sort_values(ascending=False).head(top)
+    return _barh([f"{a} × {b}" for a, b in s.index], s.to_numpy(), "interaction statistic", title)
+
+
+def plot_small_multiple(result, *, target_index=0, width=2.4, height=1.7) -> str:
+    """A compact PD for the appendix grid."""
+    x, levels = _x_positions(result)
+    f = np.asarray(result.average[target_index], dtype=float)
+    with _figure(width, height) as fig:
+        ax = fig.add_subplot(111)
+        if levels is None:
+            ax.plot(x, f, color=PD_COLOR, linewidth=1.5)
+        else:
+            ax.plot(x, f, "o", color=PD_COLOR, markersize=3)
+            ax.set_xticks(x)
+            ax.set_xticklabels(levels, rotation=45, ha="right", fontsize=6)
+        ax.set_title(text(result.features[0]), fontsize=8)
+        ax.tick_params(labelsize=6)
+        return svg_of(fig)

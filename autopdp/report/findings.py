@@ -1,0 +1,131 @@
+"""Plain-language sentences for the curated findings (one a validator can paste into a memo)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "fmt"]
+
+UTILITY_TITLES = {
+    "monotonicity": "Least monotonic",
+    "lipschitz": "Least Lipschitz-bounded",
+    "incidence": "Furthest from the data's incidence",
+    "slope": "Steepest",
+    "ice_variance": "Most heterogeneous (ICE variance)",
+    "correlation": "Most correlated pairs",
+    "importance": "Pairs of important features",
+    "interaction": "Strongest interactions",
+    "intersection": "High under several criteria",
+}
+
+UTILITY_DEFINITIONS = {
+    "monotonicity": (
+        "The gap between the PD and its best monotone (isotonic) fit, in the direction that fits best or the "
+        "direction declared for the feature (paper eq. 6); 0 means the average prediction moves one way only."
+    ),
+    "lipschitz": (
+        "The gap between the PD and the closest curve whose slope stays within the bound l (paper eq. 7, solved "
+        "with cvxpy); large values mean abrupt changes over short stretches of the feature."
+    ),
+    "incidence": (
+        "The gap between the PD and what the data shows near each grid value: the observed share of the class "
+        "(classifiers) or the mean target (regressors) (paper eq. 8-9)."
+    ),
+    "similarity": (
+        "The gap between this model's PD and a comparison model's PD on the same grid (paper eq. 10); large values "
+        "mean the two models learned different relationships."
+    ),
+    "slope": (
+        "The steepest change of the PD between neighbouring grid values, per full range of the feature "
+        "(paper eq. 11)."
+    ),
+    "ice_variance": (
+        "The root-mean variance of the individual (ICE) curves around the PD (square root of paper eq. 12); high "
+        "values mean the average hides different effects for different rows."
+    ),
+}
+
+
+def fmt(v, digits: int = 3) -> str:
+    """A number for people: 3 significant digits, thousands separators, n/a for missing."""
+    if v is None:
+        return "n/a"
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not np.isfinite(x):
+        return "n/a"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def _pct(rel) -> str:
+    return "" if rel is None else f" ({rel:.0%} of its range)"
+
+
+def title_of(uid: str) -> str:
+    if uid.startswith("similarity:"):
+        return f"Most different from {uid.split(':', 1)[1]}"
+    return UTILITY_TITLES.get(uid, uid)
+
+
+def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None = None) -> str:
+    """One sentence describing why a PDP was selected under criterion ``uid``."""
+    name = " × ".join(features)
+    if len(features) == 2 and uid in ("correlation", "importance", "interaction", "intersection"):
+        c = criteria or {}
+        if uid == "correlation":
+            return (
+                f"{name}: the two features are associated ({fmt(c.get('correlation'), 2)} on a 0-1 scale), so the PD "
+                "averages over combinations the data rarely contains; read it with the data points."
+            )
+        if uid == "importance":
+            return f"{name}: both features matter to the model (pair importance {fmt(c.get('importance'))}); the surface shows how they work together."
+        if uid == "interaction":
+            return (
+                f"{name}: the effect of one feature depends on the other (Greenwell interaction "
+                f"{fmt(c.get('interaction'))}); a 1D PD of either alone hides this."
+            )
+        return f"{name}: ranks high under several criteria at once (mean percentile {fmt(c.get('intersection'), 2)})."
+    if score is None or not score.available:
+        return f"{name}: {uid} could not be scored ({score.reason if score else 'no score'})."
+    d = score.details or {}
+    v = fmt(score.value)
+    rel = _pct(d.get("relative"))
+    if uid == "monotonicity":
+        if d.get("declared"):
+            return (
+                f"{name}: expected to be {d.get('direction')}, but the best {d.get('direction')} curve misses the "
+                f"model's average prediction by {v}{rel}."
+            )
+        if score.value < 1e-9:
+            return f"{name}: the model's average prediction is monotone ({d.get('direction')})."
+        return (
+            f"{name}: the model's average prediction is non-monotonic; the best monotone curve misses it by {v}{rel}."
+        )
+    if uid == "lipschitz":
+        bound = d.get("bound") or [None]
+        return (
+            f"{name}: the average prediction changes faster than the slope bound ({fmt(bound[0])} per unit) allows; "
+            f"the closest bounded curve misses it by {v}{rel}."
+        )
+    if uid == "incidence":
+        what = d.get("what", "observed rate")
+        return f"{name}: the model's average prediction departs from the data's {what} by {v} on average{rel}."
+    if uid.startswith("similarity:"):
+        other = uid.split(":", 1)[1]
+        return f"{name}: this model and {other} learned different relationships; their PDs differ by {v} on average{rel}."
+    if uid == "slope":
+        between = d.get("between")
+        where = f" between {fmt(between[0])} and {fmt(between[1])}" if between else ""
+        return f"{name}: the steepest change of the average prediction is{where}: {v} per full feature range."
+    if uid == "ice_variance":
+        return (
+            f"{name}: individual curves spread by {v} around the average, so the PD hides different effects for "
+            "different rows (look at the ICE curves)."
+        )
+    return f"{name}: {uid} = {v}."

@@ -1,0 +1,80 @@
+"""Stage: report context -> HTML (Jinja2) -> PDF (WeasyPrint).
+
+One Jinja environment, built once, with autoescaping on and the formatting
+filters registered once.  Only autopdp's own SVG figures are marked safe.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+from .._io import atomic_write_bytes, atomic_write_text
+from .findings import fmt
+
+__all__ = ["environment", "render_html", "render_pdf", "write_html", "write_pdf", "PAGE_SIZES"]
+
+PAGE_SIZES = ("A4", "Letter")
+
+
+@functools.lru_cache(maxsize=1)
+def environment():
+    from importlib import resources
+
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    # the top-level templates/ folder ships inside the wheel as the package autopdp.templates
+    folder = resources.files("autopdp.templates")
+    env = Environment(
+        loader=FileSystemLoader(str(folder)),
+        autoescape=select_autoescape(enabled_extensions=("html", "j2", "xml"), default_for_string=True, default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = fmt
+    env.filters["pct"] = lambda v: "n/a" if v is None else f"{float(v):.0%}"
+    return env
+
+
+def render_html(context: dict) -> str:
+    """The self-contained HTML report (inline CSS and SVG, no scripts, no network)."""
+    if context.get("page_size") not in PAGE_SIZES:
+        raise ValueError(f"page_size must be one of {', '.join(PAGE_SIZES)}, got {context.get('page_size')!r}.")
+    return environment().get_template("report.html.j2").render(**context)
+
+
+def render_pdf(html: str) -> bytes:
+    """Render the HTML with WeasyPrint (print CSS: page size, numbers, running header)."""
+    import logging
+
+    from weasyprint import HTML
+
+    logging.getLogger("weasyprint").setLevel(logging.ERROR)
+    logging.getLogger("fontTools").setLevel(logging.ERROR)
+    # embedded data: URIs (the heatmaps' pixels) only; nothing is loaded from outside
+    try:
+        from weasyprint.urls import URLFetcher
+
+        no_fetch = URLFetcher(allowed_protocols=("data",))
+    except ImportError:  # WeasyPrint < 66: a fetcher function
+        from weasyprint import default_url_fetcher
+
+        def no_fetch(url, *args, **kwargs):
+            if url.startswith("data:"):
+                return default_url_fetcher(url, *args, **kwargs)
+            raise ValueError(f"autopdp reports load no external resources (asked for {url!r})")
+
+    return HTML(string=html, url_fetcher=no_fetch).write_pdf()
+
+
+def write_html(context: dict, path) -> float:
+    t0 = time.perf_counter()
+    atomic_write_text(path, render_html(context))
+    return time.perf_counter() - t0
+
+
+def write_pdf(context: dict, path, html: str | None = None) -> float:
+    t0 = time.perf_counter()
+    atomic_write_bytes(path, render_pdf(html if html is not None else render_html(context)))
+    return time.perf_counter() - t0
