@@ -200,7 +200,11 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
     pairs = _pair_section(audit)
     small = []
     for r in audit.results_1d:
-        small.append(_figure(plot_small_multiple(r), r.features[0], f"Small partial dependence plot of {r.features[0]}."))
+        f = np.asarray(r.average[0], dtype=float)
+        small.append(_figure(
+            plot_small_multiple(r), f"{r.features[0]}: PD from {fmt(f.min())} to {fmt(f.max())}",
+            f"Small partial dependence plot of {r.features[0]}.",
+        ))
     timings = dict(audit.run.get("timings_s", {}))
     timings["figures"] = time.perf_counter() - t0
     timings.update(extra_timings or {})

@@ -1,0 +1,171 @@
+"""The validator report: the demo rendered to HTML/PDF/JSON, checked as a reader would."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import autopdp
+from autopdp import AuditConfig, audit
+from autopdp.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def demo_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    assert main(["demo", "--out", str(out)]) == 0
+    return out
+
+
+def test_demo_writes_three_files(demo_dir):
+    for name in ("report.html", "report.pdf", "results.json"):
+        assert (demo_dir / name).stat().st_size > 10_000, name
+
+
+def test_pdf_has_sections_and_sane_page_count(demo_dir):
+    from pypdf import PdfReader
+
+    reader = PdfReader(str(demo_dir / "report.pdf"))
+    n = len(reader.pages)
+    assert 15 <= n <= 80, n
+    text = "\n".join(page.extract_text() for page in reader.pages)
+    for heading in [
+        "Partial dependence validation report", "Executive summary", "Least monotonic", "Least Lipschitz-bounded",
+        "Furthest from the data's incidence", "Steepest", "Two-feature partial dependence",
+        "Importance and interaction", "Methodology and caveats", "Appendix", "Reproducibility",
+    ]:
+        assert heading in text, heading
+    assert re.search(r"Page 3 of \d+", text)
+    assert "German Credit demo" in reader.pages[2].extract_text()  # running header with the model name
+    assert "sha256" in reader.pages[0].extract_text()
+
+
+def test_html_is_self_contained_and_every_figure_has_caption_and_alt(demo_dir):
+    html = (demo_dir / "report.html").read_text()
+    assert "<script" not in html.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "@import" not in html and "url(http" not in html
+    figures = re.findall(r"<figure>(.*?)</figure>", html, flags=re.S)
+    assert len(figures) >= 30
+    for fig in figures:
+        alt = re.search(r'role="img" aria-label="([^"]+)"', fig)
+        cap = re.search(r"<figcaption>(.+?)</figcaption>", fig, flags=re.S)
+        assert alt and len(alt.group(1)) > 20
+        assert cap and len(cap.group(1).strip()) > 5
+        assert "<svg" in fig
+
+
+def test_results_json_holds_every_number(demo_dir):
+    data = json.loads((demo_dir / "results.json").read_text())
+    assert data["schema"] == "autopdp.Audit/1"
+    assert len(data["results"]) == 20 + 190
+    assert len(data["scores"]) == 210
+    assert {"monotonicity", "lipschitz", "incidence", "slope", "ice_variance", "correlation"} <= set(data["scores"][0])
+    assert data["config"]["expected_monotonic"] == {"duration_months": "increasing"}
+    assert data["metadata"]["versions"]["autopdp"] == autopdp.__version__
+    assert "timings_s" in data["run"]
+    assert data["selection"]
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def test_html_renders_in_headless_chromium(demo_dir, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; .ci/run installs Debian's chromium package")
+        pytest.skip("chromium not installed on this machine (CI installs it)")
+    shot = tmp_path / "shot.png"
+    cmd = [
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+        "--window-size=1200,1600", f"--screenshot={shot}", (demo_dir / "report.html").as_uri(),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert shot.exists(), proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line and "report.html" in line]
+    assert not console, console
+    from PIL import Image
+
+    img = np.asarray(Image.open(shot).convert("L"), dtype=float)
+    assert img.std() > 10  # not blank
+    assert (img < 128).mean() > 0.005  # there is dark ink on the page
+
+
+def test_html_and_pdf_escape_text_from_the_data(tmp_path):
+    rng = np.random.default_rng(0)
+    bad = "<script>alert(1)</script>"
+    img = "<img src=x onerror=alert(1)>"
+    X = pd.DataFrame({bad: rng.normal(size=200), img: rng.choice(["<b>bold</b>", "plain"], 200), "ok": rng.normal(size=200)})
+    y = (X[bad] + rng.normal(size=200) > 0).astype(int)
+
+    def model(d):
+        return 1 / (1 + np.exp(-np.asarray(d[bad], dtype=float)))
+
+    a = audit(model, X, y, config=AuditConfig(grid_resolution=6, grid_resolution_2d=4, model_name="<i>m</i>"))
+    html = a.to_html(tmp_path / "r.html")
+    assert bad not in html and img not in html and "<b>bold</b>" not in html and "<i>m</i>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<script" not in html.lower()
+    a.to_pdf(tmp_path / "r.pdf")
+    from pypdf import PdfReader
+
+    text = "\n".join(p.extract_text() for p in PdfReader(str(tmp_path / "r.pdf")).pages)
+    assert "<script>alert(1)</script>" in text  # shown as text, never run
+
+
+def test_notebook_view(german):
+    X, y = german
+    a = audit(lambda d: d["duration_months"].to_numpy() / 72.0, X.iloc[:200], y.iloc[:200],
+              config=AuditConfig(features=("duration_months", "age"), grid_resolution=5, pairs=False))
+    html = a._repr_html_()
+    assert "autopdp audit" in html and "duration_months" in html
+
+
+def test_wheel_ships_templates_and_renders_without_source_tree(tmp_path):
+    wheel_dir = tmp_path / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheel_dir), str(ROOT)],
+        check=True, capture_output=True, timeout=300,
+    )
+    wheel = next(wheel_dir.glob("autopdp-*.whl"))
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "autopdp/templates/report.html.j2" in names and "autopdp/templates/report.css" in names
+    assert "autopdp/datasets/data/german_credit.csv" in names
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    script = (
+        "import autopdp, numpy as np, pathlib, sys\n"
+        "assert pathlib.Path(autopdp.__file__).is_relative_to(sys.argv[1]), autopdp.__file__\n"
+        "X, y = autopdp.datasets.load_german_credit()\n"
+        "a = autopdp.audit(lambda d: d['age'].to_numpy() / 100.0, X.iloc[:100], y.iloc[:100],\n"
+        "    config=autopdp.AuditConfig(features=('age', 'duration_months'), grid_resolution=5, grid_resolution_2d=3))\n"
+        "html = a.to_html()\n"
+        "assert 'Executive summary' in html\n"
+        "print('rendered', len(html))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    proc = subprocess.run([sys.executable, "-c", script, str(target)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "rendered" in proc.stdout
