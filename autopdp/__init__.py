@@ -6,6 +6,7 @@ from .result import PDResult
 from .config import AuditConfig
 from .audit import Audit, audit
 from .selection import SelectedPDP
+from .gate import GateCheck, GatePolicy, GateResult, gate
 from .utilities import UtilityScore
 from . import datasets
 
@@ -18,6 +19,10 @@ __all__ = [
     "Audit",
     "AuditConfig",
     "SelectedPDP",
+    "gate",
+    "GatePolicy",
+    "GateResult",
+    "GateCheck",
     "UtilityScore",
     "datasets",
 ]

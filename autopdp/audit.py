@@ -556,7 +556,8 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         "model": describe_model(model),
         "compare": {k: describe_model(v) for k, v in compare.items()},
         "data": {
-            "rows": full.n_rows, "features": full.n_features, "rows_used_1d": frame.n_rows,
+            "rows": full.n_rows, "features": full.n_features, "feature_names": list(full.names),
+            "rows_used_1d": frame.n_rows,
             "rows_used_2d": frame_2d.n_rows if pairs else 0, "sha256": fingerprint(full),
             "categorical": [r.features[0] for r in res1 if r.kinds[0] == "categorical"],
         },

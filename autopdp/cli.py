@@ -1,7 +1,8 @@
 """The ``autopdp`` command line: ``demo``, ``report`` (and more subcommands as they land).
 
-Exit codes: 0 success; 2 bad input (one line naming the problem, no traceback);
-1 an unexpected failure in a stage (the line names the stage).
+Exit codes: 0 success; 1 the gate's checks failed (``gate`` only); 2 bad input
+(one line naming the problem, no traceback); 3 an unexpected failure in a stage
+(the line names the stage).
 """
 
 from __future__ import annotations
@@ -93,15 +94,15 @@ def _cmd_demo(args) -> int:
     return 0
 
 
-def _parse_compare(items):
+def _parse_compare(items, flag="--compare"):
     out = {}
     for item in items or []:
         if "=" not in item:
-            raise ValueError(f"--compare takes NAME=PATH, got {item!r}.")
+            raise ValueError(f"{flag} takes NAME=PATH, got {item!r}.")
         name, path = item.split("=", 1)
         name = name.strip()
-        if not name or name in out:
-            raise ValueError(f"--compare needs a unique, non-empty NAME, got {item!r}.")
+        if not name or name in out or ":" in name:
+            raise ValueError(f"{flag} needs a unique, non-empty NAME without ':', got {item!r}.")
         out[name] = path
     return out
 
@@ -124,14 +125,84 @@ def _cmd_report(args) -> int:
     return 0
 
 
+def _cmd_gate(args) -> int:
+    from .audit import audit
+    from .gate import CHAMPION, GatePolicy, gate
+    from .loading import load_data, load_model, split_target
+    from .report.context import gate_context
+
+    started = time.perf_counter()
+    formats = _formats(args.formats)
+    policy = GatePolicy.from_toml(args.policy)
+    if policy.needs_champion and not args.champion:
+        raise ValueError("the policy sets champion limits (max_similarity); pass --champion PATH.")
+    with stage("loading"):
+        model = load_model(args.model, trust_model=args.trust_model)
+        champion = load_model(args.champion, trust_model=args.trust_model) if args.champion else None
+        X, y = split_target(load_data(args.data), args.target)
+    policy.check_features([str(c) for c in X.columns])
+    if policy.needs_target and y is None:  # pragma: no cover - split_target always gives y
+        raise ValueError("the policy sets max_incidence, which needs --target.")
+    cfg = policy.audit_config(_config(None, model_name=Path(args.model).name, dataset_name=Path(args.data).name))
+    with stage("computing and scoring every 1D and 2D partial dependence"):
+        result = audit(model, X, y, compare={CHAMPION: champion} if champion is not None else None, config=cfg,
+                       n_jobs=args.n_jobs)
+    with stage("checking the policy"):
+        verdict = gate(result, policy)
+    out = Path(args.out)
+    with stage("writing gate.json and gate.xml"):
+        verdict.to_json(out / "gate.json")
+        verdict.to_junit_xml(out / "gate.xml")
+
+    def add_gate(context):
+        context["gate"] = gate_context(result, verdict)
+        return context
+
+    _write(result, out, formats, _page_size(args.page_size), started, context_hook=add_gate)
+    if verdict.passed:
+        print(f"autopdp gate: PASSED all {len(verdict.checks)} checks ({out / 'gate.xml'})")
+        return 0
+    from .report.findings import fmt
+
+    failed = "; ".join(f"{c.name} measured {fmt(c.measured)} allowed {c.relation} {fmt(c.threshold)}" for c in verdict.failures)
+    print(f"autopdp gate: FAILED {len(verdict.failures)} of {len(verdict.checks)} checks: {failed}")
+    return 1
+
+
+def _cmd_compare(args) -> int:
+    from .audit import audit
+    from .loading import load_data, load_model, split_target
+    from .report.context import comparison_context
+
+    started = time.perf_counter()
+    formats = _formats(args.formats)
+    paths = _parse_compare(args.model, flag="--model")
+    if len(paths) < 2:
+        raise ValueError("compare needs at least two models: --model NAME=PATH --model NAME=PATH.")
+    names = list(paths)
+    cfg = _config(args.config, model_name=names[0], dataset_name=Path(args.data).name)
+    with stage("loading"):
+        models = {n: load_model(p, trust_model=args.trust_model) for n, p in paths.items()}
+        X, y = split_target(load_data(args.data), args.target)
+    with stage("computing and scoring every 1D and 2D partial dependence of every model"):
+        result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg, n_jobs=args.n_jobs)
+
+    def add_comparison(context):
+        context["comparison"] = comparison_context(result, base_name=names[0])
+        return context
+
+    _write(result, Path(args.out), formats, _page_size(args.page_size), started, context_hook=add_comparison)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="autopdp", description="Curated partial-dependence validation reports.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command")
 
     def common(p):
-        p.add_argument("--out", required=p.prog.endswith("report"), default="autopdp-demo" if p.prog.endswith("demo") else None,
-                       help="output directory")
+        is_demo = p.prog.endswith("demo")
+        p.add_argument("--out", required=not is_demo, default="autopdp-demo" if is_demo else None, help="output directory")
         p.add_argument("--formats", default="html,pdf,json", help="comma-separated: html,pdf,json (default: all)")
         p.add_argument("--page-size", default="A4", help="A4 (default) or Letter")
         p.add_argument("--n-jobs", type=int, default=None, help="parallel workers for the PDs (default: 1)")
@@ -149,6 +220,25 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--trust-model", action="store_true", help="allow loading pickles (runs code from the file)")
     common(rep)
     rep.set_defaults(func=_cmd_report)
+
+    gat = sub.add_parser("gate", help="check a model against a policy file (exit 0 pass, 1 fail, 2 bad input)")
+    gat.add_argument("--policy", required=True, help="TOML policy file")
+    gat.add_argument("--model", required=True, help="fitted model: .skops or .joblib/.pkl (with --trust-model)")
+    gat.add_argument("--data", required=True, help="data: .csv or .parquet, with the target column")
+    gat.add_argument("--target", required=True, help="name of the target column")
+    gat.add_argument("--champion", help="the current production model, for the [champion] limits")
+    gat.add_argument("--trust-model", action="store_true", help="allow loading pickles (runs code from the file)")
+    common(gat)
+    gat.set_defaults(func=_cmd_gate)
+
+    cmp_ = sub.add_parser("compare", help="one report comparing several candidate models on the same data")
+    cmp_.add_argument("--model", action="append", required=True, metavar="NAME=PATH", help="a candidate (repeat, first is the base)")
+    cmp_.add_argument("--data", required=True, help="data: .csv or .parquet, with the target column")
+    cmp_.add_argument("--target", required=True, help="name of the target column")
+    cmp_.add_argument("--config", help="TOML file of AuditConfig keys")
+    cmp_.add_argument("--trust-model", action="store_true", help="allow loading pickles (runs code from the file)")
+    common(cmp_)
+    cmp_.set_defaults(func=_cmd_compare)
     return parser
 
 
@@ -173,7 +263,7 @@ def main(argv=None) -> int:
         return 2
     except StageError as exc:
         print(f"autopdp: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
+        return 3
     except KeyboardInterrupt:
         print("autopdp: interrupted; earlier outputs are untouched.", file=sys.stderr)
         return 130

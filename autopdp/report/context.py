@@ -213,6 +213,8 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
     grid_1d = audit.results_1d[0].grid_shape if n1 else ()
     return {
         "page_size": page_size,
+        "gate": None,
+        "comparison": None,
         "cover": _cover(audit),
         "findings": _findings(audit),
         "counts": {
@@ -254,3 +256,98 @@ def notebook_context(audit) -> dict:
         "findings": _findings(audit),
         "importance": [{"feature": str(k), "value": fmt(v)} for k, v in imp.items()],
     }
+
+
+def gate_context(audit, result) -> dict:
+    """The Gate section: every check, measured vs allowed, with its evidence plot."""
+    figures = {}
+    checks = []
+    for c in result.checks:
+        fig = None
+        if c.evidence and c.evidence != "importance":
+            key = (c.feature, c.evidence)
+            if key not in figures:
+                try:
+                    svg, alt, _ = _pd_figure(audit, (c.feature,), c.evidence)
+                    figures[key] = _figure(svg, c.message, alt)
+                except (ValueError, KeyError):
+                    figures[key] = None
+            fig = figures[key] if not c.passed else None
+        checks.append({
+            "name": c.name, "check": c.check, "feature": c.feature, "passed": c.passed,
+            "measured": fmt(c.measured), "allowed": f"{c.relation} {fmt(c.threshold)}", "message": c.message,
+            "figure": fig,
+        })
+    evidence = [f for (feat, ev), f in figures.items() if f is not None and any(
+        (c.feature, c.evidence) == (feat, ev) and not c.passed for c in result.checks)]
+    return {
+        "passed": result.passed, "n": len(result.checks), "failed": len(result.failures), "checks": checks,
+        "evidence": evidence,
+    }
+
+
+def comparison_context(audit, base_name: str = "model", top: int = 5) -> dict:
+    """The comparison section: PDs of every candidate overlaid, gaps, importance side by side."""
+    import dataclasses
+
+    from ..importance import pd_importance
+
+    others = list(audit.comparisons)
+    models = [base_name] + others
+    cols = [f"similarity:{o}" for o in others]
+    one = audit.scores[audit.scores["kind"] == "1d"]
+    imp_other = {
+        o: {r.features[0]: float(np.max(pd_importance(r))) for r in audit.comparisons[o] if r.ndim == 1} for o in others
+    }
+    base_imp = audit.importance.max(axis=1) if not audit.importance.empty else pd.Series(dtype=float)
+    rows = []
+    for _, row in one.iterrows():
+        feat = row["features"][0]
+        gaps = [row[c] for c in cols]
+        rows.append({
+            "feature": feat, "max_gap": np.nanmax(gaps) if np.isfinite(gaps).any() else -1.0,
+            "gaps": [fmt(g) for g in gaps],
+            "importance": [fmt(base_imp.get(feat))] + [fmt(imp_other[o].get(feat)) for o in others],
+        })
+    rows.sort(key=lambda r: -r["max_gap"])
+    figures = []
+    by_features = {o: {r.features: r for r in audit.comparisons[o]} for o in others}
+    for r in rows[:top]:
+        res = audit.pd(r["feature"])
+        t = res.target_index(None)
+        inc = audit.utility_scores[res.features].get("incidence")
+        extra = []
+        for o in others:
+            other = by_features[o].get(res.features)
+            if other is not None:
+                extra.append((f"PD of {o}", np.asarray(other.average[other.target_index(res.targets[t])])))
+        g = inc.comparison if inc is not None and inc.comparison is not None else None
+        dist = audit.data_summary.get("distributions", {}).get(r["feature"])
+        svg = plot_pd_1d(res, target_index=t, comparison=g, comparison_label="data: incidence" if g is not None else None,
+                         extra_curves=extra, distribution=dist, ice_curves=0)
+        figures.append(_figure(
+            svg, f"{r['feature']}: PDs of {', '.join(models)} (largest gap {fmt(r['max_gap'])}).",
+            f"Partial dependence of {r['feature']} for every candidate model overlaid, with the data's incidence.",
+        ))
+    two = audit.scores[audit.scores["kind"] == "2d"]
+    pairs, pair_figures = [], []
+    if not two.empty and cols:
+        ranked = two.assign(_gap=two[cols].max(axis=1)).sort_values("_gap", ascending=False, kind="stable")
+        for _, row in ranked.head(10).iterrows():
+            pairs.append({"pair": _label(row["features"]), "gaps": [fmt(row[c]) for c in cols]})
+        for _, row in ranked.head(3).iterrows():
+            res = audit.pd(row["features"])
+            worst = others[int(np.nanargmax([row[c] for c in cols]))]
+            other = by_features[worst].get(res.features)
+            if other is None:
+                continue
+            diff = dataclasses.replace(res, average=np.asarray(res.average) - np.asarray(other.average))
+            pts = audit.data_summary.get("points", {})
+            svg = plot_pd_2d(diff, points=(pts.get(res.features[0], []), pts.get(res.features[1], [])),
+                             title=f"{base_name} minus {worst}")
+            pair_figures.append(_figure(
+                svg, f"{_label(res.features)}: difference between the surfaces of {base_name} and {worst}.",
+                f"Heatmap of the difference between two models' 2D partial dependence on {_label(res.features)}.",
+            ))
+    return {"base": base_name, "models": models, "others": others, "rows": rows, "figures": figures,
+            "pairs": pairs, "pair_figures": pair_figures}

@@ -1,0 +1,376 @@
+"""Pre-deployment gate: a policy file states what a model must satisfy; CI gets exit codes and JUnit.
+
+Policy (TOML)::
+
+    [features.duration_months]
+    monotonic = "increasing"     # "increasing" | "decreasing" | "none"
+    max_monotonicity = 0.02      # tolerated monotonicity score (default 0.005)
+    lipschitz = 0.01             # slope bound l for this feature (feature units)
+    max_lipschitz = 0.05         # tolerated Lipschitz score
+    max_incidence = 0.10         # tolerated gap to the data's incidence
+    max_similarity = 0.05        # tolerated gap to the champion for this feature
+    max_slope = 1.0              # tolerated slope score
+    min_importance = 0.01        # this feature must matter at least this much
+
+    [importance]
+    forbidden = ["personal_status_sex", "foreign_worker"]
+    forbidden_top_k = 5          # forbidden features must not be among the top k (default 5)
+    required = ["checking_status"]
+    min_importance = 0.001       # importance every required feature must reach (default 0.001)
+    required_top_k = 10          # optional: required features must be among the top k
+
+    [champion]
+    max_similarity = 0.05        # tolerated gap to the champion, every feature
+
+    [audit]                      # optional AuditConfig keys for the audit the gate runs
+    grid_resolution = 20
+
+Scores are those of :mod:`autopdp.utilities` (units of the prediction).  A check
+that cannot be measured (e.g. monotonicity of an unordered categorical, incidence
+without a target) fails: the gate fails closed.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ._io import atomic_write_text
+from .config import AuditConfig, load_toml
+from .utilities import score_lipschitz, score_monotonicity
+from .utilities.monotonicity import DIRECTIONS
+
+__all__ = ["GatePolicy", "FeaturePolicy", "GateCheck", "GateResult", "gate", "CHAMPION"]
+
+CHAMPION = "champion"
+DEFAULT_MAX_MONOTONICITY = 0.005
+DEFAULT_MIN_IMPORTANCE = 0.001
+DEFAULT_FORBIDDEN_TOP_K = 5
+
+FEATURE_KEYS = ("monotonic", "max_monotonicity", "lipschitz", "max_lipschitz", "max_incidence", "max_similarity",
+                "max_slope", "min_importance")
+IMPORTANCE_KEYS = ("forbidden", "forbidden_top_k", "required", "min_importance", "required_top_k")
+CHAMPION_KEYS = ("max_similarity",)
+SECTIONS = ("features", "importance", "champion", "audit")
+
+
+def _number(value, key: str, *, positive=False, minimum=None) -> float:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not np.isfinite(value):
+        raise ValueError(f"policy key {key!r} must be a number, got {value!r}.")
+    if positive and value <= 0:
+        raise ValueError(f"policy key {key!r} must be positive, got {value!r}.")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"policy key {key!r} must be >= {minimum}, got {value!r}.")
+    return float(value)
+
+
+def _int(value, key: str) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"policy key {key!r} must be a whole number >= 1, got {value!r}.")
+    return int(value)
+
+
+def _names(value, key: str) -> tuple:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"policy key {key!r} must be a list of feature names, got {value!r}.")
+    return tuple(value)
+
+
+def _check_keys(table, allowed, where: str):
+    if not isinstance(table, Mapping):
+        raise ValueError(f"policy key {where!r} must be a table, got {type(table).__name__}.")
+    for k in table:
+        if k not in allowed:
+            raise ValueError(f"unknown policy key {where + '.' + k if where else k!r}; known keys here: {', '.join(allowed)}.")
+
+
+@dataclass(frozen=True)
+class FeaturePolicy:
+    monotonic: str | None = None
+    max_monotonicity: float = DEFAULT_MAX_MONOTONICITY
+    lipschitz: float | None = None
+    max_lipschitz: float | None = None
+    max_incidence: float | None = None
+    max_similarity: float | None = None
+    max_slope: float | None = None
+    min_importance: float | None = None
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    """A parsed, validated policy; see the module docs for the file format."""
+
+    features: Mapping[str, FeaturePolicy] = field(default_factory=dict)
+    forbidden: tuple = ()
+    forbidden_top_k: int = DEFAULT_FORBIDDEN_TOP_K
+    required: tuple = ()
+    min_importance: float = DEFAULT_MIN_IMPORTANCE
+    required_top_k: int | None = None
+    champion_max_similarity: float | None = None
+    audit: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "GatePolicy":
+        _check_keys(data, SECTIONS, "")
+        feats = {}
+        for name, table in (data.get("features") or {}).items():
+            where = f"features.{name}"
+            _check_keys(table, FEATURE_KEYS, where)
+            kw = {}
+            for k, v in table.items():
+                key = f"{where}.{k}"
+                if k == "monotonic":
+                    if v not in DIRECTIONS:
+                        raise ValueError(f"policy key {key!r} must be one of {', '.join(DIRECTIONS)}, got {v!r}.")
+                    kw[k] = v
+                elif k == "lipschitz":
+                    kw[k] = _number(v, key, positive=True)
+                else:
+                    kw[k] = _number(v, key, minimum=0)
+            feats[name] = FeaturePolicy(**kw)
+        imp = data.get("importance") or {}
+        _check_keys(imp, IMPORTANCE_KEYS, "importance")
+        champ = data.get("champion") or {}
+        _check_keys(champ, CHAMPION_KEYS, "champion")
+        audit_keys = dict(data.get("audit") or {})
+        if audit_keys:
+            AuditConfig.from_dict(audit_keys)  # unknown or mistyped audit keys are errors now, named
+        return cls(
+            features=feats,
+            forbidden=_names(imp["forbidden"], "importance.forbidden") if "forbidden" in imp else (),
+            forbidden_top_k=_int(imp.get("forbidden_top_k", DEFAULT_FORBIDDEN_TOP_K), "importance.forbidden_top_k"),
+            required=_names(imp["required"], "importance.required") if "required" in imp else (),
+            min_importance=_number(imp.get("min_importance", DEFAULT_MIN_IMPORTANCE), "importance.min_importance", minimum=0),
+            required_top_k=_int(imp["required_top_k"], "importance.required_top_k") if "required_top_k" in imp else None,
+            champion_max_similarity=_number(champ["max_similarity"], "champion.max_similarity", minimum=0)
+            if "max_similarity" in champ else None,
+            audit=audit_keys,
+        )
+
+    @classmethod
+    def from_toml(cls, path) -> "GatePolicy":
+        return cls.from_dict(load_toml(path, what="policy"))
+
+    @property
+    def needs_champion(self) -> bool:
+        return self.champion_max_similarity is not None or any(f.max_similarity is not None for f in self.features.values())
+
+    @property
+    def needs_target(self) -> bool:
+        return any(f.max_incidence is not None for f in self.features.values())
+
+    def feature_names(self) -> list[str]:
+        return list(dict.fromkeys([*self.features, *self.forbidden, *self.required]))
+
+    def check_features(self, names) -> None:
+        """Unknown feature names are errors that name the feature and the policy key."""
+        known = set(names)
+        for name in self.features:
+            if name not in known:
+                raise ValueError(f"policy key 'features.{name}' names a feature that is not in the data.")
+        for key, group in (("importance.forbidden", self.forbidden), ("importance.required", self.required)):
+            for name in group:
+                if name not in known:
+                    raise ValueError(f"policy key {key!r} names {name!r}, which is not a feature of the data.")
+
+    def audit_config(self, base: AuditConfig | None = None) -> AuditConfig:
+        """The audit settings the gate needs: declared directions and bounds added to ``base``."""
+        base = base or AuditConfig()
+        if self.audit:
+            base = base.replace(**self.audit)
+        directions = dict(base.expected_monotonic)
+        bounds = dict(base.lipschitz)
+        for name, fp in self.features.items():
+            if fp.monotonic is not None:
+                directions[name] = fp.monotonic
+            if fp.lipschitz is not None:
+                bounds[name] = fp.lipschitz
+        return base.replace(expected_monotonic=directions, lipschitz=bounds)
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """One check of the gate."""
+
+    name: str  # e.g. "monotonicity[duration_months]"
+    check: str  # monotonicity | lipschitz | incidence | similarity | slope | importance_forbidden | importance_required
+    feature: str
+    measured: float | None
+    threshold: float
+    relation: str  # "<=" or ">="
+    passed: bool
+    message: str
+    evidence: str | None = None  # the utility whose plot shows it
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name, "check": self.check, "feature": self.feature,
+            "measured": None if self.measured is None or not np.isfinite(self.measured) else float(self.measured),
+            "threshold": float(self.threshold), "relation": self.relation, "passed": self.passed,
+            "message": self.message, "evidence": self.evidence,
+        }
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The verdict: ``passed`` and every check."""
+
+    checks: tuple
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failures(self) -> list[GateCheck]:
+        return [c for c in self.checks if not c.passed]
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": "autopdp.GateResult/1", "passed": self.passed, "n_checks": len(self.checks),
+            "n_failed": len(self.failures), "checks": [c.to_dict() for c in self.checks],
+        }
+
+    def to_json(self, path=None) -> str:
+        text = json.dumps(self.to_dict(), indent=1, allow_nan=False)
+        if path is not None:
+            atomic_write_text(path, text)
+        return text
+
+    def to_junit_xml(self, path=None) -> str:
+        """JUnit XML: one testcase per check; failures carry measured value, threshold and feature."""
+        suites = ET.Element("testsuites", name="autopdp", tests=str(len(self.checks)), failures=str(len(self.failures)))
+        suite = ET.SubElement(suites, "testsuite", name="autopdp.gate", tests=str(len(self.checks)),
+                              failures=str(len(self.failures)), errors="0", skipped="0")
+        for c in self.checks:
+            case = ET.SubElement(suite, "testcase", classname=f"autopdp.gate.{c.check}", name=c.name)
+            ET.SubElement(case, "properties")
+            props = case.find("properties")
+            for key, value in (("feature", c.feature), ("measured", _fmt(c.measured)), ("threshold", _fmt(c.threshold)),
+                               ("relation", c.relation)):
+                ET.SubElement(props, "property", name=key, value=value)
+            if not c.passed:
+                failure = ET.SubElement(case, "failure", type="GateCheckFailed", message=c.message)
+                failure.text = (
+                    f"feature: {c.feature}\ncheck: {c.check}\nmeasured: {_fmt(c.measured)}\n"
+                    f"allowed: {c.relation} {_fmt(c.threshold)}\n{c.message}"
+                )
+        ET.indent(suites)
+        text = '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+        if path is not None:
+            atomic_write_text(path, text)
+        return text
+
+
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "n/a"
+    return f"{float(v):.6g}"
+
+
+def _limit_check(check, feature, measured, threshold, *, reason="", evidence=None, relation="<=", what=None) -> GateCheck:
+    name = f"{check}[{feature}]"
+    label = what or check
+    if measured is None or not np.isfinite(measured):
+        return GateCheck(name, check, feature, None, threshold, relation, False,
+                         f"{feature}: {label} could not be measured ({reason or 'no score'}); the gate fails closed.", evidence)
+    ok = measured <= threshold + 1e-12 if relation == "<=" else measured >= threshold - 1e-12
+    verb = "within" if ok else "exceeds" if relation == "<=" else "below"
+    if relation == "<=":
+        message = f"{feature}: {label} {_fmt(measured)} {verb} the allowed {_fmt(threshold)}."
+    else:
+        message = f"{feature}: {label} {_fmt(measured)} {'meets' if ok else 'is below'} the required {_fmt(threshold)}."
+    return GateCheck(name, check, feature, float(measured), float(threshold), relation, bool(ok), message, evidence)
+
+
+def gate(audit, policy) -> GateResult:
+    """Check ``audit`` against ``policy`` (a :class:`GatePolicy`, dict or TOML path).
+
+    Monotonicity and Lipschitz are re-scored from the audit's PDs with the
+    policy's declared direction and bound (pure functions, no model calls), so
+    the verdict does not depend on how the audit was configured.  Incidence and
+    similarity use the audit's scores; the champion is the comparison model
+    named ``"champion"``.
+    """
+    if isinstance(policy, Mapping):
+        policy = GatePolicy.from_dict(policy)
+    elif not isinstance(policy, GatePolicy):
+        policy = GatePolicy.from_toml(policy)
+    names = [r.features[0] for r in audit.results_1d]
+    policy.check_features(list(audit.metadata.get("data", {}).get("feature_names", names)) or names)
+    checks: list[GateCheck] = []
+    loss = audit.config.loss
+    for name, fp in policy.features.items():
+        try:
+            r = audit.pd(name)
+        except ValueError:
+            checks.append(GateCheck(f"scored[{name}]", "scored", name, None, 0.0, "<=", False,
+                                    f"{name}: no PD in the audit (constant or excluded feature); the gate fails closed."))
+            continue
+        w = r.density
+        t = r.target_index(None)
+        if fp.monotonic not in (None, "none"):
+            s = score_monotonicity(r, target_index=t, weights=w, directions=(fp.monotonic,), loss=loss)
+            checks.append(_limit_check("monotonicity", name, s.value, fp.max_monotonicity, reason=s.reason,
+                                       evidence="monotonicity", what=f"gap to the best {fp.monotonic} curve"))
+        if fp.max_lipschitz is not None:
+            if fp.lipschitz is not None:
+                s = score_lipschitz(r, target_index=t, weights=w, slopes=[fp.lipschitz], loss=loss)
+            else:
+                s = audit.score(name, "lipschitz")
+            checks.append(_limit_check("lipschitz", name, s.value, fp.max_lipschitz, reason=s.reason, evidence="lipschitz",
+                                       what="gap to the best slope-bounded curve"))
+        if fp.max_incidence is not None:
+            s = audit.utility_scores[r.features].get("incidence")
+            checks.append(_limit_check("incidence", name, s.value if s else None, fp.max_incidence,
+                                       reason=s.reason if s else "incidence was not run", evidence="incidence",
+                                       what="gap to the data's incidence"))
+        if fp.max_slope is not None:
+            s = audit.utility_scores[r.features].get("slope")
+            checks.append(_limit_check("slope", name, s.value if s else None, fp.max_slope,
+                                       reason=s.reason if s else "slope was not run", evidence="slope", what="slope"))
+        if fp.min_importance is not None:
+            imp = float(audit.importance.loc[name].max())
+            checks.append(_limit_check("importance_min", name, imp, fp.min_importance, relation=">=", what="importance"))
+    if policy.needs_champion:
+        uid = f"similarity:{CHAMPION}"
+        for name in names:
+            fp = policy.features.get(name, FeaturePolicy())
+            limit = fp.max_similarity if fp.max_similarity is not None else policy.champion_max_similarity
+            if limit is None:
+                continue
+            s = audit.utility_scores[(name,)].get(uid)
+            checks.append(_limit_check("similarity", name, s.value if s else None, limit,
+                                       reason=s.reason if s else "no champion model was given",
+                                       evidence=uid, what="gap to the champion's PD"))
+    if policy.forbidden or policy.required:
+        imp = audit.importance.max(axis=1).sort_values(ascending=False, kind="stable")
+        rank = {f: i + 1 for i, f in enumerate(imp.index)}
+        for name in policy.forbidden:
+            r_ = rank.get(name)
+            ok = r_ is None or r_ > policy.forbidden_top_k
+            checks.append(GateCheck(
+                f"importance_forbidden[{name}]", "importance_forbidden", name, None if r_ is None else float(r_),
+                float(policy.forbidden_top_k), ">", ok,
+                f"{name}: importance rank {r_ if r_ else 'n/a'}; forbidden features must rank below the top {policy.forbidden_top_k}"
+                + ("." if ok else " — it is among them."), "importance",
+            ))
+        for name in policy.required:
+            value = float(imp.get(name, np.nan))
+            checks.append(_limit_check("importance_required", name, value, policy.min_importance, relation=">=",
+                                       evidence="importance", what="importance"))
+            if policy.required_top_k is not None:
+                r_ = rank.get(name)
+                ok = r_ is not None and r_ <= policy.required_top_k
+                checks.append(GateCheck(
+                    f"importance_required_rank[{name}]", "importance_required_rank", name,
+                    None if r_ is None else float(r_), float(policy.required_top_k), "<=", ok,
+                    f"{name}: importance rank {r_ if r_ else 'n/a'}; required within the top {policy.required_top_k}.",
+                    "importance",
+                ))
+    return GateResult(checks=tuple(checks))
