@@ -22,7 +22,8 @@ from ._io import atomic_write_text
 from ._version import __version__
 from .config import AuditConfig
 from .data import Frame, as_frame
-from .partial_dependence import feature_grids, partial_dependence
+from .grids import resolve_categorical
+from .partial_dependence import _reject_infinite, feature_grids, partial_dependence
 from .response import make_adapter
 from .result import PDResult, _scalar, _to_jsonable
 from .scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
@@ -344,6 +345,28 @@ def summarise_data(frame: Frame, results_1d, rng, n_points: int = 400, bins: int
     return {"distributions": distributions, "points": points}
 
 
+def _align_columns(model, frame: Frame, notes: list) -> Frame:
+    """Match X to the columns the model was fitted on: missing ones are an error, extra ones are left out."""
+    needed = getattr(model, "feature_names_in_", None)
+    if needed is None or not frame.is_frame:
+        return frame
+    needed = [str(c) for c in needed]
+    have = list(frame.names)
+    missing = [c for c in needed if c not in have]
+    if missing:
+        raise ValueError(
+            f"X lacks {len(missing)} column(s) the model was fitted on: {missing[:10]}; pass the data with every "
+            "feature the model needs."
+        )
+    extra = [c for c in have if c not in needed]
+    if not extra and have == needed:
+        return frame
+    if extra:
+        notes.append(f"Columns the model does not use were left out: {', '.join(extra)}.")
+    keys = [frame.keys[have.index(c)] for c in needed]
+    return as_frame(frame.data[keys])
+
+
 def _check_comparison(name: str, other, model, frame: Frame):
     cols = getattr(other, "feature_names_in_", None)
     mine = getattr(model, "feature_names_in_", None)
@@ -423,12 +446,13 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
 
     t0 = time.perf_counter()
     full = as_frame(X)
+    notes: list[str] = []
+    full = _align_columns(model, full, notes)
     y = _check_y(y, full.n_rows)
     rng = np.random.default_rng(random_state)
     rows = _sample_rows(full.n_rows, config.max_rows, rng)
     frame = full if rows is None else full.take_rows(rows)
     y_pd = None if y is None else (y if rows is None else y[rows])
-    notes: list[str] = []
     if rows is not None:
         notes.append(f"PDs average over a random sample of {frame.n_rows:,} of the {full.n_rows:,} rows (max_rows).")
 
@@ -444,6 +468,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             features.append(name)
     if not features:
         raise ValueError("every feature is constant in the data: there is nothing to audit.")
+    _reject_infinite(frame, resolve_categorical(frame, config.categorical_features, config.integer_as_categorical))
     adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
     for name, other in compare.items():
         _check_comparison(name, other, model, frame)
@@ -459,8 +484,10 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     res1 = partial_dependence(
         model, frame.data, features, grid_resolution=config.grid_resolution, kind="both",
         categorical_features=config.categorical_features, subsample=config.subsample,
-        random_state=random_state, n_jobs=n_jobs, **common,
+        random_state=random_state, n_jobs=n_jobs, max_levels=config.max_levels, **common,
     )
+    for r in res1:
+        notes.extend(r.notes)
     categorical = [r.features[0] for r in res1 if r.kinds[0] == "categorical"] or None
     custom_1d = {r.features[0]: list(r.grid[0]) if r.kinds[0] == "categorical" else r.grid[0] for r in res1}
     timings["pd_1d"] = time.perf_counter() - t0
@@ -476,7 +503,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         grids = feature_grids(
             frame.data, features, grid_resolution=config.grid_resolution_2d, percentiles=config.percentiles,
             categorical_features=categorical, grid_method=config.grid_method,
-            integer_as_categorical=config.integer_as_categorical,
+            integer_as_categorical=config.integer_as_categorical, max_levels=config.max_levels,
         )
         custom_2d = {k: list(g) if kind == "categorical" else g for k, (kind, g) in grids.items()}
         res2 = partial_dependence(

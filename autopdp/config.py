@@ -35,7 +35,9 @@ class AuditConfig:
         PD, default 1000), ``max_batch_mb``.
     Model
         ``response``, ``target`` (see :func:`autopdp.partial_dependence`),
-        ``categorical_features``, ``integer_as_categorical``.
+        ``categorical_features``, ``integer_as_categorical``, ``max_levels``
+        (categorical features with more levels keep the most frequent ones,
+        default 50, noted in the report).
     Scoring
         ``utilities`` (ids to run), ``loss`` ("l2" or "l1"),
         ``expected_monotonic`` ({feature: "increasing"|"decreasing"|"none"}),
@@ -63,6 +65,7 @@ class AuditConfig:
     target: Any = None
     categorical_features: tuple | None = None
     integer_as_categorical: int = 0
+    max_levels: int = 50
     utilities: tuple = UTILITY_IDS
     loss: str = "l2"
     expected_monotonic: Mapping = field(default_factory=dict)
@@ -103,6 +106,7 @@ class AuditConfig:
         positive_int("max_rows_2d", allow_none=True)
         positive_int("subsample", allow_none=True)
         positive_int("integer_as_categorical", minimum=0)
+        positive_int("max_levels", minimum=2)
         if self.loss not in ("l2", "l1"):
             raise ValueError(f"config key 'loss' must be 'l2' or 'l1', got {self.loss!r}.")
         if self.grid_method not in ("quantile", "uniform"):

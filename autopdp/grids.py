@@ -47,6 +47,7 @@ class FeatureSpec:
     grid: np.ndarray
     ordered: bool  # numeric features and ordered categoricals have a meaningful order
     n_missing: int
+    note: str = ""  # e.g. that a categorical grid was capped
 
     @property
     def size(self) -> int:
@@ -65,19 +66,41 @@ def resolve_categorical(frame: Frame, categorical_features, integer_as_categoric
     mask = np.array([is_categorical_dtype(frame.dtype(j)) for j in range(p)], dtype=bool)
     if not frame.is_frame and frame.data.dtype == object:
         mask[:] = True
+    declared = np.zeros(p, dtype=bool)
     if categorical_features is not None:
         cf = list(np.atleast_1d(np.asarray(categorical_features, dtype=object)))
         if len(cf) == p and all(isinstance(v, (bool, np.bool_)) for v in cf):
-            mask |= np.asarray(cf, dtype=bool)
+            declared |= np.asarray(cf, dtype=bool)
         else:
             for f in cf:
-                mask[frame.position_of(f)] = True
+                declared[frame.position_of(f)] = True
+        mask |= declared
+    for j in range(p):
+        if mask[j] and not declared[j] and not pd.api.types.is_bool_dtype(frame.dtype(j)) \
+                and not isinstance(frame.dtype(j), pd.CategoricalDtype):
+            _reject_numbers_stored_as_text(frame, j)
     if integer_as_categorical and integer_as_categorical > 0:
         for j in range(p):
             if not mask[j] and pd.api.types.is_integer_dtype(frame.dtype(j)):
                 if np.unique(frame.column(j)).size <= integer_as_categorical:
                     mask[j] = True
     return mask
+
+
+def _reject_numbers_stored_as_text(frame: Frame, position: int) -> None:
+    """A text column whose values are nearly all numbers is a numeric column with bad values."""
+    values = pd.Series(frame.column(position), dtype=object).dropna()
+    if values.empty or values.map(lambda v: isinstance(v, bool)).any():
+        return
+    parsed = pd.to_numeric(values, errors="coerce")
+    share = float(parsed.notna().mean())
+    if 0.9 <= share < 1.0:
+        bad = list(dict.fromkeys(values[parsed.isna()].astype(str).tolist()))[:3]
+        raise ValueError(
+            f"Feature {frame.names[position]!r} looks numeric but holds non-numeric values such as {bad}: convert them "
+            "to numbers or NaN (e.g. pandas.to_numeric(errors='coerce') or read_csv(na_values=...)), or list the "
+            "column in categorical_features to treat it as categorical."
+        )
 
 
 def _is_integer_column(frame: Frame, position: int) -> bool:
@@ -125,19 +148,29 @@ def _sorted_levels(levels) -> np.ndarray:
     return out
 
 
-def _categorical_grid(frame: Frame, position: int) -> tuple[np.ndarray, bool]:
+def _categorical_grid(frame: Frame, position: int, max_levels: int | None = None) -> tuple[np.ndarray, bool, str]:
     dtype = frame.dtype(position)
-    values = frame.column(position)
-    observed = pd.unique(pd.Series(values, dtype=object).dropna())
+    values = pd.Series(frame.column(position), dtype=object).dropna()
+    observed = pd.unique(values)
     if observed.size == 0:
         raise ValueError(f"Feature {frame.names[position]!r} has no non-missing values: drop the column or fill its values.")
+    note = ""
+    if max_levels is not None and observed.size > max_levels:
+        counts = values.value_counts(sort=True)
+        kept = counts.index[:max_levels]
+        share = counts.iloc[:max_levels].sum() / counts.sum()
+        note = (
+            f"{frame.names[position]!r} has {observed.size:,} levels; its grid keeps the {max_levels} most frequent "
+            f"({share:.0%} of the rows)."
+        )
+        observed = np.asarray(kept, dtype=object)
     if isinstance(dtype, pd.CategoricalDtype):
         present = set(observed.tolist())
         levels = [c for c in dtype.categories if c in present]
         out = np.empty(len(levels), dtype=object)
         out[:] = levels
-        return out, bool(dtype.ordered)
-    return _sorted_levels(observed.tolist()), False
+        return out, bool(dtype.ordered), note
+    return _sorted_levels(observed.tolist()), False, note
 
 
 def _custom_grid(values, name: str, kind: str, frame: Frame, position: int) -> np.ndarray:
@@ -176,11 +209,13 @@ def build_spec(
     percentiles,
     grid_method: str,
     custom_values=None,
+    max_levels: int | None = None,
 ) -> FeatureSpec:
     """Build the :class:`FeatureSpec` (kind and grid) of one column."""
     name = frame.names[position]
     values = frame.column(position)
     kind = CATEGORICAL if categorical else NUMERIC
+    note = ""
     if kind == NUMERIC:
         try:
             values = np.asarray(values, dtype=float)
@@ -201,8 +236,8 @@ def build_spec(
         grid = _numeric_grid(values, name, grid_resolution, percentiles, grid_method, _is_integer_column(frame, position))
         ordered = True
     else:
-        grid, ordered = _categorical_grid(frame, position)
-    return FeatureSpec(name=name, position=position, kind=kind, grid=grid, ordered=ordered, n_missing=n_missing)
+        grid, ordered, note = _categorical_grid(frame, position, max_levels)
+    return FeatureSpec(name=name, position=position, kind=kind, grid=grid, ordered=ordered, n_missing=n_missing, note=note)
 
 
 def nearest_grid_index(values: np.ndarray, spec: FeatureSpec) -> np.ndarray:
@@ -221,5 +256,5 @@ def nearest_grid_index(values: np.ndarray, spec: FeatureSpec) -> np.ndarray:
             idx = np.searchsorted(mids, v, side="left").astype(np.int64)
         idx[~np.isfinite(v)] = -1
         return idx
-    codes = pd.Categorical(pd.Series(values, dtype=object), categories=pd.Index(spec.grid.tolist(), dtype=object)).codes
-    return codes.astype(np.int64)
+    index = pd.Index(spec.grid.tolist(), dtype=object)
+    return np.asarray(index.get_indexer(pd.Series(values, dtype=object)), dtype=np.int64)

@@ -107,13 +107,30 @@ def _ice_rows(subsample, n, random_state):
     return np.sort(rng.choice(n, size=k, replace=False))
 
 
+def _reject_infinite(frame: Frame, categorical: np.ndarray) -> None:
+    """Infinite values break grids and most models: name the column before anything runs."""
+    for j in range(frame.n_features):
+        if categorical[j]:
+            continue
+        values = frame.column(j)
+        try:
+            bad = np.isinf(np.asarray(values, dtype=float)).any()
+        except (TypeError, ValueError):
+            continue
+        if bad:
+            raise ValueError(
+                f"Feature {frame.names[j]!r} has infinite values: replace them (e.g. with NaN or a cap) before "
+                "computing partial dependence."
+            )
+
+
 class _Setup:
     """Everything validated once, shared by every feature set of a call."""
 
     def __init__(
         self, model, X, *, response, target, grid_resolution, percentiles, custom_values,
         categorical_features, sample_weight, kind, grid_method, integer_as_categorical, max_batch_mb,
-        subsample, random_state, centered,
+        subsample, random_state, centered, max_levels=None,
     ):
         self.percentiles = _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb)
         self.frame = as_frame(X)
@@ -124,12 +141,16 @@ class _Setup:
         for key, values in (custom_values or {}).items():
             self.custom[self.frame.position_of(key)] = values
         self.sample_weight = _sample_weight(sample_weight, self.frame.n_rows)
+        _reject_infinite(self.frame, self.categorical)
         probe = self.frame.take_rows(np.arange(min(5, self.frame.n_rows))).data
         self.adapter = make_adapter(model, response, target, probe=probe)
         self.keep_individual = kind in ("individual", "both")
         self.ice_rows = _ice_rows(subsample, self.frame.n_rows, random_state)
         self.centered = bool(centered)
         self.max_batch_bytes = float(max_batch_mb) * 1e6
+        if max_levels is not None and (not isinstance(max_levels, numbers.Integral) or max_levels < 2):
+            raise ValueError(f"max_levels must be an integer >= 2 or None, got {max_levels!r}.")
+        self.max_levels = max_levels
         self._specs: dict[int, FeatureSpec] = {}
 
     def with_grid_resolution(self, grid_resolution) -> "_Setup":
@@ -146,6 +167,7 @@ class _Setup:
                 self.frame, position, categorical=bool(self.categorical[position]),
                 grid_resolution=self.grid_resolution, percentiles=self.percentiles,
                 grid_method=self.grid_method, custom_values=self.custom.get(position),
+                max_levels=self.max_levels,
             )
         return self._specs[position]
 
@@ -234,6 +256,7 @@ def partial_dependence(
     integer_as_categorical=0,
     max_batch_mb=256,
     progress=None,
+    max_levels=None,
 ) -> list[PDResult]:
     """Partial dependence and ICE of a fitted model for 1D and 2D feature sets.
 
@@ -283,6 +306,9 @@ def partial_dependence(
         Memory cap for one batch of augmented rows.
     progress : bool, optional
         Show a progress bar (default: only on an interactive terminal, not in CI).
+    max_levels : int, optional
+        Keep only the most frequent levels of a categorical feature with more
+        (noted in ``PDResult.notes``); default: every level.
 
     Returns
     -------
@@ -294,7 +320,7 @@ def partial_dependence(
         percentiles=percentiles, custom_values=custom_values, categorical_features=categorical_features,
         sample_weight=sample_weight, kind=kind, grid_method=grid_method,
         integer_as_categorical=integer_as_categorical, max_batch_mb=max_batch_mb,
-        subsample=subsample, random_state=random_state, centered=centered,
+        subsample=subsample, random_state=random_state, centered=centered, max_levels=max_levels,
     )
     sets = _normalise_features(setup.frame, features)
     jobs = [(pos, setup.keep_individual) for pos in sets]
@@ -363,7 +389,7 @@ def compute_all(
 
 def feature_grids(
     X, features, *, grid_resolution=20, percentiles=(0.05, 0.95), categorical_features=None, grid_method="quantile",
-    integer_as_categorical=0, custom_values=None,
+    integer_as_categorical=0, custom_values=None, max_levels=None,
 ) -> dict:
     """The grid and kind each feature would get, without computing anything.
 
@@ -379,6 +405,7 @@ def feature_grids(
         spec = build_spec(
             frame, p, categorical=bool(mask[p]), grid_resolution=int(grid_resolution),
             percentiles=tuple(float(q) for q in percentiles), grid_method=grid_method, custom_values=custom.get(p),
+            max_levels=max_levels,
         )
         out[spec.name] = (spec.kind, spec.grid)
     return out

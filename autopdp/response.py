@@ -198,7 +198,7 @@ def _finish(adapter: ResponseAdapter, target, probe) -> ResponseAdapter:
         out = adapter.raw(probe)
     except Exception as exc:  # the model's own error, shown to the user
         raise ValueError(
-            f"The model raised an error when predicting on X: {type(exc).__name__}: {exc}. "
+            f"The model raised an error when predicting on X: {type(exc).__name__}: {str(exc).rstrip('.')}. "
             f"Check that X has the columns and types the model was trained on."
         ) from exc
     out = np.asarray(out)

@@ -21,7 +21,7 @@ from .utilities import (
     score_slope,
     similarity_id,
 )
-from .utilities.base import UtilityScore, axis_positions, best_over_targets
+from .utilities.base import UtilityScore, axis_positions, best_over_targets, not_applicable
 from .utilities.lipschitz import default_bound
 
 __all__ = ["ScoringInputs", "score_result", "grid_cells", "importance_table", "interaction_table", "pair_criteria"]
@@ -79,44 +79,52 @@ def _slopes(inputs: ScoringInputs, result, target_index: int) -> list[float]:
 
 
 def score_result(inputs: ScoringInputs, result) -> dict[str, UtilityScore]:
-    """Every configured utility of one PDP, best over targets."""
-    cfg = inputs.config
+    """Every configured utility of one PDP, best over targets.
+
+    A utility that fails on one PDP is marked "n/a" with the error for that PDP
+    only: one bad PDP never sinks the audit.
+    """
     cells = grid_cells(inputs, result)
     w = _weights(cells, result.grid_shape)
     out: dict[str, UtilityScore] = {}
-    T = result.n_targets
-    directions = tuple(cfg.expected_monotonic.get(f) for f in result.features)
-    for utility in cfg.utilities:
-        if utility == "monotonicity":
-            per = [score_monotonicity(result, target_index=t, weights=w, directions=directions, loss=cfg.loss) for t in range(T)]
-        elif utility == "lipschitz":
-            per = [
-                score_lipschitz(result, target_index=t, weights=w, slopes=_slopes(inputs, result, t), loss=cfg.loss)
-                for t in range(T)
-            ]
-        elif utility == "incidence":
-            per = [
-                score_incidence(result, target_index=t, weights=w, cells=cells, y=inputs.y,
-                                is_classifier=inputs.is_classifier, loss=cfg.loss)
-                for t in range(T)
-            ]
-        elif utility == "slope":
-            per = [score_slope(result, target_index=t) for t in range(T)]
-        elif utility == "ice_variance":
-            per = [score_ice_variance(result, target_index=t) for t in range(T)]
-        elif utility == "similarity":
-            for name, by_features in inputs.comparisons.items():
-                other = by_features.get(result.features)
-                per = [
-                    score_similarity(result, other, name=name, target_index=t, weights=w, loss=cfg.loss)
-                    for t in range(T)
-                ]
-                out[similarity_id(name)] = best_over_targets(per)
-            continue
-        else:  # pragma: no cover - guarded by AuditConfig
-            raise ValueError(f"unknown utility {utility!r}")
-        out[utility] = best_over_targets(per)
+    for utility in inputs.config.utilities:
+        try:
+            out.update(_score_utility(inputs, result, utility, cells, w))
+        except Exception as exc:  # noqa: BLE001 - reported in the score, not raised
+            uids = [similarity_id(n) for n in inputs.comparisons] if utility == "similarity" else [utility]
+            for uid in uids:
+                out[uid] = not_applicable(uid, f"failed: {type(exc).__name__}: {exc}", result.targets[0])
     return out
+
+
+def _score_utility(inputs: ScoringInputs, result, utility: str, cells, w) -> dict[str, UtilityScore]:
+    """One utility (or one per comparison model for ``similarity``), best over targets."""
+    cfg = inputs.config
+    targets = range(result.n_targets)
+    if utility == "similarity":
+        out = {}
+        for name, by_features in inputs.comparisons.items():
+            other = by_features.get(result.features)
+            out[similarity_id(name)] = best_over_targets([
+                score_similarity(result, other, name=name, target_index=t, weights=w, loss=cfg.loss) for t in targets
+            ])
+        return out
+    if utility == "monotonicity":
+        directions = tuple(cfg.expected_monotonic.get(f) for f in result.features)
+        per = [score_monotonicity(result, target_index=t, weights=w, directions=directions, loss=cfg.loss) for t in targets]
+    elif utility == "lipschitz":
+        per = [score_lipschitz(result, target_index=t, weights=w, slopes=_slopes(inputs, result, t), loss=cfg.loss)
+               for t in targets]
+    elif utility == "incidence":
+        per = [score_incidence(result, target_index=t, weights=w, cells=cells, y=inputs.y,
+                               is_classifier=inputs.is_classifier, loss=cfg.loss) for t in targets]
+    elif utility == "slope":
+        per = [score_slope(result, target_index=t) for t in targets]
+    elif utility == "ice_variance":
+        per = [score_ice_variance(result, target_index=t) for t in targets]
+    else:  # pragma: no cover - guarded by AuditConfig
+        raise ValueError(f"unknown utility {utility!r}")
+    return {utility: best_over_targets(per)}
 
 
 def importance_table(results_1d) -> pd.DataFrame:

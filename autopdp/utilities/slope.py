@@ -37,7 +37,9 @@ def score_slope(result, *, target_index: int) -> UtilityScore:
         du = np.diff(u)
         shape = [1] * f.ndim
         shape[axis] = du.size
-        slopes = np.abs(np.diff(f, axis=axis)) / du.reshape(shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slopes = np.abs(np.diff(f, axis=axis)) / du.reshape(shape)
+        slopes = np.where(np.isfinite(slopes), slopes, 0.0)  # grid points closer than float precision
         m = float(np.max(slopes))
         if m >= best:
             idx = np.unravel_index(int(np.argmax(slopes)), slopes.shape)

@@ -1,0 +1,227 @@
+"""Reliability: every bad input gets a clear message, nothing is lost, results are deterministic."""
+
+import json
+import os
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from sklearn.linear_model import LinearRegression, LogisticRegression
+
+import autopdp
+from autopdp import AuditConfig, audit, partial_dependence
+from autopdp._io import atomic_write_text
+from autopdp.cli import main
+from autopdp.utilities import isotonic_fit, lipschitz_fit
+
+
+@pytest.fixture(scope="module")
+def base():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=120), "b": rng.uniform(0, 1, 120), "c": rng.normal(size=120)})
+    y = (X.a + X.b > 0.5).astype(int)
+    return X, y, LogisticRegression().fit(X, y)
+
+
+SMALL = AuditConfig(pairs=False, grid_resolution=6)
+
+
+def _msg(exc_info):
+    return str(exc_info.value)
+
+
+AUDIT_CASES = [
+    ("empty data", lambda X, y, m: audit(m, X.iloc[:0], y.iloc[:0], config=SMALL),
+     "X is empty (0 rows): partial dependence needs at least one row of data."),
+    ("constant target", lambda X, y, m: audit(m, X, np.ones(len(X)), config=SMALL),
+     "the target y is constant (a single class or value); an audit needs a target that varies."),
+    ("target with NaN", lambda X, y, m: audit(m, X, np.r_[np.nan, y.iloc[1:].to_numpy()], config=SMALL),
+     "the target y has 1 missing value(s); drop those rows or fill them before auditing."),
+    ("target of wrong length", lambda X, y, m: audit(m, X, y.iloc[:10], config=SMALL),
+     "y has 10 values but X has 120 rows; give one target per row."),
+    ("missing model columns", lambda X, y, m: audit(m, X[["a", "b"]], y, config=SMALL),
+     "X lacks 1 column(s) the model was fitted on: ['c']; pass the data with every feature the model needs."),
+    ("comparison on other columns",
+     lambda X, y, m: audit(m, X, y, compare={"other": LogisticRegression().fit(X[["a", "b"]], y)}, config=SMALL),
+     "comparison model 'other' was trained on other columns than the audited model (missing ['c'], extra []); "
+     "compare models trained on the same features."),
+    ("grid of one point", lambda X, y, m: audit(m, X, y, config={"grid_resolution": 1}),
+     "config key 'grid_resolution' must be an integer >= 2, got 1."),
+    ("config of wrong type", lambda X, y, m: audit(m, X, y, config={"top_k": "3"}),
+     "config key 'top_k' must be an integer >= 1, got '3'."),
+    ("unknown config key", lambda X, y, m: audit(m, X, y, config={"topk": 3}),
+     None),
+    ("inf in a feature", lambda X, y, m: audit(m, X.assign(a=np.r_[np.inf, X.a.iloc[1:]]), y, config=SMALL),
+     "Feature 'a' has infinite values: replace them (e.g. with NaN or a cap) before computing partial dependence."),
+    ("model that raises", lambda X, y, m: audit(lambda d: 1 / 0, X, y, config=SMALL),
+     "The model raised an error when predicting on X: ZeroDivisionError: division by zero. "
+     "Check that X has the columns and types the model was trained on."),
+    ("unknown feature in config", lambda X, y, m: audit(m, X, y, config=SMALL.replace(expected_monotonic={"zz": "increasing"})),
+     "Unknown feature 'zz': it is not a column of X. Columns are: 'a', 'b', 'c'."),
+]
+
+
+@pytest.mark.parametrize("label,call,message", AUDIT_CASES, ids=[c[0] for c in AUDIT_CASES])
+def test_audit_bad_input_table(base, label, call, message):
+    X, y, m = base
+    with pytest.raises((ValueError, TypeError)) as info:
+        call(X, y, m)
+    if message is None:
+        assert _msg(info).startswith("unknown config key 'topk'; known keys:")
+    else:
+        assert _msg(info) == message
+
+
+def test_numbers_stored_as_text_are_named():
+    X = pd.DataFrame({"n": [str(i) for i in range(40)] + ["?"], "m": np.arange(41.0)})
+    with pytest.raises(ValueError) as info:
+        partial_dependence(lambda d: d["m"].to_numpy(), X, ["m"])
+    assert _msg(info) == (
+        "Feature 'n' looks numeric but holds non-numeric values such as ['?']: convert them to numbers or NaN "
+        "(e.g. pandas.to_numeric(errors='coerce') or read_csv(na_values=...)), or list the column in "
+        "categorical_features to treat it as categorical."
+    )
+    # declared categorical: accepted
+    (r,) = partial_dependence(lambda d: d["m"].to_numpy(), X, ["n"], categorical_features=["n"])
+    assert r.kinds == ("categorical",)
+
+
+def test_constant_features_skipped_and_listed(base):
+    X, y, _ = base
+    Xc = X.assign(k=1.0)
+    a = audit(lambda d: d["a"].to_numpy(), Xc, y, config=SMALL)
+    assert "k" not in [r.features[0] for r in a.results_1d]
+    assert any("'k' is constant" in n for n in a.notes)
+    assert a.metadata["counts"]["features_skipped"] == 1
+
+
+def test_extra_columns_are_left_out_with_a_note(base):
+    X, y, m = base
+    a = audit(m, X.assign(row_id=np.arange(len(X))), y, config=SMALL)
+    assert [r.features[0] for r in a.results_1d] == ["a", "b", "c"]
+    assert any("left out: row_id" in n for n in a.notes)
+
+
+def test_thousands_of_levels_are_capped_with_a_note():
+    rng = np.random.default_rng(0)
+    n = 5000
+    ids = np.where(rng.uniform(size=n) < 0.5, "common", np.char.add("id", rng.integers(0, 3000, n).astype(str)))
+    X = pd.DataFrame({"code": ids, "v": rng.normal(size=n)})
+    a = audit(lambda d: d["v"].to_numpy() + (d["code"] == "common"), X, config=AuditConfig(pairs=False, max_levels=20))
+    r = a.pd("code")
+    assert r.grid_shape == (20,) and "common" in list(r.grid[0])
+    assert any("keeps the 20 most frequent" in note for note in a.notes)
+
+
+def test_solver_fallback_and_na_when_every_solver_fails(monkeypatch):
+    from autopdp.utilities import lipschitz
+
+    f = np.array([0.0, 1.0, 0.0, 1.0, 0.0])
+    x = np.arange(5.0)
+    lipschitz._CACHE.clear()
+    monkeypatch.setattr(lipschitz, "SOLVERS", (("NO_SUCH_SOLVER", {}), ("CLARABEL", {})))
+    g, how = lipschitz_fit(f, [x], [0.1])
+    assert how == "CLARABEL"
+    monkeypatch.setattr(lipschitz, "SOLVERS", (("NO_SUCH_SOLVER", {}), ("ALSO_MISSING", {})))
+    lipschitz._CACHE.clear()
+    X = pd.DataFrame({"x": np.tile(x, 20), "z": np.arange(100.0)})
+    a = audit(lambda d: np.sin(d["x"].to_numpy() * 3), X, config=AuditConfig(pairs=False, lipschitz={"x": 0.01}))
+    s = a.score("x", "lipschitz")
+    assert not s.available and s.reason.startswith("Lipschitz fit failed (NO_SUCH_SOLVER:")
+    assert a.score("x", "monotonicity").available  # one bad utility does not sink the rest
+    assert any("lipschitz is n/a for 'x'" in n for n in a.notes)
+    lipschitz._CACHE.clear()
+
+
+def test_interrupted_write_leaves_previous_file_intact(tmp_path, monkeypatch):
+    path = tmp_path / "results.json"
+    atomic_write_text(path, '{"good": true}')
+
+    def boom(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_text(path, '{"half": ')
+    assert path.read_text() == '{"good": true}'
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_unwritable_output_directory_is_a_clear_error(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code = main(["demo", "--out", str(blocker / "sub"), "--formats", "json"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert re.match(r"autopdp: error: Cannot create output directory '.*sub': .*Choose a writable --out\.", err.strip())
+
+
+def test_same_inputs_same_json_apart_from_run(base):
+    X, y, m = base
+    cfg = AuditConfig(grid_resolution=6, grid_resolution_2d=4, max_rows_2d=50)
+    one = json.loads(audit(m, X, y, config=cfg, random_state=3).to_json())
+    two = json.loads(audit(m, X, y, config=cfg, random_state=3).to_json())
+    assert set(one) == set(two)
+    for key in one:
+        if key != "run":
+            assert one[key] == two[key], key
+    assert json.dumps({k: v for k, v in one.items() if k != "run"}, sort_keys=True) == json.dumps(
+        {k: v for k, v in two.items() if k != "run"}, sort_keys=True)
+
+
+# ---------------------------------------------------------------- property-based
+finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=hnp.arrays(np.float64, st.tuples(st.integers(3, 40), st.just(3)), elements=finite),
+    coef=hnp.arrays(np.float64, 3, elements=st.floats(-5, 5)),
+    res=st.integers(2, 12),
+)
+def test_property_pd_within_ice_range_and_utilities_nonnegative(data, coef, res):
+    X = pd.DataFrame(data, columns=["p", "q", "r"])
+
+    def model(d):
+        v = np.asarray(d, dtype=float)
+        return v @ coef + np.sin(v[:, 0]) * v[:, 1] * 0.01
+
+    results = partial_dependence(model, X, ["p", ("q", "r")], grid_resolution=res)
+    for r in results:
+        assert np.all(np.isfinite(r.average))
+        assert np.all(np.diff(np.sort(r.grid[0].astype(float))) > 0)
+        if r.individual is not None:
+            lo = r.individual.min(axis=1) - 1e-9 * (1 + np.abs(r.average))
+            hi = r.individual.max(axis=1) + 1e-9 * (1 + np.abs(r.average))
+            assert np.all((r.average >= lo) & (r.average <= hi))
+        assert np.all(r.std >= 0) and r.counts.sum() == len(X)
+    cfg = AuditConfig(grid_resolution=res, grid_resolution_2d=3, subsample=None)
+    if (X.nunique() <= 1).all():
+        with pytest.raises(ValueError, match="every feature is constant in the data: there is nothing to audit."):
+            audit(model, X, config=cfg)
+        return
+    a = audit(model, X, config=cfg)
+    values = a.scores.drop(columns=["features", "kind"]).to_numpy(dtype=float)
+    assert np.all(values[np.isfinite(values)] >= 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(f=hnp.arrays(np.float64, st.integers(2, 30), elements=finite), inc=st.booleans())
+def test_property_isotonic_fit_is_monotone(f, inc):
+    g = isotonic_fit(f, inc)
+    d = np.diff(g)
+    assert np.all(d >= -1e-9) if inc else np.all(d <= 1e-9)
+    assert abs(g.mean() - f.mean()) <= 1e-6 * (1 + np.abs(f).max())  # isotonic regression preserves the mean
+
+
+@settings(max_examples=25, deadline=None)
+@given(f=hnp.arrays(np.float64, st.integers(2, 25), elements=st.floats(-10, 10)), bound=st.floats(0.01, 5))
+def test_property_lipschitz_fit_respects_bound(f, bound):
+    x = np.arange(f.size, dtype=float)
+    g, _ = lipschitz_fit(f, [x], [bound])
+    assert np.all(np.abs(np.diff(g)) <= bound * (1 + 1e-6) + 1e-6)
+    assert np.sum((g - f) ** 2) <= np.sum((np.full_like(f, f.mean()) - f) ** 2) + 1e-6  # no worse than a flat line
