@@ -15,6 +15,8 @@ import numpy as np
 from ._progress import progress_bar
 from .data import Frame, as_frame
 from .engine import augmented_rows, brute_force_many, rows_per_batch
+from .fastpath import METHODS, plan_tree_path
+from .trees import TreePathUnavailable
 from .grids import FeatureSpec, build_spec, resolve_categorical
 from .response import make_adapter
 from .result import PDResult
@@ -130,7 +132,7 @@ class _Setup:
     def __init__(
         self, model, X, *, response, target, grid_resolution, percentiles, custom_values,
         categorical_features, sample_weight, kind, grid_method, integer_as_categorical, max_batch_mb,
-        subsample, random_state, centered, max_levels=None,
+        subsample, random_state, centered, max_levels=None, method="auto", std_rows=128,
     ):
         self.percentiles = _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb)
         self.frame = as_frame(X)
@@ -151,7 +153,40 @@ class _Setup:
         if max_levels is not None and (not isinstance(max_levels, numbers.Integral) or max_levels < 2):
             raise ValueError(f"max_levels must be an integer >= 2 or None, got {max_levels!r}.")
         self.max_levels = max_levels
+        if method not in METHODS:
+            raise ValueError(f"method={method!r} is not supported; use one of {', '.join(METHODS)}.")
+        if not isinstance(std_rows, numbers.Integral) or std_rows < 0:
+            raise ValueError(f"std_rows must be a non-negative integer, got {std_rows!r}.")
+        self.method = method
+        self.std_rows = int(std_rows)
+        self.random_state = random_state
+        self.weights = np.ones(self.frame.n_rows) if self.sample_weight is None else self.sample_weight
+        self.tree_unavailable = "not tried"
+        self._plan = None
+        self._plan_done = False
         self._specs: dict[int, FeatureSpec] = {}
+
+    def tree_plan(self):
+        """The exact tree path for this model and data, or None (reason in ``tree_unavailable``)."""
+        if not self._plan_done:
+            self._plan_done = True
+            if self.method in ("auto", "tree"):
+                try:
+                    self._plan = plan_tree_path(self.adapter.model, self.adapter, self.frame)
+                    self.tree_unavailable = ""
+                except TreePathUnavailable as exc:
+                    self.tree_unavailable = str(exc)
+        return self._plan
+
+    def std_sample(self):
+        """Rows whose ICE spread estimates std/stderr on the tree path (None when std_rows=0)."""
+        if self.std_rows == 0:
+            return None
+        n = self.frame.n_rows
+        if self.std_rows >= n:
+            return np.arange(n)
+        rng = np.random.default_rng(self.random_state)
+        return np.sort(rng.choice(n, size=self.std_rows, replace=False))
 
     def with_grid_resolution(self, grid_resolution) -> "_Setup":
         """The same setup with another grid resolution (grids are rebuilt)."""
@@ -174,9 +209,113 @@ class _Setup:
 
 def _run_group(setup: _Setup, group: list[tuple[tuple[int, ...], bool]]) -> list[PDResult]:
     spec_sets = [[setup.spec(p) for p in positions] for positions, _ in group]
-    return brute_force_many(
-        setup.adapter, setup.frame, spec_sets, sample_weight=setup.sample_weight, ice_rows=setup.ice_rows,
-        keep_individual=[keep for _, keep in group], centered=setup.centered, max_batch_bytes=setup.max_batch_bytes,
+    keeps = [keep for _, keep in group]
+    plan = setup.tree_plan()
+    if plan is not None and not setup.centered:
+        fast = [i for i, keep in enumerate(keeps) if setup.method == "tree" or not (keep and setup.ice_rows is None)]
+        if fast:
+            try:
+                averages = plan.averages([spec_sets[i] for i in fast], setup.weights)
+            except TreePathUnavailable as exc:
+                if setup.method == "tree":
+                    raise ValueError(f"method='tree' does not apply: {exc}.") from None
+                setup.tree_unavailable = str(exc)
+            else:
+                out = _brute(setup, spec_sets, keeps, only=[i for i in range(len(group)) if i not in fast])
+                sampled = _sampled_spread(setup, [spec_sets[i] for i in fast], [keeps[i] for i in fast])
+                for i, avg, spread in zip(fast, averages, sampled):
+                    out[i] = _tree_result(setup, spec_sets[i], avg, spread)
+                return out
+    elif setup.method == "tree":
+        raise ValueError(f"method='tree' does not apply: {setup.tree_unavailable}.")
+    if setup.method == "recursion":
+        return [_recursion_result(setup, specs) for specs in spec_sets]
+    return _brute(setup, spec_sets, keeps)
+
+
+def _brute(setup: _Setup, spec_sets, keeps, only=None):
+    idx = list(range(len(spec_sets))) if only is None else only
+    out = [None] * len(spec_sets)
+    if not idx:
+        return out
+    res = brute_force_many(
+        setup.adapter, setup.frame, [spec_sets[i] for i in idx], sample_weight=setup.sample_weight,
+        ice_rows=setup.ice_rows, keep_individual=[keeps[i] for i in idx], centered=setup.centered,
+        max_batch_bytes=setup.max_batch_bytes,
+    )
+    for i, r in zip(idx, res):
+        out[i] = r
+    return out
+
+
+def _sampled_spread(setup: _Setup, spec_sets, keeps):
+    """std (and ICE when kept) of fast-path PDs from brute force on a row sample."""
+    if any(keeps) and setup.ice_rows is None:
+        rows = np.arange(setup.frame.n_rows)  # every row's ICE curve was asked for
+    else:
+        rows = setup.ice_rows if setup.ice_rows is not None else setup.std_sample()
+    if rows is None or len(rows) == 0:
+        return [None] * len(spec_sets)
+    sub = setup.frame.take_rows(rows)
+    w = None if setup.sample_weight is None else setup.sample_weight[rows]
+    res = brute_force_many(setup.adapter, sub, spec_sets, sample_weight=w, keep_individual=keeps,
+                           max_batch_bytes=setup.max_batch_bytes)
+    return [(r, rows) for r in res]
+
+
+def _tree_result(setup: _Setup, specs, average, spread) -> PDResult:
+    from .engine import density_counts
+
+    T = average.shape[0]
+    w = setup.weights
+    total = float(w.sum())
+    if spread is None:
+        std = np.full(average.shape, np.nan)
+        individual, ice_rows, note = None, None, "std and stderr not computed (std_rows=0)."
+    else:
+        sample, rows = spread
+        std = np.asarray(sample.std)
+        individual = sample.individual
+        ice_rows = np.asarray(rows)
+        note = (
+            f"PD exact by the tree path on all {setup.frame.n_rows:,} rows; ICE curves and std from "
+            f"{len(rows):,} sampled rows."
+        )
+    return PDResult(
+        features=tuple(s.name for s in specs), kinds=tuple(s.kind for s in specs), grid=tuple(s.grid for s in specs),
+        average=average, individual=individual, std=std, stderr=std * (np.sqrt(float((w * w).sum())) / total),
+        counts=density_counts(setup.frame, specs), targets=setup.adapter.targets, response=setup.adapter.response,
+        centered=False, n_rows=setup.frame.n_rows, total_weight=total, n_missing=tuple(s.n_missing for s in specs),
+        ordered=tuple(s.ordered for s in specs), ice_rows=ice_rows, method="tree",
+        notes=tuple(s.note for s in specs if s.note) + (note,),
+    )
+
+
+def _recursion_result(setup: _Setup, specs) -> PDResult:
+    """scikit-learn's method='recursion' (training-weighted paths): a labelled alternative, not brute force."""
+    from sklearn.inspection import partial_dependence as sk_pd
+
+    from .engine import density_counts
+
+    feats = [setup.frame.keys[s.position] for s in specs]
+    custom = {k: s.grid for k, s in zip(feats, specs)}
+    try:
+        res = sk_pd(setup.adapter.model, setup.frame.data, feats, custom_values=custom, method="recursion",
+                    kind="average")
+    except Exception as exc:
+        raise ValueError(f"method='recursion' failed: {type(exc).__name__}: {str(exc).rstrip('.')}.") from None
+    avg = np.asarray(res["average"], dtype=float)
+    if setup.adapter.columns is not None and avg.shape[0] > len(setup.adapter.targets):
+        avg = avg[setup.adapter.columns]
+    nan = np.full(avg.shape, np.nan)
+    return PDResult(
+        features=tuple(s.name for s in specs), kinds=tuple(s.kind for s in specs), grid=tuple(s.grid for s in specs),
+        average=avg, individual=None, std=nan, stderr=nan, counts=density_counts(setup.frame, specs),
+        targets=setup.adapter.targets, response=setup.adapter.response, centered=False, n_rows=setup.frame.n_rows,
+        total_weight=float(setup.weights.sum()), n_missing=tuple(s.n_missing for s in specs),
+        ordered=tuple(s.ordered for s in specs), method="recursion",
+        notes=("scikit-learn's recursion method: weighted by the training data's paths, not the background rows; "
+               "it differs from brute force when features are correlated.",),
     )
 
 
@@ -215,6 +354,9 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
         for p in positions:
             setup.spec(p)
     workers = _n_workers(n_jobs)
+    plan = setup.tree_plan()  # once, before the work is shared out
+    if plan is not None and not setup.centered:
+        plan.averages([], setup.weights)  # count the background rows per leaf once
     groups = _groups(setup, jobs, workers)
     bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
     out: list[PDResult] = []
@@ -257,6 +399,8 @@ def partial_dependence(
     max_batch_mb=256,
     progress=None,
     max_levels=None,
+    method="auto",
+    std_rows=128,
 ) -> list[PDResult]:
     """Partial dependence and ICE of a fitted model for 1D and 2D feature sets.
 
@@ -309,6 +453,16 @@ def partial_dependence(
     max_levels : int, optional
         Keep only the most frequent levels of a categorical feature with more
         (noted in ``PDResult.notes``); default: every level.
+    method : {"auto", "brute", "tree", "recursion"}
+        ``"brute"``: predict every augmented row.  ``"tree"``: the exact tree
+        path of :mod:`autopdp.trees` (same values as brute force, without
+        predicting; an error when it does not apply).  ``"auto"`` (default):
+        the tree path when it applies, else brute force.  ``"recursion"``:
+        scikit-learn's recursion method, a different (training-weighted)
+        estimator, labelled as such.  ``PDResult.method`` says which was used.
+    std_rows : int, default 128
+        On the tree path, ICE spread (std, stderr) comes from brute force on
+        the ICE rows (``subsample``) or on this many sampled rows; 0 skips it.
 
     Returns
     -------
@@ -321,6 +475,7 @@ def partial_dependence(
         sample_weight=sample_weight, kind=kind, grid_method=grid_method,
         integer_as_categorical=integer_as_categorical, max_batch_mb=max_batch_mb,
         subsample=subsample, random_state=random_state, centered=centered, max_levels=max_levels,
+        method=method, std_rows=std_rows,
     )
     sets = _normalise_features(setup.frame, features)
     jobs = [(pos, setup.keep_individual) for pos in sets]
@@ -350,6 +505,8 @@ def compute_all(
     integer_as_categorical=0,
     max_batch_mb=256,
     progress=None,
+    method="auto",
+    std_rows=128,
 ) -> list[PDResult]:
     """Every 1D partial dependence and (``pairs=True``) every 2D one.
 
@@ -369,7 +526,7 @@ def compute_all(
         percentiles=percentiles, custom_values=custom_values, categorical_features=categorical_features,
         sample_weight=sample_weight, kind="both", grid_method=grid_method,
         integer_as_categorical=integer_as_categorical, max_batch_mb=max_batch_mb,
-        subsample=subsample, random_state=random_state, centered=centered,
+        subsample=subsample, random_state=random_state, centered=centered, method=method, std_rows=std_rows,
     )
     if features is None:
         positions = list(range(setup.frame.n_features))

@@ -1,0 +1,123 @@
+"""The exact tree path equals brute force; where it does not apply, brute force is used and said."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import make_column_transformer
+from sklearn.ensemble import (
+    ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier, GradientBoostingRegressor,
+    HistGradientBoostingClassifier, HistGradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor,
+)
+from sklearn.inspection import partial_dependence as sk_pd
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OrdinalEncoder, StandardScaler
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from autopdp import partial_dependence
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(11)
+    n = 400
+    X = pd.DataFrame(rng.normal(size=(n, 5)), columns=list("abcde"))
+    X["b"] = 0.9 * X.a + 0.1 * X.b  # correlated with a
+    X["e"] = rng.integers(0, 5, n).astype(float)
+    y_reg = X.a * X.c + np.sin(X.b) + 0.3 * X.e
+    y_bin = (y_reg + rng.normal(0, 0.3, n) > 0.3).astype(int)
+    y_multi = np.digitize(y_reg, [-0.5, 0.5])
+    return X, y_reg, y_bin, y_multi
+
+
+FEATURES = ["a", "e", ("a", "b"), ("c", "e"), ("d", "a")]
+
+
+def _compare(model, X, response="auto", **kw):
+    fast = partial_dependence(model, X, FEATURES, kind="average", response=response, method="tree", std_rows=0, **kw)
+    brute = partial_dependence(model, X, FEATURES, kind="average", response=response, method="brute", **kw)
+    for f, b in zip(fast, brute):
+        assert f.method == "tree" and b.method == "brute"
+        np.testing.assert_allclose(f.average, b.average, rtol=0, atol=1e-9)
+    return fast, brute
+
+
+MODELS = [
+    ("tree clf", lambda: DecisionTreeClassifier(max_depth=6, random_state=0), "bin", "auto"),
+    ("forest clf", lambda: RandomForestClassifier(n_estimators=25, random_state=0), "bin", "auto"),
+    ("forest multiclass", lambda: RandomForestClassifier(n_estimators=15, random_state=0), "multi", "auto"),
+    ("extra trees clf", lambda: ExtraTreesClassifier(n_estimators=15, random_state=0), "bin", "auto"),
+    ("tree reg", lambda: DecisionTreeRegressor(max_depth=8, random_state=0), "reg", "auto"),
+    ("forest reg", lambda: RandomForestRegressor(n_estimators=20, random_state=0), "reg", "auto"),
+    ("extra trees reg", lambda: ExtraTreesRegressor(n_estimators=15, random_state=0), "reg", "auto"),
+    ("gb reg", lambda: GradientBoostingRegressor(n_estimators=40, random_state=0), "reg", "auto"),
+    ("hgb reg", lambda: HistGradientBoostingRegressor(max_iter=40, random_state=0), "reg", "auto"),
+    ("gb clf margin", lambda: GradientBoostingClassifier(n_estimators=30, random_state=0), "bin", "decision_function"),
+    ("hgb clf margin", lambda: HistGradientBoostingClassifier(max_iter=30, random_state=0), "bin", "decision_function"),
+]
+
+
+@pytest.mark.parametrize("label,make,target,response", MODELS, ids=[m[0] for m in MODELS])
+def test_tree_path_equals_brute_force(data, label, make, target, response):
+    X, y_reg, y_bin, y_multi = data
+    y = {"reg": y_reg, "bin": y_bin, "multi": y_multi}[target]
+    _compare(make().fit(X, y), X, response=response)
+
+
+def test_tree_path_with_sample_weights_and_pipeline(data):
+    X, y_reg, y_bin, _ = data
+    Xc = X.assign(colour=np.where(X.c > 0, "red", np.where(X.d > 0, "blue", "green")))
+    pre = make_column_transformer(
+        (OrdinalEncoder(), ["colour"]), (StandardScaler(), ["a", "b", "c"]), remainder="passthrough",
+    )
+    model = make_pipeline(pre, RandomForestClassifier(n_estimators=20, random_state=0)).fit(Xc, y_bin)
+    w = np.random.default_rng(0).uniform(0.2, 3, len(X))
+    feats = ["colour", "a", ("colour", "b"), ("e", "a")]
+    fast = partial_dependence(model, Xc, feats, kind="average", method="tree", sample_weight=w, std_rows=0)
+    brute = partial_dependence(model, Xc, feats, kind="average", method="brute", sample_weight=w)
+    for f, b in zip(fast, brute):
+        assert f.method == "tree"
+        np.testing.assert_allclose(f.average, b.average, atol=1e-9)
+
+
+def test_differs_from_sklearn_recursion_under_correlation(data):
+    """The tree path is the brute-force estimator; sklearn's recursion is another one."""
+    X, y_reg, _, _ = data
+    model = GradientBoostingRegressor(n_estimators=60, max_depth=3, random_state=0).fit(X, y_reg)
+    (fast,) = partial_dependence(model, X, ["a"], kind="average", method="tree", std_rows=0)
+    (rec,) = partial_dependence(model, X, ["a"], kind="average", method="recursion")
+    ref = sk_pd(model, X, ["a"], custom_values={"a": fast.grid[0]}, method="brute", kind="average")
+    np.testing.assert_allclose(fast.average, ref["average"], atol=1e-9)
+    assert rec.method == "recursion" and "recursion" in rec.notes[0]
+    assert np.abs(rec.average - fast.average).max() > 1e-3
+
+
+def test_auto_falls_back_to_brute_and_says_so(data):
+    X, _, y_bin, _ = data
+    hgb = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y_bin)
+    (r,) = partial_dependence(hgb, X, ["a"], kind="average")  # probabilities of a boosted model
+    assert r.method == "brute"
+    with pytest.raises(ValueError, match="method='tree' does not apply: boosted classifiers' probabilities"):
+        partial_dependence(hgb, X, ["a"], method="tree")
+    Xn = X.copy()
+    Xn.loc[3, "c"] = np.nan
+    rf = RandomForestRegressor(n_estimators=5, random_state=0).fit(Xn.fillna(0), X.a)
+    (r2,) = partial_dependence(rf, Xn, ["a"], kind="average")
+    assert r2.method == "brute"
+
+
+def test_tree_path_spread_from_sampled_rows(data):
+    X, y_reg, _, _ = data
+    model = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y_reg)
+    (fast,) = partial_dependence(model, X, [("a", "c")], kind="average", std_rows=400)
+    (brute,) = partial_dependence(model, X, [("a", "c")], kind="average", method="brute")
+    np.testing.assert_allclose(fast.average, brute.average, atol=1e-9)
+    np.testing.assert_allclose(fast.std, brute.std, atol=1e-9)  # all 400 rows sampled: the same spread
+    (ice,) = partial_dependence(model, X, ["a"], subsample=50, random_state=1)
+    assert ice.method == "tree" and ice.individual.shape == (1, 50, ice.grid_shape[0])
+    np.testing.assert_allclose(ice.individual.mean(axis=1), brute_mean_on(model, X, ice), atol=1e-9)
+
+
+def brute_mean_on(model, X, res):
+    sub = X.iloc[res.ice_rows]
+    (b,) = partial_dependence(model, sub, ["a"], custom_values={"a": res.grid[0]}, method="brute", kind="average")
+    return b.average
