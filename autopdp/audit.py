@@ -24,7 +24,9 @@ from .config import AuditConfig
 from .data import Frame, as_frame
 from .grids import resolve_categorical
 from .partial_dependence import _reject_infinite, feature_grids, partial_dependence
+from .fastpath import plan_tree_path
 from .response import make_adapter
+from .trees import TreePathUnavailable
 from .result import PDResult, _scalar, _to_jsonable
 from .scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from .selection import SelectedPDP, curate, intersection_scores, rank_scores, score_columns
@@ -406,7 +408,8 @@ def _na_notes(utility_scores) -> list[str]:
 
 
 # ---------------------------------------------------------------- audit
-def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None) -> Audit:
+def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None,
+          scheduler=None) -> Audit:
     """Compute every 1D and 2D PD of ``model`` on ``X``, score, rank and select them.
 
     Parameters
@@ -426,6 +429,8 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         Seed for row subsampling (same seed, same audit).
     progress : bool, optional
         Progress bars (default: only on an interactive terminal).
+    scheduler : str or distributed.Client, optional
+        Compute the PDs on a Dask cluster (``"tcp://host:8786"``).
 
     Returns
     -------
@@ -477,8 +482,18 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     common = dict(
         response=config.response, target=config.target, percentiles=config.percentiles,
         grid_method=config.grid_method, integer_as_categorical=config.integer_as_categorical,
-        max_batch_mb=config.max_batch_mb, progress=progress,
+        max_batch_mb=config.max_batch_mb, progress=progress, method=config.method, std_rows=config.std_rows,
+        scheduler=scheduler,
     )
+    tree_reason = ""
+    if config.method in ("auto", "tree"):
+        try:
+            plan_tree_path(model, adapter, frame)
+        except TreePathUnavailable as exc:
+            tree_reason = str(exc)
+    else:
+        tree_reason = f"method={config.method!r}"
+    fast_2d = not tree_reason
     # ---- 1D PDs
     t0 = time.perf_counter()
     res1 = partial_dependence(
@@ -495,7 +510,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     # ---- 2D PDs (on a row subsample, grids from all rows)
     res2: list[PDResult] = []
     pairs = list(itertools.combinations(features, 2)) if config.pairs else []
-    rows_2d = _sample_rows(frame.n_rows, config.max_rows_2d, rng) if pairs else None
+    rows_2d = _sample_rows(frame.n_rows, config.max_rows_2d, rng) if pairs and not fast_2d else None
     frame_2d = frame if rows_2d is None else frame.take_rows(rows_2d)
     custom_2d = {}
     t0 = time.perf_counter()
@@ -508,8 +523,16 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         custom_2d = {k: list(g) if kind == "categorical" else g for k, (kind, g) in grids.items()}
         res2 = partial_dependence(
             model, frame_2d.data, pairs, grid_resolution=config.grid_resolution_2d, kind="average",
-            categorical_features=categorical, custom_values=custom_2d, n_jobs=n_jobs, **common,
+            categorical_features=categorical, custom_values=custom_2d, n_jobs=n_jobs, random_state=random_state,
+            **common,
         )
+        if fast_2d:
+            notes.append(
+                f"PDs computed exactly by the tree path on all {frame.n_rows:,} rows; ICE spread (std) of the 2D "
+                f"PDs from {min(config.std_rows, frame.n_rows):,} sampled rows."
+            )
+        elif tree_reason and config.method == "auto":
+            notes.append(f"PDs computed by brute force (the exact tree path does not apply: {tree_reason}).")
         if rows_2d is not None:
             notes.append(
                 f"2D PDs average over a random sample of {frame_2d.n_rows:,} rows (max_rows_2d); "
@@ -589,6 +612,8 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             "categorical": [r.features[0] for r in res1 if r.kinds[0] == "categorical"],
         },
         "response": adapter.response,
+        "pd_method": "tree" if fast_2d else ("recursion" if config.method == "recursion" else "brute"),
+        "tree_path": "used" if fast_2d else tree_reason,
         "targets": [_scalar(t) for t in adapter.targets],
         "is_classifier": adapter.is_classifier,
         "has_y": y is not None,

@@ -89,7 +89,7 @@ def _cmd_demo(args) -> int:
     with stage("training the demo model on German Credit"):
         model, X, y = demo_model()
     with stage("computing and scoring every 1D and 2D partial dependence"):
-        result = audit(model, X, y, config=DEMO_CONFIG, n_jobs=args.n_jobs)
+        result = audit(model, X, y, config=DEMO_CONFIG, n_jobs=args.n_jobs, scheduler=args.scheduler)
     _write(result, Path(args.out), formats, _page_size(args.page_size), started)
     return 0
 
@@ -120,7 +120,7 @@ def _cmd_report(args) -> int:
         compare = {name: load_model(p, trust_model=args.trust_model) for name, p in compare_paths.items()}
         X, y = split_target(load_data(args.data), args.target)
     with stage("computing and scoring every 1D and 2D partial dependence"):
-        result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs)
+        result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler)
     _write(result, Path(args.out), formats, _page_size(args.page_size), started)
     return 0
 
@@ -146,7 +146,7 @@ def _cmd_gate(args) -> int:
     cfg = policy.audit_config(_config(None, model_name=Path(args.model).name, dataset_name=Path(args.data).name))
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, compare={CHAMPION: champion} if champion is not None else None, config=cfg,
-                       n_jobs=args.n_jobs)
+                       n_jobs=args.n_jobs, scheduler=args.scheduler)
     with stage("checking the policy"):
         verdict = gate(result, policy)
     out = Path(args.out)
@@ -185,7 +185,8 @@ def _cmd_compare(args) -> int:
         models = {n: load_model(p, trust_model=args.trust_model) for n, p in paths.items()}
         X, y = split_target(load_data(args.data), args.target)
     with stage("computing and scoring every 1D and 2D partial dependence of every model"):
-        result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg, n_jobs=args.n_jobs)
+        result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg,
+                       n_jobs=args.n_jobs, scheduler=args.scheduler)
 
     def add_comparison(context):
         context["comparison"] = comparison_context(result, base_name=names[0])
@@ -206,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--formats", default="html,pdf,json", help="comma-separated: html,pdf,json (default: all)")
         p.add_argument("--page-size", default="A4", help="A4 (default) or Letter")
         p.add_argument("--n-jobs", type=int, default=None, help="parallel workers for the PDs (default: 1)")
+        p.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786) to run the PDs on")
 
     demo = sub.add_parser("demo", help="train a model on the embedded German Credit data and report on it")
     common(demo)

@@ -32,7 +32,11 @@ class AuditConfig:
         ``max_rows`` (row subsample for every PD; None = all rows),
         ``max_rows_2d`` (row subsample for the 2D PDs, default 500; their
         standard errors show the cost), ``subsample`` (ICE curves kept per 1D
-        PD, default 1000), ``max_batch_mb``.
+        PD, default 1000), ``max_batch_mb``, ``method`` ("auto": the exact
+        tree path when it applies, else brute force; "brute"; "tree";
+        "recursion") and ``std_rows`` (rows whose ICE spread gives std on the
+        tree path).  On the tree path the 2D PDs use every row and
+        ``max_rows_2d`` does not apply.
     Model
         ``response``, ``target`` (see :func:`autopdp.partial_dependence`),
         ``categorical_features``, ``integer_as_categorical``, ``max_levels``
@@ -61,6 +65,8 @@ class AuditConfig:
     max_rows_2d: int | None = 500
     subsample: int | None = 1000
     max_batch_mb: float = 256.0
+    method: str = "auto"
+    std_rows: int = 128
     response: str = "auto"
     target: Any = None
     categorical_features: tuple | None = None
@@ -111,6 +117,9 @@ class AuditConfig:
             raise ValueError(f"config key 'loss' must be 'l2' or 'l1', got {self.loss!r}.")
         if self.grid_method not in ("quantile", "uniform"):
             raise ValueError(f"config key 'grid_method' must be 'quantile' or 'uniform', got {self.grid_method!r}.")
+        if self.method not in ("auto", "brute", "tree", "recursion"):
+            raise ValueError(f"config key 'method' must be auto, brute, tree or recursion, got {self.method!r}.")
+        positive_int("std_rows", minimum=0)
         if self.ice_variance not in ("high", "low"):
             raise ValueError(f"config key 'ice_variance' must be 'high' or 'low', got {self.ice_variance!r}.")
         if not isinstance(self.pairs, bool):

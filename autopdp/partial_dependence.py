@@ -185,7 +185,7 @@ class _Setup:
         n = self.frame.n_rows
         if self.std_rows >= n:
             return np.arange(n)
-        rng = np.random.default_rng(self.random_state)
+        rng = np.random.default_rng(0 if self.random_state is None else self.random_state)  # same rows every run
         return np.sort(rng.choice(n, size=self.std_rows, replace=False))
 
     def with_grid_resolution(self, grid_resolution) -> "_Setup":
@@ -349,11 +349,17 @@ def _n_workers(n_jobs) -> int:
     return cpu_count() if n_jobs < 0 else max(1, int(n_jobs))
 
 
-def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, progress, desc) -> list[PDResult]:
+def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, progress, desc,
+             scheduler=None) -> list[PDResult]:
     for positions, _ in jobs:  # build every grid up front so grid errors surface before the work
         for p in positions:
             setup.spec(p)
-    workers = _n_workers(n_jobs)
+    if scheduler is not None:
+        from .distributed import dask_workers
+
+        workers = dask_workers(scheduler)
+    else:
+        workers = _n_workers(n_jobs)
     plan = setup.tree_plan()  # once, before the work is shared out
     if plan is not None and not setup.centered:
         plan.averages([], setup.weights)  # count the background rows per leaf once
@@ -361,7 +367,12 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
     bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
     out: list[PDResult] = []
     try:
-        if workers == 1 or len(groups) == 1:
+        if scheduler is not None:
+            from .distributed import run_on_dask
+
+            for group_result in run_on_dask(scheduler, _run_group, setup, groups, bar.update):
+                out.extend(group_result)
+        elif workers == 1 or len(groups) == 1:
             for group in groups:
                 out.extend(_run_group(setup, group))
                 bar.update(len(group))
@@ -401,6 +412,7 @@ def partial_dependence(
     max_levels=None,
     method="auto",
     std_rows=128,
+    scheduler=None,
 ) -> list[PDResult]:
     """Partial dependence and ICE of a fitted model for 1D and 2D feature sets.
 
@@ -463,6 +475,9 @@ def partial_dependence(
     std_rows : int, default 128
         On the tree path, ICE spread (std, stderr) comes from brute force on
         the ICE rows (``subsample``) or on this many sampled rows; 0 skips it.
+    scheduler : str or distributed.Client, optional
+        Run the feature sets on a Dask cluster (``"tcp://host:8786"``); the
+        data and model are scattered to the workers once.
 
     Returns
     -------
@@ -479,7 +494,7 @@ def partial_dependence(
     )
     sets = _normalise_features(setup.frame, features)
     jobs = [(pos, setup.keep_individual) for pos in sets]
-    return _execute(setup, jobs, n_jobs, progress, "partial dependence")
+    return _execute(setup, jobs, n_jobs, progress, "partial dependence", scheduler=scheduler)
 
 
 def compute_all(
@@ -507,6 +522,7 @@ def compute_all(
     progress=None,
     method="auto",
     std_rows=128,
+    scheduler=None,
 ) -> list[PDResult]:
     """Every 1D partial dependence and (``pairs=True``) every 2D one.
 
@@ -534,14 +550,14 @@ def compute_all(
         positions = [s[0] for s in _normalise_features(setup.frame, list(features))]
         positions = list(dict.fromkeys(positions))
     jobs: list[tuple[tuple[int, ...], bool]] = [((p,), True) for p in positions]
-    results_1d = _execute(setup, jobs, n_jobs, progress, "1D partial dependence")
+    results_1d = _execute(setup, jobs, n_jobs, progress, "1D partial dependence", scheduler=scheduler)
     if not pairs or len(positions) < 2:
         return results_1d
     setup2 = setup
     if grid_resolution_2d is not None and grid_resolution_2d != grid_resolution:
         setup2 = setup.with_grid_resolution(grid_resolution_2d)
     jobs2 = [((a, b), bool(ice_2d)) for a, b in itertools.combinations(positions, 2)]
-    return results_1d + _execute(setup2, jobs2, n_jobs, progress, "2D partial dependence")
+    return results_1d + _execute(setup2, jobs2, n_jobs, progress, "2D partial dependence", scheduler=scheduler)
 
 
 def feature_grids(

@@ -1,0 +1,55 @@
+"""Running feature-set groups on a Dask cluster (``pip install autopdp[dask]``).
+
+The setup (data, model, grids, tree-path counts) is scattered to every worker
+once; each task then names only its group of feature sets.
+"""
+
+from __future__ import annotations
+
+__all__ = ["run_on_dask", "dask_workers"]
+
+
+def _client(scheduler):
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ValueError(
+            "a Dask scheduler was given but dask.distributed is not installed: pip install 'autopdp[dask]'."
+        ) from None
+    if isinstance(scheduler, Client):
+        return scheduler, False
+    if not isinstance(scheduler, str):
+        raise TypeError(f"scheduler must be an address like 'tcp://host:8786' or a distributed.Client, got {type(scheduler).__name__}.")
+    try:
+        return Client(scheduler, timeout="20s"), True
+    except OSError as exc:
+        raise ValueError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}.") from None
+
+
+def dask_workers(scheduler) -> int:
+    client, own = _client(scheduler)
+    try:
+        return max(1, len(client.scheduler_info().get("workers", {})))
+    finally:
+        if own:
+            client.close()
+
+
+def run_on_dask(scheduler, fn, setup, groups, on_done):
+    """``[fn(setup, g) for g in groups]`` on the cluster, in order; ``on_done(n)`` after each group."""
+    from distributed import as_completed
+
+    client, own = _client(scheduler)
+    try:
+        shared = client.scatter(setup, broadcast=True)
+        futures = [client.submit(fn, shared, group, pure=False) for group in groups]
+        position = {f.key: i for i, f in enumerate(futures)}
+        results = [None] * len(groups)
+        for fut in as_completed(futures):
+            i = position[fut.key]
+            results[i] = fut.result()
+            on_done(len(groups[i]))
+        return results
+    finally:
+        if own:
+            client.close()

@@ -1,0 +1,64 @@
+"""The Dask engine: an in-process LocalCluster gives the same results as the local run."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestRegressor
+
+import autopdp
+
+distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 4)), columns=list("abcd")).assign(k=rng.choice(["x", "y"], 300))
+    y = X.a * X.b + (X.k == "x") + rng.normal(0, 0.1, 300)
+    return X, y
+
+
+def test_brute_force_on_cluster_equals_local(client, data):
+    X, y = data
+    model = GradientBoostingClassifier(n_estimators=20, random_state=0).fit(X[list("abcd")], y > 0.5)
+    Xn = X[list("abcd")]
+    local = autopdp.compute_all(model, Xn, grid_resolution=6, method="brute")
+    remote = autopdp.compute_all(model, Xn, grid_resolution=6, method="brute", scheduler=client)
+    assert [r.features for r in local] == [r.features for r in remote]
+    for a, b in zip(local, remote):
+        np.testing.assert_array_equal(a.average, b.average)
+        np.testing.assert_array_equal(a.std, b.std)
+
+
+def test_audit_on_cluster_equals_local(client, data):
+    X, y = data
+    Xn = X[list("abcd")]
+    model = RandomForestRegressor(n_estimators=10, random_state=0).fit(Xn, y)
+    cfg = autopdp.AuditConfig(grid_resolution=6, grid_resolution_2d=4)
+    local = autopdp.audit(model, Xn, y, config=cfg)
+    remote = autopdp.audit(model, Xn, y, config=cfg, scheduler=client)
+    pd.testing.assert_frame_equal(local.scores, remote.scores)
+    assert local.results_2d[0].method == "tree" and remote.results_2d[0].method == "tree"
+
+
+def test_scheduler_address_string_and_bad_address(client, data):
+    X, y = data
+    Xn = X[list("abcd")]
+    model = RandomForestRegressor(n_estimators=5, random_state=0).fit(Xn, y)
+    addr = client.scheduler.address
+    (r,) = autopdp.partial_dependence(model, Xn, [("a", "b")], kind="average", scheduler=addr)
+    (l,) = autopdp.partial_dependence(model, Xn, [("a", "b")], kind="average")
+    np.testing.assert_array_equal(r.average, l.average)
+    with pytest.raises(TypeError, match="scheduler must be an address"):
+        autopdp.partial_dependence(model, Xn, ["a"], scheduler=42)
