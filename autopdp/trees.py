@@ -198,7 +198,96 @@ def extract_ensemble(model, adapter, n_features: int) -> TreeEnsemble:
             boxes.extend(bxs)
             vals.append(nodes["value"][leaves][:, None])
         return _pack(boxes, np.vstack(vals), n_features, np.full(1, np.nan), float32=False)
+    module = type(model).__module__
+    if module.startswith("xgboost"):
+        return _xgboost(model, adapter, n_features)
+    if module.startswith("lightgbm"):
+        return _lightgbm(model, adapter, n_features)
     raise TreePathUnavailable(f"{type(model).__name__} is not a supported tree model")
+
+
+_IDENTITY_XGB = ("reg:squarederror", "reg:absoluteerror", "reg:pseudohubererror", "reg:quantileerror")
+_IDENTITY_LGBM = ("regression", "regression_l2", "l2", "mean_squared_error", "mse", "regression_l1", "l1",
+                  "mean_absolute_error", "mae", "huber", "fair", "quantile")
+
+
+def _xgboost(model, adapter, n_features):
+    """XGBoost regressors with an identity objective, from the booster's tree dump.
+
+    XGBoost sends ``x < split`` left and compares float32 values, so the split
+    becomes ``x <= prev_float32(split)`` in autopdp's (lo, hi] boxes.
+    """
+    objective = model.get_params().get("objective") or "reg:squarederror"
+    if adapter.is_classifier or not isinstance(objective, str) or objective not in _IDENTITY_XGB:
+        raise TreePathUnavailable(f"XGBoost with objective {objective!r} (only identity-link regressors decompose)")
+    if getattr(model, "best_iteration", None) is not None and hasattr(model, "n_estimators") \
+            and model.best_iteration + 1 < model.get_booster().num_boosted_rounds():
+        raise TreePathUnavailable("an early-stopped XGBoost model predicts with part of its trees")
+    df = model.get_booster().trees_to_dataframe()
+    names = model.get_booster().feature_names
+    index = {name: i for i, name in enumerate(names)} if names else None
+    boxes, values = [], []
+    for _, tree in df.groupby("Tree", sort=True):
+        nodes = {row.ID: row for row in tree.itertuples(index=False)}
+        root = f"{int(tree['Tree'].iloc[0])}-0"
+        stack = [(root, {})]
+        while stack:
+            node, box = stack.pop()
+            row = nodes[node]
+            if row.Feature == "Leaf":
+                boxes.append(box)
+                values.append([float(row.Gain)])
+                continue
+            if isinstance(getattr(row, "Category", None), (list, tuple)) or (
+                    getattr(row, "Category", None) is not None and not _isnan(row.Category)):
+                raise TreePathUnavailable("the model has categorical splits")
+            f = index[row.Feature] if index else int(str(row.Feature).lstrip("f"))
+            t = float(np.nextafter(np.float32(row.Split), np.float32(-np.inf)))
+            lo, hi = box.get(f, (-np.inf, np.inf))
+            left, right = dict(box), dict(box)
+            left[f] = (lo, min(hi, t))
+            right[f] = (max(lo, t), hi)
+            stack.append((row.No, right))
+            stack.append((row.Yes, left))
+    return _pack(boxes, np.asarray(values), n_features, np.full(1, np.nan), float32=True)
+
+
+def _isnan(v) -> bool:
+    try:
+        return bool(np.isnan(v))
+    except TypeError:
+        return False
+
+
+def _lightgbm(model, adapter, n_features):
+    """LightGBM regressors with an identity objective, from ``dump_model()`` (x <= threshold goes left)."""
+    objective = model.get_params().get("objective") or "regression"
+    if adapter.is_classifier or not isinstance(objective, str) or objective not in _IDENTITY_LGBM:
+        raise TreePathUnavailable(f"LightGBM with objective {objective!r} (only identity-link regressors decompose)")
+    dump = model.booster_.dump_model()
+    best = getattr(model, "best_iteration_", None)
+    trees = dump["tree_info"]
+    if best:
+        trees = trees[:best]
+    boxes, values = [], []
+    for info in trees:
+        stack = [(info["tree_structure"], {})]
+        while stack:
+            node, box = stack.pop()
+            if "leaf_value" in node:
+                boxes.append(box)
+                values.append([float(node["leaf_value"])])
+                continue
+            if node.get("decision_type", "<=") != "<=":
+                raise TreePathUnavailable("the model has categorical splits")
+            f, t = int(node["split_feature"]), float(node["threshold"])
+            lo, hi = box.get(f, (-np.inf, np.inf))
+            left, right = dict(box), dict(box)
+            left[f] = (lo, min(hi, t))
+            right[f] = (max(lo, t), hi)
+            stack.append((node["right_child"], right))
+            stack.append((node["left_child"], left))
+    return _pack(boxes, np.asarray(values), n_features, np.full(1, np.nan), float32=False)
 
 
 def _kernel():
