@@ -27,6 +27,8 @@ from .partial_dependence import _reject_infinite, feature_grids, partial_depende
 from .fastpath import plan_tree_path
 from .response import make_adapter
 from .trees import TreePathUnavailable
+from .trust import trust_scores
+from .utilities import TRUST_IDS
 from .result import PDResult, _scalar, _to_jsonable
 from .scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from .selection import SelectedPDP, curate, intersection_scores, rank_scores, score_columns
@@ -101,7 +103,7 @@ class Audit:
         orders = {}
         one_d = self.scores[self.scores["kind"] == "1d"]
         for col in score_columns(self.scores):
-            if col in ("correlation", "interaction", "intersection", "importance"):
+            if col in ("correlation", "interaction", "intersection", "importance", "surrogate_importance", *TRUST_IDS):
                 continue
             if one_d[col].notna().any():
                 orders[col] = "asc" if (col == "ice_variance" and self.config.ice_variance == "low") else "desc"
@@ -571,6 +573,19 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     interaction = interaction_table(res2)
     criteria = pair_criteria(inputs, res2, importance, interaction)
     timings["scoring"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, random_state=random_state)
+    for key, by_id in trust.items():
+        utility_scores[key].update(by_id)
+    if surrogate is not None:
+        for r in res2:
+            ia, ib = (surrogate.importance.get(f, np.nan) for f in r.features)
+            criteria[r.features]["surrogate_importance"] = float(np.sqrt(ia * ib))
+        notes.append(
+            f"Surrogate (additive spline model of the model's predictions) fidelity R^2 = {surrogate.fidelity:.3f}"
+            + ("; its importances say little about a model this far from additive." if surrogate.fidelity < 0.5 else ".")
+        )
+    timings["trust"] = time.perf_counter() - t0
 
     # ---- table
     imp_max = importance.max(axis=1) if not importance.empty else pd.Series(dtype=float)
@@ -580,23 +595,27 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         row.update({uid: s.value for uid, s in utility_scores[r.features].items()})
         if r.ndim == 1:
             row["importance"] = float(imp_max.get(r.features[0], np.nan))
+            if surrogate is not None:
+                row["surrogate_importance"] = float(surrogate.importance.get(r.features[0], np.nan))
         else:
             row.update(criteria[r.features])
         records.append(row)
     scores = pd.DataFrame.from_records(records)
-    for col in ("importance", "correlation", "interaction"):
+    for col in ("importance", "correlation", "interaction", "surrogate_importance"):
         if col not in scores.columns:
             scores[col] = np.nan
     two = scores["kind"] == "2d"
-    pct_cols = [c for c in score_columns(scores) if c != "intersection" and scores.loc[two, c].notna().any()]
+    pct_cols = [c for c in score_columns(scores)
+                if c not in ("intersection", *TRUST_IDS) and scores.loc[two, c].notna().any()]
     inter_input = scores.loc[two, pct_cols].astype(float)
     if "ice_variance" in inter_input and config.ice_variance == "low":
         inter_input["ice_variance"] = -inter_input["ice_variance"]
     scores["intersection"] = np.nan
     if two.any():
         scores.loc[two, "intersection"] = intersection_scores(inter_input, pct_cols).to_numpy()
-    ordered = ["features", "kind"] + [c for c in scores.columns if c not in ("features", "kind", "importance", "correlation", "interaction", "intersection")]
-    scores = scores[ordered + ["importance", "correlation", "interaction", "intersection"]]
+    tail = ["importance", "correlation", "interaction", "intersection", "surrogate_importance"]
+    ordered = ["features", "kind"] + [c for c in scores.columns if c not in ("features", "kind", *tail)]
+    scores = scores[ordered + tail]
 
     notes.extend(_na_notes(utility_scores))
     data_summary = summarise_data(frame, res1, np.random.default_rng(random_state))
@@ -620,6 +639,10 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         "random_state": random_state,
         "versions": _versions(),
         "counts": {"pd_1d": len(res1), "pd_2d": len(res2), "features_skipped": len(names) - len(features)},
+        "surrogate": None if surrogate is None else {
+            "fidelity_r2": surrogate.fidelity, "importance": dict(surrogate.importance),
+            "method": "additive cubic splines (numeric) and one-hot (categorical), ridge fit to the model's predictions",
+        },
     }
     run = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "timings_s": timings}
     return Audit(

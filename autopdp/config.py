@@ -13,7 +13,7 @@ from .utilities.monotonicity import DIRECTIONS
 
 __all__ = ["AuditConfig", "CRITERIA_2D", "load_toml"]
 
-CRITERIA_2D = ("correlation", "importance", "interaction", "intersection")
+CRITERIA_2D = ("correlation", "importance", "interaction", "intersection", "surrogate_importance")
 
 
 def _frozen_map(value) -> Mapping:

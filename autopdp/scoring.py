@@ -21,6 +21,7 @@ from .utilities import (
     score_slope,
     similarity_id,
 )
+from .utilities import TRUST_IDS
 from .utilities.base import UtilityScore, axis_positions, best_over_targets, not_applicable
 from .utilities.lipschitz import default_bound
 
@@ -88,6 +89,8 @@ def score_result(inputs: ScoringInputs, result) -> dict[str, UtilityScore]:
     w = _weights(cells, result.grid_shape)
     out: dict[str, UtilityScore] = {}
     for utility in inputs.config.utilities:
+        if utility in TRUST_IDS:  # need the model and data: autopdp.trust
+            continue
         try:
             out.update(_score_utility(inputs, result, utility, cells, w))
         except Exception as exc:  # noqa: BLE001 - reported in the score, not raised

@@ -26,7 +26,7 @@ import pandas as pd
 __all__ = ["SelectedPDP", "rank_scores", "intersection_scores", "curate", "score_columns"]
 
 META_COLUMNS = ("features", "kind")
-PAIR_CRITERIA = ("correlation", "importance", "interaction", "intersection")
+PAIR_CRITERIA = ("correlation", "importance", "interaction", "intersection", "surrogate_importance")
 
 
 @dataclass(frozen=True)

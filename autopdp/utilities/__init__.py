@@ -24,10 +24,14 @@ from .monotonicity import isotonic_fit, score_monotonicity
 from .similarity import score_similarity, similarity_id
 from .slope import score_slope
 
-UTILITY_IDS = ("monotonicity", "lipschitz", "incidence", "similarity", "slope", "ice_variance")
+UTILITY_IDS = ("monotonicity", "lipschitz", "incidence", "similarity", "slope", "ice_variance",
+               "stratpd", "ale_divergence", "ood_share")
+#: utilities that qualify a PDP's trustworthiness (autopdp.trust) rather than its interest
+TRUST_IDS = ("stratpd", "ale_divergence", "ood_share")
 
 __all__ = [
     "UTILITY_IDS",
+    "TRUST_IDS",
     "UtilityScore",
     "standard_utility",
     "score_monotonicity",

@@ -1,0 +1,182 @@
+"""Partial dependence without a model: StratPD and CatStratPD (Parr and Wilson).
+
+StratPD (numeric x_j)
+    A decision tree is fitted to y on every feature except x_j
+    (``min_samples_leaf``); its leaves group rows that are alike in everything
+    but x_j.  In each leaf, rows are grouped by unique x_j, the mean y per
+    value is taken, and discrete differences between adjacent values give slope
+    estimates over [x_a, x_b).  Each unique x_j averages the slopes covering it;
+    values covered by fewer than ``min_slopes_per_x`` slopes are dropped; the
+    curve integrates the slopes from 0 at the smallest kept value.
+
+CatStratPD (categorical x_j)
+    In each leaf, the mean y per category; the category effects are the
+    additive fit ``mean_y[c, leaf] ~ leaf_level + effect[c]`` weighted by the
+    rows behind each mean, which aligns the per-leaf deltas across leaves as
+    the report's iterative merging does.  Effects are centred to mean zero over
+    the supported categories; ``counts`` are the rows in leaves that hold at
+    least two categories (the only ones that inform a difference).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .data import as_frame
+from .grids import resolve_categorical
+
+__all__ = ["ModelFreePD", "stratpd"]
+
+
+@dataclass(frozen=True, eq=False)
+class ModelFreePD:
+    """A partial dependence curve with its support.
+
+    Attributes
+    ----------
+    feature : str
+    kind : str
+        "numeric" or "categorical".
+    x : ndarray
+        Values (numeric, increasing) or levels (categorical).
+    pd : ndarray
+        The curve at ``x`` (StratPD: 0 at the first value; CatStratPD and ALE:
+        centred to mean zero).
+    counts : ndarray
+        Supporting slopes (StratPD), rows (CatStratPD) or rows per interval (ALE).
+    method : str
+    """
+
+    feature: str
+    kind: str
+    x: np.ndarray
+    pd: np.ndarray
+    counts: np.ndarray
+    method: str
+
+    def to_dict(self) -> dict:
+        from .result import _to_jsonable
+
+        return {"feature": self.feature, "kind": self.kind, "method": self.method, "x": _to_jsonable(self.x),
+                "pd": _to_jsonable(self.pd), "counts": _to_jsonable(self.counts)}
+
+
+def _design(frame, position, categorical):
+    """Every column but ``position`` as numbers (categorical columns as codes)."""
+    cols = []
+    for j in range(frame.n_features):
+        if j == position:
+            continue
+        v = frame.column(j)
+        if categorical[j]:
+            codes, _ = pd.factorize(pd.Series(v, dtype=object), use_na_sentinel=True)
+            cols.append(codes.astype(float))
+        else:
+            cols.append(np.nan_to_num(np.asarray(v, dtype=float), nan=np.nanmedian(np.asarray(v, dtype=float))))
+    return np.column_stack(cols) if cols else np.zeros((frame.n_rows, 1))
+
+
+def _leaves(frame, position, categorical, y, min_samples_leaf, random_state):
+    from sklearn.tree import DecisionTreeRegressor
+
+    Z = _design(frame, position, categorical)
+    tree = DecisionTreeRegressor(min_samples_leaf=min_samples_leaf, random_state=random_state).fit(Z, y)
+    return tree.apply(Z)
+
+
+def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int = 5, categorical_features=None,
+            random_state: int = 0) -> ModelFreePD:
+    """Model-free partial dependence of ``y`` on ``feature`` (StratPD / CatStratPD).
+
+    Parameters
+    ----------
+    X : DataFrame or ndarray
+    y : array-like of numbers (for a classifier's target: 0/1)
+    feature : column name or position
+    min_samples_leaf : int
+        Leaf size of the stratifying tree.
+    min_slopes_per_x : int
+        Numeric values supported by fewer slopes are dropped.
+    categorical_features : optional
+        As in :func:`autopdp.partial_dependence`.
+    """
+    frame = as_frame(X)
+    y = np.asarray(y, dtype=float).ravel()
+    if y.shape[0] != frame.n_rows:
+        raise ValueError(f"y has {y.shape[0]} values but X has {frame.n_rows} rows; give one target per row.")
+    pos = frame.position_of(feature)
+    name = frame.names[pos]
+    categorical = resolve_categorical(frame, categorical_features)
+    leaves = _leaves(frame, pos, categorical, y, min_samples_leaf, random_state)
+    if categorical[pos]:
+        return _cat_stratpd(name, frame.column(pos), y, leaves)
+    return _num_stratpd(name, np.asarray(frame.column(pos), dtype=float), y, leaves, min_slopes_per_x)
+
+
+def _num_stratpd(name, x, y, leaves, min_slopes_per_x):
+    ok = np.isfinite(x)
+    df = pd.DataFrame({"leaf": leaves[ok], "x": x[ok], "y": y[ok]})
+    means = df.groupby(["leaf", "x"], sort=True)["y"].mean().reset_index()
+    ux = np.unique(x[ok])
+    total = np.zeros(ux.size + 1)
+    count = np.zeros(ux.size + 1)
+    for _, g in means.groupby("leaf", sort=False):
+        if len(g) < 2:
+            continue
+        xs, ys = g["x"].to_numpy(), g["y"].to_numpy()
+        slopes = np.diff(ys) / np.diff(xs)
+        ia = np.searchsorted(ux, xs[:-1], side="left")
+        ib = np.searchsorted(ux, xs[1:], side="left")  # covers ux[ia:ib], i.e. a <= u < b
+        np.add.at(total, ia, slopes)
+        np.add.at(total, ib, -slopes)
+        np.add.at(count, ia, 1)
+        np.add.at(count, ib, -1)
+    n_slopes = np.cumsum(count)[:-1]
+    sums = np.cumsum(total)[:-1]
+    keep = n_slopes >= max(min_slopes_per_x, 1)
+    if keep.sum() < 2:
+        return ModelFreePD(name, "numeric", ux[keep], np.zeros(int(keep.sum())), n_slopes[keep].astype(int), "stratpd")
+    kx = ux[keep]
+    dydx = sums[keep] / n_slopes[keep]
+    pdy = np.concatenate([[0.0], np.cumsum(dydx[:-1] * np.diff(kx))])
+    return ModelFreePD(name, "numeric", kx, pdy, n_slopes[keep].astype(int), "stratpd")
+
+
+def _cat_stratpd(name, x, y, leaves):
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.linalg import lsqr
+
+    s = pd.Series(x, dtype=object)
+    ok = s.notna().to_numpy()
+    df = pd.DataFrame({"leaf": leaves[ok], "cat": s[ok].astype(str).to_numpy(), "raw": s[ok].to_numpy(), "y": y[ok]})
+    g = df.groupby(["leaf", "cat"], sort=True).agg(y=("y", "mean"), n=("y", "size")).reset_index()
+    informative = g.groupby("leaf")["cat"].transform("nunique") >= 2
+    g = g[informative]
+    levels = sorted(df["cat"].unique())
+    raw_of = dict(zip(df["cat"], df["raw"]))
+    if g.empty:
+        out = np.empty(len(levels), dtype=object)
+        out[:] = [raw_of[c] for c in levels]
+        return ModelFreePD(name, "categorical", out, np.full(len(levels), np.nan), np.zeros(len(levels), int), "catstratpd")
+    leaf_ids = {l: i for i, l in enumerate(sorted(g["leaf"].unique()))}
+    cat_ids = {c: i for i, c in enumerate(levels)}
+    m = len(g)
+    rows = np.arange(m)
+    sw = np.sqrt(g["n"].to_numpy(dtype=float))
+    li = g["leaf"].map(leaf_ids).to_numpy()
+    ci = g["cat"].map(cat_ids).to_numpy()
+    A = coo_matrix(
+        (np.concatenate([sw, sw]), (np.concatenate([rows, rows]), np.concatenate([li, len(leaf_ids) + ci]))),
+        shape=(m, len(leaf_ids) + len(levels)),
+    ).tocsr()
+    sol = lsqr(A, g["y"].to_numpy() * sw, atol=1e-12, btol=1e-12, iter_lim=10000)[0]
+    effect = sol[len(leaf_ids):]
+    support = g.groupby("cat")["n"].sum().reindex(levels, fill_value=0).to_numpy()
+    effect = np.where(support > 0, effect, np.nan)
+    effect = effect - np.nanmean(effect)
+    out = np.empty(len(levels), dtype=object)
+    out[:] = [raw_of[c] for c in levels]
+    return ModelFreePD(name, "categorical", out, effect, support.astype(int), "catstratpd")

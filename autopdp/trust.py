@@ -1,0 +1,119 @@
+"""Stage: can this PDP be trusted?  StratPD, ALE, out-of-distribution share, surrogate importance.
+
+=====================  ==============================================================
+id                     what
+=====================  ==============================================================
+stratpd                gap between the centred PD and the data's own partial
+                       dependence (StratPD / CatStratPD, model-free), 1D
+ale_divergence         gap between the centred PD and the centred ALE curve, numeric
+                       1D: large when the PD's story rests on extrapolation
+ood_share              mean share of the PD's augmented rows outside the data's
+                       support (:mod:`autopdp.ood`), 1D and 2D
+surrogate_importance   importance in an additive surrogate of the model
+                       (:mod:`autopdp.surrogate`); a 2D criterion (geometric mean)
+=====================  ==============================================================
+
+Centred comparisons use the density weights w of the PD's grid:
+``f_c = f - sum(w f)/sum(w)``, likewise g, then the standard utility.  The
+comparison curve kept for drawing is g centred onto the PD's weighted mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .ale import ale
+from .modelfree import stratpd
+from .ood import SupportModel
+from .surrogate import fit_surrogate
+from .utilities.base import UtilityScore, not_applicable, relative_to_range, standard_utility
+
+__all__ = ["TRUST_IDS", "trust_scores"]
+
+TRUST_IDS = ("stratpd", "ale_divergence", "ood_share")
+
+
+def _centred_gap(uid, f, g, w, loss, target, details):
+    ok = np.isfinite(g) & np.isfinite(f) & (w > 0)
+    if ok.sum() < 2:
+        return not_applicable(uid, "the curves share fewer than two grid points with data.", target)
+    mf = np.sum(w[ok] * f[ok]) / np.sum(w[ok])
+    mg = np.sum(w[ok] * g[ok]) / np.sum(w[ok])
+    value = standard_utility(f - mf, g - mg, w, loss)
+    details = {**details, "relative": relative_to_range(value, f)}
+    return UtilityScore(utility=uid, value=value, target=target, comparison=g - mg + mf, details=details)
+
+
+def _on_grid(curve, result):
+    """A model-free curve evaluated at the PD's grid (NaN outside its support)."""
+    if result.kinds[0] == "numeric":
+        x = np.asarray(curve.x, dtype=float)
+        g = np.asarray(result.grid[0], dtype=float)
+        out = np.interp(g, x, curve.pd) if x.size >= 2 else np.full(g.shape, np.nan)
+        out[(g < x.min()) | (g > x.max())] = np.nan if x.size else np.nan
+        return out
+    lookup = {str(k): v for k, v in zip(curve.x.tolist(), curve.pd)}
+    return np.array([lookup.get(str(v), np.nan) for v in result.grid[0]], dtype=float)
+
+
+def trust_scores(model, adapter, frame, y, results, config, *, random_state: int = 0):
+    """``({features: {uid: UtilityScore}}, surrogate, curves)`` for the trust utilities in the config."""
+    wanted = [u for u in config.utilities if u in TRUST_IDS]
+    out: dict[tuple, dict] = {r.features: {} for r in results}
+    curves: dict[tuple, dict] = {r.features: {} for r in results}
+    kinds = {r.features[0]: r.kinds[0] for r in results if r.ndim == 1}
+    loss = config.loss
+    support = SupportModel(frame, kinds, random_state=random_state) if "ood_share" in wanted and kinds else None
+    for r in results:
+        t = r.target_index(None)
+        target = r.targets[t]
+        f = np.asarray(r.average[t], dtype=float)
+        w = r.density
+        if "ood_share" in wanted:
+            try:
+                share = support.share(r.features, r.grid)
+                out[r.features]["ood_share"] = UtilityScore(
+                    utility="ood_share", value=float(np.mean(share)), target=target,
+                    details={"ood": share, "edge": support.edge, "mostly_unrealistic": float(np.mean(share > 0.5))},
+                )
+            except Exception as exc:  # noqa: BLE001 - one PDP's failure is reported, not raised
+                out[r.features]["ood_share"] = not_applicable("ood_share", f"failed: {type(exc).__name__}: {exc}", target)
+        if r.ndim != 1:
+            for uid in ("stratpd", "ale_divergence"):
+                if uid in wanted:
+                    out[r.features][uid] = not_applicable(uid, "computed for 1D PDPs.", target)
+            continue
+        name = r.features[0]
+        if "stratpd" in wanted:
+            if y is None:
+                out[r.features]["stratpd"] = not_applicable("stratpd", "needs the observed target y.", target)
+            else:
+                try:
+                    yy = np.asarray(y)
+                    yv = ((yy == target) | (yy.astype(str) == str(target))).astype(float) if adapter.is_classifier \
+                        else yy.astype(float)
+                    curve = stratpd(frame.data, yv, name, categorical_features=[k for k, v in kinds.items()
+                                                                              if v == "categorical"] or None)
+                    curves[r.features]["stratpd"] = curve
+                    out[r.features]["stratpd"] = _centred_gap("stratpd", f, _on_grid(curve, r), w, loss, target,
+                                                              {"what": "StratPD (model-free)"})
+                except Exception as exc:  # noqa: BLE001
+                    out[r.features]["stratpd"] = not_applicable("stratpd", f"failed: {type(exc).__name__}: {exc}", target)
+        if "ale_divergence" in wanted:
+            if r.kinds[0] != "numeric":
+                out[r.features]["ale_divergence"] = not_applicable("ale_divergence", "ALE needs a numeric feature.", target)
+            else:
+                try:
+                    curve = ale(model, frame.data, name, bins=min(20, max(2, r.grid_shape[0])), response=config.response,
+                                target=target if adapter.targets and adapter.is_classifier else None)
+                    curves[r.features]["ale"] = curve
+                    out[r.features]["ale_divergence"] = _centred_gap("ale_divergence", f, _on_grid(curve, r), w, loss,
+                                                                     target, {"what": "ALE"})
+                except Exception as exc:  # noqa: BLE001
+                    out[r.features]["ale_divergence"] = not_applicable(
+                        "ale_divergence", f"failed: {type(exc).__name__}: {exc}", target)
+    surrogate = None
+    if "surrogate_importance" in config.criteria_2d and kinds:
+        preds = adapter(frame.data)[:, 0]
+        surrogate = fit_surrogate(preds, frame, kinds, random_state=random_state)
+    return out, surrogate, curves
