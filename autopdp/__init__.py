@@ -8,6 +8,8 @@ from .audit import Audit, audit
 from .selection import SelectedPDP
 from .gate import GateCheck, GatePolicy, GateResult, gate
 from .utilities import UtilityScore
+from .modelfree import ModelFreePD, stratpd
+from .ale import ale
 from . import datasets
 
 __all__ = [
@@ -24,5 +26,8 @@ __all__ = [
     "GateResult",
     "GateCheck",
     "UtilityScore",
+    "stratpd",
+    "ale",
+    "ModelFreePD",
     "datasets",
 ]

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..selection import PAIR_CRITERIA
+from ..utilities import TRUST_IDS
 from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
 from .findings import UTILITY_DEFINITIONS, finding_sentence, fmt, title_of
 
@@ -49,6 +50,23 @@ def _figure(svg: str, caption: str, alt: str) -> dict:
     return {"svg": svg, "caption": caption, "alt": alt}
 
 
+def _ood(audit, features):
+    s = audit.utility_scores.get(tuple(features), {}).get("ood_share")
+    return None if s is None or not s.available else s.details.get("ood")
+
+
+def _overlays(audit, r, uid):
+    """StratPD and ALE curves as extra overlays in the trust sections."""
+    extra = []
+    for other in ("stratpd", "ale_divergence"):
+        if other == uid:
+            continue
+        s = audit.utility_scores.get(r.features, {}).get(other)
+        if s is not None and s.available and s.comparison is not None and uid in ("stratpd", "ale_divergence"):
+            extra.append(("StratPD (model-free, centred)" if other == "stratpd" else "ALE (centred)", s.comparison))
+    return extra
+
+
 def _pd_figure(audit, features, uid=None):
     r = audit.pd(features)
     score = audit.utility_scores.get(r.features, {}).get(uid) if uid else None
@@ -56,9 +74,10 @@ def _pd_figure(audit, features, uid=None):
     g = score.comparison if score is not None and score.comparison is not None else None
     dist = audit.data_summary.get("distributions", {}).get(r.features[0]) if r.ndim == 1 else None
     name = _label(r.features)
+    ood = _ood(audit, r.features)
     if r.ndim == 1:
         svg = plot_pd_1d(r, target_index=t, comparison=g, comparison_label=_g_label(uid, score) if g is not None else None,
-                         distribution=dist)
+                         distribution=dist, ood=ood, extra_curves=_overlays(audit, r, uid))
         alt = f"Partial dependence of the model's prediction on {name}"
         if g is not None:
             alt += f", with the {_g_label(uid, score)} overlaid"
@@ -66,9 +85,30 @@ def _pd_figure(audit, features, uid=None):
     else:
         pts = audit.data_summary.get("points", {})
         points = (pts.get(r.features[0], []), pts.get(r.features[1], [])) if pts else None
-        svg = plot_pd_2d(r, target_index=t, points=points)
+        svg = plot_pd_2d(r, target_index=t, points=points, ood=ood)
         alt = f"Heatmap of the 2D partial dependence on {name} with data rows shown as dots."
     return svg, alt, t
+
+
+def trust_text(audit, features) -> str:
+    """The 'Can this PDP be trusted?' cell: OOD share, ALE and StratPD gaps, and a verdict."""
+    by = audit.utility_scores.get(tuple(features), {})
+    parts, caution = [], []
+    s = by.get("ood_share")
+    if s is not None and s.available:
+        parts.append(f"OOD {s.value:.0%}")
+        if s.value > 0.5:
+            caution.append("mostly unrealistic rows")
+    for uid, label in (("ale_divergence", "ALE gap"), ("stratpd", "StratPD gap")):
+        s = by.get(uid)
+        if s is not None and s.available:
+            rel = s.details.get("relative")
+            parts.append(f"{label} {fmt(s.value)}" + (f" ({rel:.0%})" if rel is not None else ""))
+            if rel is not None and rel > 0.5:
+                caution.append(f"{label} large")
+    if not parts:
+        return "n/a"
+    return " · ".join(parts) + (" — caution: " + ", ".join(caution) if caution else " — ok")
 
 
 def _score_rows(audit, uid):
@@ -80,6 +120,7 @@ def _score_rows(audit, uid):
             "rank": int(row["rank"]), "feature": _label(row["features"]), "value": fmt(s.value),
             "relative": "" if s.details.get("relative") is None else f"{s.details['relative']:.0%}",
             "target": "" if s.target is None else str(s.target),
+            "trust": trust_text(audit, tuple(row["features"])),
         })
     missing = []
     one = audit.scores[audit.scores["kind"] == "1d"]
@@ -93,6 +134,8 @@ def _score_rows(audit, uid):
 def _utility_sections(audit, top_k):
     sections = []
     for uid in [c for c in audit.scores.columns if c not in ("features", "kind", *PAIR_CRITERIA)]:
+        if not audit.scores.loc[audit.scores["kind"] == "1d", uid].notna().any() and uid in TRUST_IDS:
+            continue
         base = uid.split(":", 1)[0]
         rows, missing = _score_rows(audit, uid)
         plots = []
@@ -143,7 +186,25 @@ def _findings(audit):
             sentence = finding_sentence(sel.features, criterion, None, criteria=crit)
         else:
             sentence = finding_sentence(sel.features, criterion, audit.score(sel.features, criterion))
-        out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence})
+        out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence,
+                    "trust": trust_text(audit, sel.features)})
+    return out
+
+
+def _cautions(audit):
+    """PDPs computed mostly from unrealistic rows (OOD share > 50%), worst first."""
+    if "ood_share" not in audit.scores.columns:
+        return []
+    rows = audit.scores[audit.scores["ood_share"] > 0.5].sort_values("ood_share", ascending=False, kind="stable")
+    out = []
+    for _, row in rows.head(8).iterrows():
+        out.append(
+            f"{_label(row['features'])}: {row['ood_share']:.0%} of the rows this PD averages over fall outside the "
+            "data's support (other features' values never seen with these grid values); read it as extrapolation."
+        )
+    n_more = len(rows) - len(out)
+    if n_more > 0:
+        out.append(f"... and {n_more} more PDPs with most rows outside the data's support (see the ood_share ranking).")
     return out
 
 
@@ -217,6 +278,8 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "comparison": None,
         "cover": _cover(audit),
         "findings": _findings(audit),
+        "cautions": _cautions(audit),
+        "surrogate": audit.metadata.get("surrogate"),
         "counts": {
             "pd_1d": n1, "pd_2d": n2, "selected": len(audit.selection), "utilities": len(utilities),
             "rows_1d": f"{audit.metadata.get('data', {}).get('rows_used_1d', 0):,}",
@@ -255,6 +318,8 @@ def notebook_context(audit) -> dict:
         "model": audit.metadata.get("model", {}).get("name"),
         "counts": {"pd_1d": len(audit.results_1d), "pd_2d": len(audit.results_2d)},
         "findings": _findings(audit),
+        "cautions": _cautions(audit),
+        "surrogate": audit.metadata.get("surrogate"),
         "importance": [{"feature": str(k), "value": fmt(v)} for k, v in imp.items()],
     }
 

@@ -93,15 +93,36 @@ def _draw_distribution(ax, result, distribution):
     tw.set_ylim(0, top * 5)
 
 
+def _shade_ood(ax, x, ood, levels):
+    """Grey bands over grid regions where most augmented rows are unrealistic (OOD share > 50%)."""
+    if ood is None:
+        return
+    ood = np.asarray(ood, dtype=float)
+    if levels is not None:
+        for xi, o in zip(x, ood):
+            if o > 0.5:
+                ax.axvspan(xi - 0.4, xi + 0.4, color="#bbbbbb", alpha=0.35, linewidth=0, zorder=0)
+        return
+    mids = np.concatenate([[x[0]], (x[1:] + x[:-1]) / 2, [x[-1]]])
+    labelled = False
+    for i, o in enumerate(ood):
+        if o > 0.5:
+            ax.axvspan(mids[i], mids[i + 1], color="#bbbbbb", alpha=0.35, linewidth=0, zorder=0,
+                       label=None if labelled else "mostly unrealistic rows")
+            labelled = True
+
+
 def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None, extra_curves=(),
-               distribution=None, ice_curves=40, title=None, width=5.2, height=3.2) -> str:
-    """PD line, a sample of ICE curves, +-1 std band, the comparison curve g and the data distribution."""
+               distribution=None, ice_curves=40, title=None, ood=None, width=5.2, height=3.2) -> str:
+    """PD line, a sample of ICE curves, +-1 std band, the comparison curve g, the data distribution
+    and grey bands where most of the PD's augmented rows are unrealistic."""
     x, levels = _x_positions(result)
     f = np.asarray(result.average[target_index], dtype=float)
     std = np.asarray(result.std[target_index], dtype=float)
     with _figure(width, height) as fig:
         ax = fig.add_subplot(111)
         _draw_distribution(ax, result, distribution)
+        _shade_ood(ax, x, ood, levels)
         ax.set_zorder(3)
         ax.patch.set_visible(False)
         crisp = result.response == "crisp"
@@ -111,7 +132,7 @@ def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None
                 step = max(1, ice.shape[0] // ice_curves)
                 for curve in ice[::step][:ice_curves]:
                     ax.plot(x, curve, color=ICE_COLOR, alpha=0.18, linewidth=0.6)
-            if not crisp:
+            if not crisp and np.isfinite(std).all():
                 ax.fill_between(x, f - std, f + std, color=BAND_COLOR, alpha=0.35, linewidth=0, label="PD ± 1 std of ICE")
             if crisp:
                 for t in range(result.n_targets):
@@ -179,12 +200,22 @@ def _ticks(ax_set_ticks, ax_set_labels, result, axis):
         ax_set_labels([text(v) for v in np.asarray(grid, dtype=object)[::step]])
 
 
-def plot_pd_2d(result, *, target_index=0, points=None, title=None, width=5.2, height=4.0) -> str:
-    """Heatmap of a 2D PD with the data points overlaid (regions without data stay visible)."""
+def plot_pd_2d(result, *, target_index=0, points=None, title=None, ood=None, width=5.2, height=4.0) -> str:
+    """Heatmap of a 2D PD with the data points overlaid (regions without data stay visible) and
+    hatching over cells where most augmented rows are unrealistic."""
     f = np.asarray(result.average[target_index], dtype=float)
     with _figure(width, height) as fig:
         ax = fig.add_subplot(111)
         im = ax.imshow(f.T, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest")
+        if ood is not None:
+            from matplotlib.patches import Rectangle
+
+            first = True
+            for (i, j), o in np.ndenumerate(np.asarray(ood, dtype=float)):
+                if o > 0.5:
+                    ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, fill=False, hatch="///", edgecolor="#ffffff",
+                                           linewidth=0, alpha=0.6, label="mostly unrealistic rows" if first else None))
+                    first = False
         cb = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
         cb.set_label(_ylabel(result, target_index))
         if points is not None and len(points[0]):

@@ -12,6 +12,10 @@ UTILITY_TITLES = {
     "incidence": "Furthest from the data's incidence",
     "slope": "Steepest",
     "ice_variance": "Most heterogeneous (ICE variance)",
+    "stratpd": "Furthest from the data's own partial dependence (StratPD)",
+    "ale_divergence": "Furthest from accumulated local effects (ALE)",
+    "ood_share": "Most computed from unrealistic rows",
+    "surrogate_importance": "Pairs important to the additive surrogate",
     "correlation": "Most correlated pairs",
     "importance": "Pairs of important features",
     "interaction": "Strongest interactions",
@@ -38,6 +42,19 @@ UTILITY_DEFINITIONS = {
     "slope": (
         "The steepest change of the PD between neighbouring grid values, per full range of the feature "
         "(paper eq. 11)."
+    ),
+    "stratpd": (
+        "The gap between the centred PD and StratPD, the partial dependence estimated from the data alone by "
+        "stratifying on the other features (Parr and Wilson); large values mean the model's story differs from the "
+        "data's once the other features are held alike."
+    ),
+    "ale_divergence": (
+        "The gap between the centred PD and the centred accumulated local effects (Apley and Zhu), which move the "
+        "model only within the data's neighbourhood; large values mean the PD rests on extrapolation."
+    ),
+    "ood_share": (
+        "The share of the rows a PD averages over (each data row moved to a grid value) that fall outside the data's "
+        "support by k-nearest-neighbour distance; shaded in grey on the plots where above 50%."
     ),
     "ice_variance": (
         "The root-mean variance of the individual (ICE) curves around the PD (square root of paper eq. 12); high "
@@ -76,7 +93,7 @@ def title_of(uid: str) -> str:
 def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None = None) -> str:
     """One sentence describing why a PDP was selected under criterion ``uid``."""
     name = " × ".join(features)
-    if len(features) == 2 and uid in ("correlation", "importance", "interaction", "intersection"):
+    if len(features) == 2 and uid in ("correlation", "importance", "interaction", "intersection", "surrogate_importance"):
         c = criteria or {}
         if uid == "correlation":
             return (
@@ -91,6 +108,9 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
                 f"{fmt(c.get('interaction'))}); a 1D PD of either alone hides this."
             )
         return f"{name}: ranks high under several criteria at once (mean percentile {fmt(c.get('intersection'), 2)})."
+    if len(features) == 2 and uid == "surrogate_importance":
+        return (f"{name}: both features matter to an additive surrogate of the model (pair importance "
+                f"{fmt((criteria or {}).get('surrogate_importance'))}).")
     if score is None or not score.available:
         return f"{name}: {uid} could not be scored ({score.reason if score else 'no score'})."
     d = score.details or {}
@@ -123,6 +143,11 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
         between = d.get("between")
         where = f" between {fmt(between[0])} and {fmt(between[1])}" if between else ""
         return f"{name}: the steepest change of the average prediction is{where}: {v} per full feature range."
+    if uid == "ood_share":
+        return f"{name}: {score.value:.0%} of the rows behind this PD are unlike any real row; read it as extrapolation."
+    if uid in ("stratpd", "ale_divergence"):
+        what = "the data's own partial dependence (StratPD)" if uid == "stratpd" else "its accumulated local effects (ALE)"
+        return f"{name}: the centred PD departs from {what} by {v}{rel}."
     if uid == "ice_variance":
         return (
             f"{name}: individual curves spread by {v} around the average, so the PD hides different effects for "
