@@ -113,3 +113,12 @@ def relative_to_range(value: float, f: np.ndarray) -> float | None:
     if span <= 0 or not np.isfinite(value):
         return None
     return float(value / span)
+
+
+def gap_score(utility: str, f: np.ndarray, g: np.ndarray, weights: np.ndarray, loss: str, target, **details) -> UtilityScore:
+    """The standard utility between PD ``f`` and comparison ``g`` as a score (n/a without data)."""
+    value = standard_utility(f, g, weights, loss)
+    if not np.isfinite(value):
+        return not_applicable(utility, "no data near any grid point.", target)
+    return UtilityScore(utility=utility, value=value, target=target, comparison=g,
+                        details={"relative": relative_to_range(value, f), **details})

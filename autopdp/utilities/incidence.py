@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import UtilityScore, not_applicable, relative_to_range, standard_utility
+from .base import UtilityScore, gap_score, not_applicable
 
 __all__ = ["incidence_curve", "score_incidence"]
 
@@ -65,10 +65,4 @@ def score_incidence(result, *, target_index: int, weights: np.ndarray, cells: np
             return not_applicable(UTILITY, "the target y is not numeric, so it has no mean to compare with.", target)
     g = incidence_curve(cells, y_values, result.grid_shape)
     f = np.asarray(result.average[target_index], dtype=float)
-    value = standard_utility(f, g, weights, loss)
-    if not np.isfinite(value):
-        return not_applicable(UTILITY, "no data near any grid point.", target)
-    return UtilityScore(
-        utility=UTILITY, value=value, target=target, comparison=g,
-        details={"relative": relative_to_range(value, f), "what": "share of class" if is_classifier else "mean target"},
-    )
+    return gap_score(UTILITY, f, g, weights, loss, target, what="share of class" if is_classifier else "mean target")

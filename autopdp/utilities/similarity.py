@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import UtilityScore, not_applicable, relative_to_range, standard_utility
+from .base import UtilityScore, gap_score, not_applicable
 
 __all__ = ["score_similarity", "similarity_id"]
 
@@ -33,10 +33,4 @@ def score_similarity(result, other, *, name: str, target_index: int, weights: np
         return not_applicable(utility, f"the comparison model {name!r} was evaluated on another grid.", target)
     f = np.asarray(result.average[target_index], dtype=float)
     g = np.asarray(other.average[t_other], dtype=float)
-    value = standard_utility(f, g, weights, loss)
-    if not np.isfinite(value):
-        return not_applicable(utility, "no data near any grid point.", target)
-    return UtilityScore(
-        utility=utility, value=value, target=target, comparison=g,
-        details={"relative": relative_to_range(value, f), "model": name},
-    )
+    return gap_score(utility, f, g, weights, loss, target, model=name)
