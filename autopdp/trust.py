@@ -56,6 +56,40 @@ def _on_grid(curve, result):
     return np.array([lookup.get(str(v), np.nan) for v in result.grid[0]], dtype=float)
 
 
+def _interaction_part(f, w):
+    """The PD surface minus its density-weighted row and column effects: what ALE's 2D curve shows."""
+    wa, wb = w.sum(axis=1), w.sum(axis=0)
+    total = w.sum()
+    if total <= 0:
+        return np.full(f.shape, np.nan)
+    rows = np.where(wa > 0, (w * f).sum(axis=1) / np.where(wa > 0, wa, 1), 0.0)
+    cols = np.where(wb > 0, (w * f).sum(axis=0) / np.where(wb > 0, wb, 1), 0.0)
+    return f - rows[:, None] - cols[None, :] + (w * f).sum() / total
+
+
+def _ale_2d_gap(model, adapter, frame, r, t, config, target):
+    """2D: the PD's interaction part against the 2D ALE (pure interaction), both centred."""
+    from scipy.interpolate import RegularGridInterpolator
+
+    from .ale import ale_2d
+
+    if r.kinds != ("numeric", "numeric"):
+        return not_applicable("ale_divergence", "2D ALE needs two numeric features.", target)
+    try:
+        curve = ale_2d(model, frame.data, r.features, bins=max(2, min(10, *r.grid_shape)), response=config.response,
+                       target=target if adapter.is_classifier else None)
+        ea, eb = curve.x
+        interp = RegularGridInterpolator((ea, eb), curve.pd, bounds_error=False, fill_value=np.nan)
+        ga, gb = (np.asarray(g, dtype=float) for g in r.grid)
+        pts = np.stack(np.meshgrid(ga, gb, indexing="ij"), axis=-1)
+        g = interp(pts)
+        w = r.density
+        f = _interaction_part(np.asarray(r.average[t], dtype=float), w)
+        return _centred_gap("ale_divergence", f, g, w, config.loss, target, {"what": "2D ALE (interaction)"})
+    except Exception as exc:  # noqa: BLE001
+        return not_applicable("ale_divergence", f"failed: {type(exc).__name__}: {exc}", target)
+
+
 def trust_scores(model, adapter, frame, y, results, config, *, random_state: int = 0):
     """``({features: {uid: UtilityScore}}, surrogate, curves)`` for the trust utilities in the config."""
     wanted = [u for u in config.utilities if u in TRUST_IDS]
@@ -79,9 +113,10 @@ def trust_scores(model, adapter, frame, y, results, config, *, random_state: int
             except Exception as exc:  # noqa: BLE001 - one PDP's failure is reported, not raised
                 out[r.features]["ood_share"] = not_applicable("ood_share", f"failed: {type(exc).__name__}: {exc}", target)
         if r.ndim != 1:
-            for uid in ("stratpd", "ale_divergence"):
-                if uid in wanted:
-                    out[r.features][uid] = not_applicable(uid, "computed for 1D PDPs.", target)
+            if "stratpd" in wanted:
+                out[r.features]["stratpd"] = not_applicable("stratpd", "computed for 1D PDPs.", target)
+            if "ale_divergence" in wanted:
+                out[r.features]["ale_divergence"] = _ale_2d_gap(model, adapter, frame, r, t, config, target)
             continue
         name = r.features[0]
         if "stratpd" in wanted:

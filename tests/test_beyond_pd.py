@@ -131,3 +131,21 @@ def test_surrogate_importance_orders_an_additive_model_like_its_coefficients():
               config=AuditConfig(grid_resolution=6, grid_resolution_2d=3))
     assert a.ranking("surrogate_importance")["features"].iloc[0] == ("b", "c")
     assert {"stratpd", "ale_divergence", "ood_share", "surrogate_importance"} <= set(a.scores.columns)
+
+
+def test_ale_divergence_on_2d_surfaces():
+    rng = np.random.default_rng(8)
+    n = 3000
+    a_ = rng.uniform(0, 1, n)
+    X = pd.DataFrame({"a": a_, "b": a_ + rng.normal(0, 0.03, n), "c": rng.uniform(0, 1, n), "d": rng.uniform(0, 1, n)})
+
+    def model(d):
+        a, b, c, e = (d[k].to_numpy() for k in "abcd")
+        return a * b * 0 + 8 * np.maximum(b - a, 0) * np.maximum(a - b + 1, 0) * (b > a + 0.2) + c * e
+
+    res = audit(model, X, config=AuditConfig(grid_resolution=8, grid_resolution_2d=6))
+    independent = res.score(("c", "d"), "ale_divergence")
+    correlated = res.score(("a", "b"), "ale_divergence")
+    assert independent.available and correlated.available
+    assert independent.details["relative"] < 0.1  # c*d: PD and ALE see the same product (up to binning)
+    assert correlated.value > 4 * independent.value  # the PD's corner comes from rows the data never has
