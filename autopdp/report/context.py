@@ -19,6 +19,8 @@ COMPARISON_LABELS = {
     "monotonicity": "best monotone fit (isotonic)",
     "lipschitz": "best slope-bounded fit (Lipschitz)",
     "incidence": "observed incidence in the data",
+    "stratpd": "StratPD (model-free, centred)",
+    "ale_divergence": "ALE (centred)",
 }
 
 
