@@ -54,7 +54,9 @@ def main():
     n1, n2 = len(a.results_1d), len(a.results_2d)
     print(f"{n1} 1D + {n2} 2D PDPs ({a.results_2d[0].grid_shape} grids)")
     print(f"PD time: 1D {t['pd_1d']:.1f} s, 2D {t['pd_2d']:.1f} s (on {a.metadata['data']['rows_used_2d']} rows)")
-    print(f"Scoring all {n1 + n2} PDPs with {', '.join(cfg.utilities)}: {t['scoring']:.2f} s (target < 3 s)")
+    core = [u for u in cfg.utilities if u not in ("stratpd", "ale_divergence", "ood_share")]
+    print(f"Scoring all {n1 + n2} PDPs with {', '.join(core)}: {t['scoring']:.2f} s (target < 3 s)")
+    print(f"  trust stage (stratpd, ale_divergence, ood_share, surrogate importance): {t['trust']:.2f} s")
     solved = sum(1 for s in a.utility_scores.values() if s["lipschitz"].details.get("solved_by") not in (None, "feasible"))
     print(f"  Lipschitz fits that needed a solve: {solved} of {n1 + n2}")
     lipschitz_costs()
