@@ -21,7 +21,7 @@ from .engine import _as_column
 from .modelfree import ModelFreePD
 from .response import make_adapter
 
-__all__ = ["ale", "ale_2d", "ALE2D"]
+__all__ = ["ale", "ale_2d"]
 
 
 def _edges(values: np.ndarray, bins: int) -> np.ndarray:
@@ -80,12 +80,12 @@ def ale(model, X, feature, *, bins: int = 20, response="auto", target=None) -> M
     return ModelFreePD(name, "numeric", edges, acc, counts.astype(int), "ale")
 
 
-class ALE2D(ModelFreePD):
-    """2D ALE: ``x`` is a pair of edge arrays, ``pd`` has shape (len(x0), len(x1))."""
-
-
 def ale_2d(model, X, features, *, bins: int = 10, response="auto", target=None) -> ModelFreePD:
-    """Second-order (pure interaction) ALE of a numeric pair, centred."""
+    """Second-order (pure interaction) ALE of a numeric pair, centred.
+
+    Returns a :class:`ModelFreePD` whose ``x`` holds the two edge arrays and
+    whose ``pd`` has shape ``(len(x[0]), len(x[1]))``; ``counts`` are rows per cell.
+    """
     frame = as_frame(X)
     pa, pb = (frame.position_of(f) for f in features)
     va, vb = (np.asarray(frame.column(p), dtype=float) for p in (pa, pb))

@@ -22,7 +22,7 @@ Responses
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -232,5 +232,3 @@ def _finish(adapter: ResponseAdapter, target, probe) -> ResponseAdapter:
         cols = np.asarray(cols) if out.ndim == 2 else None
     return ResponseAdapter(model=adapter.model, response=adapter.response, targets=targets, columns=cols)
 
-
-CallableModel = Callable[[Any], Any]
