@@ -11,12 +11,17 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-def shared_csv(relpath: str, **kwargs) -> pd.DataFrame:
+def _shared_csv(relpath: str, **kwargs) -> pd.DataFrame:
     """Read a dataset from ../shared/data, skipping the test when it is absent."""
     path = SHARED_DATA / relpath
     if not path.exists():
         pytest.skip(f"{path} is not present (the shared/ folder beside the repository holds the test datasets)")
     return pd.read_csv(path, **kwargs)
+
+
+@pytest.fixture
+def shared_csv():
+    return _shared_csv
 
 
 @pytest.fixture
