@@ -315,13 +315,13 @@ def _sample_rows(n: int, k: int | None, rng) -> np.ndarray | None:
     return np.sort(rng.choice(n, size=k, replace=False))
 
 
-def _prediction_std(adapter, frame: Frame, max_batch_rows: int = 200_000) -> np.ndarray:
+def _predictions(adapter, frame: Frame, max_batch_rows: int = 200_000) -> np.ndarray:
+    """The model's response on every data row, (n_rows, n_targets), predicted once per audit."""
     parts = []
     for r0 in range(0, frame.n_rows, max_batch_rows):
         rows = np.arange(r0, min(frame.n_rows, r0 + max_batch_rows))
         parts.append(adapter(frame.take_rows(rows).data))
-    preds = np.vstack(parts)
-    return preds.std(axis=0)
+    return np.vstack(parts)
 
 
 def summarise_data(frame: Frame, results_1d, rng, n_points: int = 400, bins: int = 30) -> dict:
@@ -562,9 +562,10 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
 
     # ---- scores
     t0 = time.perf_counter()
+    predictions = _predictions(adapter, frame)
     inputs = ScoringInputs(
         frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
-        prediction_std=_prediction_std(adapter, frame), config=config,
+        prediction_std=predictions.std(axis=0), config=config,
         comparisons={k: {r.features: r for r in v} for k, v in comparisons.items()},
     )
     results = list(res1) + list(res2)
@@ -574,7 +575,8 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     criteria = pair_criteria(inputs, res2, importance, interaction)
     timings["scoring"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, random_state=random_state)
+    trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, predictions=predictions,
+                                       random_state=random_state)
     for key, by_id in trust.items():
         utility_scores[key].update(by_id)
     if surrogate is not None:

@@ -90,8 +90,11 @@ def _ale_2d_gap(model, adapter, frame, r, t, config, target):
         return not_applicable("ale_divergence", f"failed: {type(exc).__name__}: {exc}", target)
 
 
-def trust_scores(model, adapter, frame, y, results, config, *, random_state: int = 0):
-    """``({features: {uid: UtilityScore}}, surrogate, curves)`` for the trust utilities in the config."""
+def trust_scores(model, adapter, frame, y, results, config, *, predictions=None, random_state: int = 0):
+    """``({features: {uid: UtilityScore}}, surrogate, curves)`` for the trust utilities in the config.
+
+    ``predictions``: the model's response on ``frame`` (n_rows, n_targets) when the caller has it.
+    """
     wanted = [u for u in config.utilities if u in TRUST_IDS]
     out: dict[tuple, dict] = {r.features: {} for r in results}
     curves: dict[tuple, dict] = {r.features: {} for r in results}
@@ -149,6 +152,6 @@ def trust_scores(model, adapter, frame, y, results, config, *, random_state: int
                         "ale_divergence", f"failed: {type(exc).__name__}: {exc}", target)
     surrogate = None
     if "surrogate_importance" in config.criteria_2d and kinds:
-        preds = adapter(frame.data)[:, 0]
-        surrogate = fit_surrogate(preds, frame, kinds, random_state=random_state)
+        preds = adapter(frame.data) if predictions is None else predictions
+        surrogate = fit_surrogate(preds[:, 0], frame, kinds, random_state=random_state)
     return out, surrogate, curves
