@@ -8,6 +8,22 @@ import pytest
 os.environ.setdefault("AUTOPDP_NO_PROGRESS", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_report_header(config):
+    import autopdp
+
+    where = Path(autopdp.__file__).resolve().parent
+    if os.environ.get("AUTOPDP_TEST_INSTALLED") == "1" and where.is_relative_to(ROOT):
+        # `make test` promises the installed package; the source tree must not stand in for it
+        raise pytest.UsageError(
+            f"AUTOPDP_TEST_INSTALLED=1 but autopdp was imported from the source tree ({where}); "
+            "run the tests with the venv's `pytest` entry point (make test), not `python -m pytest`."
+        )
+    return f"autopdp {autopdp.__version__} imported from {where}"
+
+
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 

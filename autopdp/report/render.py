@@ -23,7 +23,7 @@ def environment():
 
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-    # the top-level templates/ folder ships inside the wheel as the package autopdp.templates
+    # the templates are package data of autopdp.templates (inside the wheel too)
     folder = resources.files("autopdp.templates")
     env = Environment(
         loader=FileSystemLoader(str(folder)),

@@ -1,0 +1,82 @@
+"""The wheel users install: every subpackage and template inside, and working in a brand-new
+virtual environment where no editable install or source tree can stand in for a missing file."""
+
+import os
+import site
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _source_packages() -> set[str]:
+    """Dotted names of every package under autopdp/ in the source tree (folders with __init__.py)."""
+    return {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "autopdp").rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return next(out.glob("autopdp-*.whl"))
+
+
+def test_wheel_holds_every_subpackage_and_template(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    packages = _source_packages()
+    assert {"autopdp", "autopdp.utilities", "autopdp.report", "autopdp.templates"} <= packages
+    missing = sorted(p for p in packages if p.replace(".", "/") + "/__init__.py" not in names)
+    assert missing == [], f"subpackages left out of the wheel: {missing}"
+    for data in ("autopdp/templates/report.html.j2", "autopdp/templates/report.css",
+                 "autopdp/templates/notebook.html.j2", "autopdp/datasets/data/german_credit.csv"):
+        assert data in names, data
+
+
+def test_wheel_runs_in_a_fresh_virtual_environment(wheel, tmp_path):
+    """A new venv gets the wheel (no editable install anywhere on its path); the dependencies come
+    from this environment's site-packages as plain path entries, so no .pth hook of an editable
+    install can run there. The audit, the HTML report and the console script must work."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+    py = venv / "bin" / "python"
+    proc = subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    # lines of a .pth file become sys.path entries; .pth files inside them are not processed
+    (Path(purelib) / "_autopdp_test_deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    script = (
+        "import importlib, pkgutil, pathlib, sys\n"
+        "import autopdp\n"
+        "assert pathlib.Path(autopdp.__file__).is_relative_to(sys.argv[1]), autopdp.__file__\n"
+        "for m in pkgutil.walk_packages(autopdp.__path__, 'autopdp.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "X, y = autopdp.datasets.load_german_credit()\n"
+        "a = autopdp.audit(lambda d: d['age'].to_numpy() / 100.0, X.iloc[:100], y.iloc[:100],\n"
+        "    config=autopdp.AuditConfig(features=('age', 'duration_months'), grid_resolution=5, grid_resolution_2d=3))\n"
+        "html = a.to_html()\n"
+        "assert 'Executive summary' in html\n"
+        "print('rendered', len(html))\n"
+    )
+    proc = subprocess.run([str(py), "-c", script, purelib], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "rendered" in proc.stdout
+    proc = subprocess.run([str(venv / "bin" / "autopdp"), "--help"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "demo" in proc.stdout and "report" in proc.stdout
