@@ -22,7 +22,7 @@ from ._io import atomic_write_text
 from ._version import __version__
 from .config import AuditConfig
 from .data import Frame, as_frame
-from .grids import resolve_categorical
+from .grids import bin_edges, is_effectively_constant, resolve_categorical
 from .partial_dependence import _reject_infinite, feature_grids, partial_dependence
 from .fastpath import plan_tree_path
 from .response import make_adapter
@@ -335,10 +335,7 @@ def summarise_data(frame: Frame, results_1d, rng, n_points: int = 400, bins: int
         if r.kinds[0] == "numeric":
             v = np.asarray(values, dtype=float)
             g = np.asarray(r.grid[0], dtype=float)
-            lo, hi = float(g.min()), float(g.max())
-            if hi <= lo:
-                lo, hi = lo - 0.5, hi + 0.5
-            counts, edges = np.histogram(v[np.isfinite(v)], bins=bins, range=(lo, hi))
+            counts, edges = np.histogram(v[np.isfinite(v)], bins=bin_edges(float(g.min()), float(g.max()), bins))
             distributions[name] = {"kind": "numeric", "edges": edges, "counts": counts}
             points[name] = [None if not np.isfinite(x) else float(x) for x in v[rows]]
         else:
@@ -467,15 +464,20 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     for f in list(config.expected_monotonic) + list(config.lipschitz):
         frame.position_of(f)  # unknown feature names in the config are errors
     features = []
+    kinds = resolve_categorical(frame, config.categorical_features, config.integer_as_categorical)
     for name in names:
-        col = pd.Series(frame.column(frame.names.index(name)), dtype=object)
+        position = frame.names.index(name)
+        col = pd.Series(frame.column(position), dtype=object)
         if col.nunique(dropna=True) <= 1:
             notes.append(f"Feature {name!r} is constant in the data and was skipped.")
+        elif not kinds[position] and is_effectively_constant(frame.column(position)):
+            notes.append(f"Feature {name!r} is effectively constant in the data (its values span too small a range "
+                         "to resolve in floating point) and was skipped.")
         else:
             features.append(name)
     if not features:
         raise ValueError("every feature is constant in the data: there is nothing to audit.")
-    _reject_infinite(frame, resolve_categorical(frame, config.categorical_features, config.integer_as_categorical))
+    _reject_infinite(frame, kinds)
     adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
     for name, other in compare.items():
         _check_comparison(name, other, model, frame)

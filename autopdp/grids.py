@@ -103,6 +103,33 @@ def _reject_numbers_stored_as_text(frame: Frame, position: int) -> None:
         )
 
 
+def bin_edges(lo: float, hi: float, bins: int) -> np.ndarray:
+    """``bins`` equal-width edges from ``lo`` to ``hi``, fewer when floating point cannot separate them.
+
+    A range such as ``[0, 5e-324]`` has no room for 30 distinct edges; the representable ones are
+    kept (at least two), so a histogram over it never fails.
+    """
+    if not hi > lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    edges = np.unique(np.linspace(lo, hi, bins + 1))
+    return edges if edges.size >= 2 else np.array([lo, hi])
+
+
+def is_effectively_constant(values: np.ndarray, bins: int = 30) -> bool:
+    """Whether a numeric column's finite values span a range floating point cannot resolve.
+
+    A column with a single distinct value is constant; so is one whose range is too small to
+    divide into ``bins`` distinct steps (e.g. ``[0, 5e-324]``): no grid or histogram can show a
+    change of the model's response along it.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return True
+    lo, hi = float(v.min()), float(v.max())
+    return not hi > lo or np.unique(np.linspace(lo, hi, bins + 1)).size < bins + 1
+
+
 def _is_integer_column(frame: Frame, position: int) -> bool:
     dtype = frame.dtype(position)
     return pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)

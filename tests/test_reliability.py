@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from sklearn.linear_model import LinearRegression, LogisticRegression
@@ -178,6 +178,8 @@ finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# a feature whose range (5e-324) cannot be split into histogram bins: effectively constant, skipped
+@example(data=np.array([[5e-324, 1.0, 2.0], [0.0, 3.0, 1.0], [0.0, 2.0, 5.0]]), coef=np.ones(3), res=3)
 @given(
     data=hnp.arrays(np.float64, st.tuples(st.integers(3, 40), st.just(3)), elements=finite),
     coef=hnp.arrays(np.float64, 3, elements=st.floats(-5, 5)),
@@ -225,3 +227,14 @@ def test_property_lipschitz_fit_respects_bound(f, bound):
     g, _ = lipschitz_fit(f, [x], [bound])
     assert np.all(np.abs(np.diff(g)) <= bound * (1 + 1e-6) + 1e-6)
     assert np.sum((g - f) ** 2) <= np.sum((np.full_like(f, f.mean()) - f) ** 2) + 1e-6  # no worse than a flat line
+
+
+def test_feature_with_unresolvable_range_is_skipped_as_effectively_constant():
+    X = pd.DataFrame({"p": [5e-324, 0.0, 0.0, 0.0], "q": [1.0, 3.0, 2.0, 4.0], "r": [2.0, 1.0, 5.0, 3.0]})
+    a = audit(lambda d: d["q"].to_numpy() + d["r"].to_numpy(), X,
+              config=AuditConfig(grid_resolution=3, grid_resolution_2d=3, subsample=None))
+    assert [n for n in a.notes if "'p'" in n] == [
+        "Feature 'p' is effectively constant in the data (its values span too small a range to resolve in "
+        "floating point) and was skipped."]
+    assert ("p",) not in [tuple(f) for f in a.scores["features"]]
+    assert ("q",) in [tuple(f) for f in a.scores["features"]]
