@@ -528,7 +528,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         res2 = partial_dependence(
             model, frame_2d.data, pairs, grid_resolution=config.grid_resolution_2d, kind="average",
             categorical_features=categorical, custom_values=custom_2d, n_jobs=n_jobs, random_state=random_state,
-            **common,
+            std=True, **common,
         )
         if fast_2d:
             notes.append(

@@ -128,14 +128,8 @@ class TreePlan:
         if self._engine is None or self._engine[0] is not w:
             self._engine = (w, TreePD(self.ensemble, self.Z, w), self._offset())
         _, engine, offset = self._engine
-        out = []
-        for positions, grids in requests:
-            if len(positions) == 1:
-                pdv = engine.pd_1d(positions[0], grids[0])
-            else:
-                pdv = engine.pd_2d(positions[0], grids[0], positions[1], grids[1])
-            out.append(pdv + offset.reshape((-1,) + (1,) * len(positions)))
-        return out
+        return [pdv + offset.reshape((-1,) + (1,) * len(positions))
+                for (positions, _), pdv in zip(requests, engine.many(requests))]
 
     def _offset(self) -> np.ndarray:
         offset = self.ensemble.offset

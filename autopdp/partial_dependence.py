@@ -132,7 +132,7 @@ class _Setup:
     def __init__(
         self, model, X, *, response, target, grid_resolution, percentiles, custom_values,
         categorical_features, sample_weight, kind, grid_method, integer_as_categorical, max_batch_mb,
-        subsample, random_state, centered, max_levels=None, method="auto", std_rows=128,
+        subsample, random_state, centered, max_levels=None, method="auto", std_rows=128, std=None,
     ):
         self.percentiles = _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb)
         self.frame = as_frame(X)
@@ -147,6 +147,10 @@ class _Setup:
         probe = self.frame.take_rows(np.arange(min(5, self.frame.n_rows))).data
         self.adapter = make_adapter(model, response, target, probe=probe)
         self.keep_individual = kind in ("individual", "both")
+        if std is not None and not isinstance(std, bool):
+            raise ValueError(f"std must be True, False or None, got {std!r}.")
+        # kind="average" asks for averages only: no ICE spread is computed unless std=True
+        self.want_std = (kind != "average") if std is None else bool(std)
         self.ice_rows = _ice_rows(subsample, self.frame.n_rows, random_state)
         self.centered = bool(centered)
         self.max_batch_bytes = float(max_batch_mb) * 1e6
@@ -250,6 +254,8 @@ def _brute(setup: _Setup, spec_sets, keeps, only=None):
 
 def _sampled_spread(setup: _Setup, spec_sets, keeps):
     """std (and ICE when kept) of fast-path PDs from brute force on a row sample."""
+    if not setup.want_std and not any(keeps):
+        return [None] * len(spec_sets)  # averages only were asked for
     if any(keeps) and setup.ice_rows is None:
         rows = np.arange(setup.frame.n_rows)  # every row's ICE curve was asked for
     else:
@@ -271,7 +277,9 @@ def _tree_result(setup: _Setup, specs, average, spread) -> PDResult:
     total = float(w.sum())
     if spread is None:
         std = np.full(average.shape, np.nan)
-        individual, ice_rows, note = None, None, "std and stderr not computed (std_rows=0)."
+        individual, ice_rows = None, None
+        note = ("std and stderr not computed (std_rows=0)." if setup.want_std
+                else "std and stderr not computed (kind='average'; pass std=True for them).")
     else:
         sample, rows = spread
         std = np.asarray(sample.std)
@@ -325,6 +333,11 @@ def _groups(setup: _Setup, jobs, n_workers: int):
     With several workers the groups are kept small enough that every worker
     gets a share of the work.
     """
+    if setup.tree_plan() is not None and not setup.centered:
+        # the tree path answers many feature sets in one compiled call: a few large groups
+        per = max(1, -(-len(jobs) // (4 * n_workers))) if n_workers > 1 else len(jobs)
+        per = min(per, 256)
+        return [jobs[i:i + per] for i in range(0, len(jobs), per)]
     sizes = [augmented_rows(setup.frame, [setup.spec(p) for p in pos]) for pos, _ in jobs]
     target = rows_per_batch(setup.frame, len(setup.adapter.targets), setup.max_batch_bytes)
     if n_workers > 1:
@@ -413,6 +426,7 @@ def partial_dependence(
     method="auto",
     std_rows=128,
     scheduler=None,
+    std=None,
 ) -> list[PDResult]:
     """Partial dependence and ICE of a fitted model for 1D and 2D feature sets.
 
@@ -478,6 +492,10 @@ def partial_dependence(
     scheduler : str or distributed.Client, optional
         Run the feature sets on a Dask cluster (``"tcp://host:8786"``); the
         data and model are scattered to the workers once.
+    std : bool, optional
+        Compute the ICE spread (``std``, ``stderr``).  Default: yes unless
+        ``kind="average"``, which computes the averages only (``std`` is NaN
+        where it would cost extra work; brute force gets it for free).
 
     Returns
     -------
@@ -490,7 +508,7 @@ def partial_dependence(
         sample_weight=sample_weight, kind=kind, grid_method=grid_method,
         integer_as_categorical=integer_as_categorical, max_batch_mb=max_batch_mb,
         subsample=subsample, random_state=random_state, centered=centered, max_levels=max_levels,
-        method=method, std_rows=std_rows,
+        method=method, std_rows=std_rows, std=std,
     )
     sets = _normalise_features(setup.frame, features)
     jobs = [(pos, setup.keep_individual) for pos in sets]

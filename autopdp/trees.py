@@ -340,6 +340,69 @@ def leaf_counts(ens: TreeEnsemble, Z: np.ndarray, w: np.ndarray):
     return c0, c1, c2
 
 
+def _sets_kernel():
+    from numba import njit, prange
+
+    @njit(cache=True)
+    def _interval(grid, n, lo, hi):  # pragma: no cover - compiled
+        """Grid indices [a0, a1) of the sorted grid inside (lo, hi]."""
+        a0 = np.searchsorted(grid[:n], lo, side="right")
+        a1 = np.searchsorted(grid[:n], hi, side="right")
+        return a0, a1
+
+    @njit(parallel=True, cache=True)
+    def pd_sets(sets, slot, lo, hi, c0, c1, c2, value, grids, gn, out):  # pragma: no cover - compiled
+        n_leaves, T = value.shape
+        for s in prange(sets.shape[0]):
+            j = sets[s, 0]
+            k = sets[s, 1]
+            gj = gn[j]
+            gk = gn[k] if k >= 0 else 1
+            diff = np.zeros((T, gj + 1, gk + 1))
+            fixed = np.zeros(T)
+            for leaf in range(n_leaves):
+                sj = slot[leaf, j]
+                sk = slot[leaf, k] if k >= 0 else -1
+                if sj < 0 and sk < 0:
+                    for t in range(T):
+                        fixed[t] += value[leaf, t] * c0[leaf]
+                    continue
+                wgt = c0[leaf]
+                a0, a1, b0, b1 = 0, gj, 0, gk
+                if sj >= 0:
+                    wgt += c1[leaf, sj]
+                    a0, a1 = _interval(grids[j], gj, lo[leaf, sj], hi[leaf, sj])
+                if sk >= 0:
+                    wgt += c1[leaf, sk]
+                    b0, b1 = _interval(grids[k], gk, lo[leaf, sk], hi[leaf, sk])
+                if sj >= 0 and sk >= 0:
+                    wgt += c2[leaf, min(sj, sk), max(sj, sk)]
+                if wgt == 0.0 or a0 >= a1 or b0 >= b1:
+                    continue
+                for t in range(T):
+                    v = value[leaf, t] * wgt
+                    diff[t, a0, b0] += v
+                    diff[t, a1, b0] -= v
+                    diff[t, a0, b1] -= v
+                    diff[t, a1, b1] += v
+            for t in range(T):
+                for a in range(gj):
+                    run = 0.0
+                    for b in range(gk):
+                        run += diff[t, a, b]
+                        diff[t, a, b] = run
+                for b in range(gk):
+                    run = 0.0
+                    for a in range(gj):
+                        run += diff[t, a, b]
+                        out[s, t, a, b] = run + fixed[t]
+
+    return pd_sets
+
+
+_SETS = None
+
+
 class TreePD:
     """Leaf counts of one ensemble on one background, answering PDs of any 1 or 2 features."""
 
@@ -347,63 +410,60 @@ class TreePD:
         self.ens = ens
         self.total_w = float(np.sum(w))
         self.c0, self.c1, self.c2 = leaf_counts(ens, Z, w)
-        self.base = (ens.value * self.c0[:, None]).sum(axis=0)  # every leaf, no violation
         self.float32 = ens.float32
-        # where each feature sits on each leaf's path
-        self.pos = {}
-        for f in range(ens.n_features):
-            leaves, slots = np.nonzero(ens.feat == f)
-            self.pos[f] = (leaves, slots)
+        # slot[L, f]: where feature f sits on leaf L's path (-1: not on it)
+        n_leaves, width = ens.feat.shape
+        self.slot = np.full((n_leaves, max(ens.n_features, 1)), -1, dtype=np.int64)
+        rows, slots = np.nonzero(ens.feat >= 0)
+        self.slot[rows, ens.feat[rows, slots]] = slots
 
     def _grid(self, g):
         g = np.asarray(g, dtype=float)
         return g.astype(np.float32).astype(np.float64) if self.float32 else g
 
+    def many(self, requests) -> list[np.ndarray]:
+        """PDs (minus the offset) of ``[(positions, grids), ...]``; each (n_targets, *grid_shape).
+
+        Grids must be sorted ascending (numeric grids are).
+        """
+        global _SETS
+        if not requests:
+            return []
+        if _SETS is None:
+            _SETS = _sets_kernel()
+        p = self.ens.n_features
+        gmax = max(len(g) for _, grids in requests for g in grids)
+        grids_tab = np.full((p, gmax), np.inf)
+        gn = np.zeros(p, dtype=np.int64)
+        sets = np.full((len(requests), 2), -1, dtype=np.int64)
+        for s, (positions, grids) in enumerate(requests):
+            for m, (f, g) in enumerate(zip(positions, grids)):
+                g = self._grid(g)
+                if np.any(np.diff(g) < 0):
+                    raise TreePathUnavailable("a grid is not sorted")
+                if gn[f] and not np.array_equal(grids_tab[f, :gn[f]], g):
+                    sub = self.many(requests[:s]) if s else []
+                    return sub + self.many(requests[s:])  # another grid for the same feature: split the call
+                grids_tab[f, :g.size] = g
+                gn[f] = g.size
+                sets[s, m] = f
+        T = self.ens.value.shape[1]
+        out = np.zeros((len(requests), T, gmax, gmax))
+        _SETS(sets, self.slot, self.ens.lo, self.ens.hi, self.c0, self.c1, self.c2, self.ens.value, grids_tab, gn, out)
+        res = []
+        for s, (positions, grids) in enumerate(requests):
+            shape = tuple(len(g) for g in grids)
+            block = out[s, :, :shape[0], :(shape[1] if len(shape) == 2 else 1)]
+            res.append((block[:, :, 0] if len(shape) == 1 else block) / self.total_w)
+        return res
+
     def pd_1d(self, j: int, grid) -> np.ndarray:
         """(n_targets, len(grid)) average prediction minus the offset."""
-        leaves, slots = self.pos[j]
-        v = self._grid(grid)
-        ens = self.ens
-        inside = (v[None, :] > ens.lo[leaves, slots][:, None]) & (v[None, :] <= ens.hi[leaves, slots][:, None])
-        weight = self.c0[leaves] + self.c1[leaves, slots]
-        vals = ens.value[leaves]  # (L_j, T)
-        varying = (vals * weight[:, None]).T @ inside  # (T, G)
-        fixed = self.base - (vals * self.c0[leaves, None]).sum(axis=0)
-        return (fixed[:, None] + varying) / self.total_w
+        return self.many([([j], [grid])])[0]
 
     def pd_2d(self, j: int, grid_j, k: int, grid_k) -> np.ndarray:
         """(n_targets, len(grid_j), len(grid_k)) average prediction minus the offset."""
-        ens = self.ens
-        lj, sj = self.pos[j]
-        lk, sk = self.pos[k]
-        leaves = np.union1d(lj, lk)
-        idx = {int(l): i for i, l in enumerate(leaves)}
-        slot_j = np.full(leaves.size, -1)
-        slot_k = np.full(leaves.size, -1)
-        slot_j[[idx[int(l)] for l in lj]] = sj
-        slot_k[[idx[int(l)] for l in lk]] = sk
-        has_j, has_k = slot_j >= 0, slot_k >= 0
-        weight = self.c0[leaves].copy()
-        weight[has_j] += self.c1[leaves[has_j], slot_j[has_j]]
-        weight[has_k] += self.c1[leaves[has_k], slot_k[has_k]]
-        both = has_j & has_k
-        a, b = np.minimum(slot_j[both], slot_k[both]), np.maximum(slot_j[both], slot_k[both])
-        weight[both] += self.c2[leaves[both], a, b]
-        vj, vk = self._grid(grid_j), self._grid(grid_k)
-        A = np.ones((leaves.size, vj.size), dtype=bool)
-        B = np.ones((leaves.size, vk.size), dtype=bool)
-        A[has_j] = (vj[None, :] > ens.lo[leaves[has_j], slot_j[has_j]][:, None]) & (
-            vj[None, :] <= ens.hi[leaves[has_j], slot_j[has_j]][:, None])
-        B[has_k] = (vk[None, :] > ens.lo[leaves[has_k], slot_k[has_k]][:, None]) & (
-            vk[None, :] <= ens.hi[leaves[has_k], slot_k[has_k]][:, None])
-        vals = ens.value[leaves] * weight[:, None]  # (L, T)
-        fixed = self.base - (ens.value[leaves] * self.c0[leaves, None]).sum(axis=0)
-        T = vals.shape[1]
-        out = np.empty((T, vj.size, vk.size))
-        Af, Bf = A.astype(float), B.astype(float)
-        for t in range(T):
-            out[t] = (Af * vals[:, t:t + 1]).T @ Bf + fixed[t]
-        return out / self.total_w
+        return self.many([([j, k], [grid_j, grid_k])])[0]
 
 
 def boosting_offset(raw_predict, ens, z0):

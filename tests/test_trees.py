@@ -108,7 +108,7 @@ def test_auto_falls_back_to_brute_and_says_so(data):
 def test_tree_path_spread_from_sampled_rows(data):
     X, y_reg, _, _ = data
     model = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y_reg)
-    (fast,) = partial_dependence(model, X, [("a", "c")], kind="average", std_rows=400)
+    (fast,) = partial_dependence(model, X, [("a", "c")], kind="average", std=True, std_rows=400)
     (brute,) = partial_dependence(model, X, [("a", "c")], kind="average", method="brute")
     np.testing.assert_allclose(fast.average, brute.average, atol=1e-9)
     np.testing.assert_allclose(fast.std, brute.std, atol=1e-9)  # all 400 rows sampled: the same spread
@@ -139,3 +139,18 @@ def test_optional_boosters_equal_brute_force(data, package):
 
         model = LGBMRegressor(n_estimators=40, num_leaves=15, random_state=0, verbose=-1).fit(X, y_reg)
     _compare(model, X)
+
+
+def test_kind_average_computes_averages_only(data):
+    """kind='average' on the tree path runs no hidden ICE spread; std=True asks for it explicitly."""
+    X, y_reg, _, _ = data
+    model = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y_reg)
+    (avg,) = partial_dependence(model, X, ["a"], kind="average")
+    assert avg.method == "tree" and np.isnan(avg.std).all()
+    assert any("kind='average'" in n for n in avg.notes)
+    (with_std,) = partial_dependence(model, X, ["a"], kind="average", std=True, std_rows=400)
+    (brute,) = partial_dependence(model, X, ["a"], kind="average", method="brute")
+    np.testing.assert_allclose(with_std.std, brute.std, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(avg.average, brute.average, rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="std must be"):
+        partial_dependence(model, X, ["a"], std="yes")
