@@ -1,12 +1,30 @@
-"""Atomic file writes: a failed or interrupted run never destroys an earlier output."""
+"""Atomic file writes: a failed or interrupted run never destroys an earlier output.
+
+Single files are written to a temporary file beside the target and renamed into
+place.  A run's whole set of outputs (results.json, report.html, report.pdf,
+gate.json, gate.xml) goes through :func:`output_set`: every file is written
+into a staging directory inside the output directory first, and only when all
+of them succeeded are they renamed over the previous set, together with a
+``manifest.json`` that lists the set and each file's sha256.  A failed or
+interrupted run leaves the previous set whole and no temporary files behind.
+"""
 
 from __future__ import annotations
 
+import datetime as _dt
+import hashlib
+import json
 import os
+import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "ensure_writable_dir"]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "ensure_writable_dir", "check_output_dir", "output_set",
+           "OutputSet", "MANIFEST", "sha256_file"]
+
+MANIFEST = "manifest.json"
+_STAGING_PREFIX = ".autopdp-staging-"
 
 
 def ensure_writable_dir(path: Path) -> Path:
@@ -50,3 +68,106 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def sha256_file(path, chunk: int = 1 << 20) -> str:
+    """The file's sha256 as ``sha256sum`` prints it (lower-case hex of the bytes)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_output_dir(path) -> Path:
+    """Check, before any work, that ``path`` is (or can become) a directory we can write into.
+
+    Creates the directory when it is missing and writes and removes a probe
+    file in it, so a read-only file system, a file in the way or a missing
+    permission is an error now, not after minutes of computation.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise OSError(f"--out {str(path)!r} is a file, not a directory; choose a directory for the outputs.")
+    ensure_writable_dir(path)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".autopdp-probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OSError(f"Output directory {str(path)!r} is not writable ({exc.strerror or exc}); choose a writable --out.") from None
+    return path
+
+
+class OutputSet:
+    """The files of one run, staged in a hidden directory until :meth:`commit`."""
+
+    def __init__(self, out_dir: Path, staging: Path):
+        self.out_dir = out_dir
+        self.staging = staging
+        self.names: list[str] = []
+
+    def write_bytes(self, name: str, data: bytes) -> Path:
+        if "/" in name or name in (MANIFEST, "") or name.startswith("."):
+            raise ValueError(f"output name {name!r} is reserved or not a plain file name.")
+        target = self.staging / name
+        with open(target, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(target, 0o666 & ~_umask())
+        if name not in self.names:
+            self.names.append(name)
+        return self.out_dir / name
+
+    def write_text(self, name: str, text: str) -> Path:
+        return self.write_bytes(name, text.encode("utf-8"))
+
+    def commit(self, provenance: dict | None = None) -> list[Path]:
+        """Rename every staged file over the previous set; drop files of the previous set not in this one."""
+        previous = _read_manifest(self.out_dir)
+        files = {name: sha256_file(self.staging / name) for name in self.names}
+        manifest = {
+            "schema": "autopdp.Manifest/1",
+            "written_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "files": files,
+        }
+        if provenance:
+            manifest["provenance"] = provenance
+        (self.staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+        os.chmod(self.staging / MANIFEST, 0o666 & ~_umask())
+        for name in self.names:
+            os.replace(self.staging / name, self.out_dir / name)
+        os.replace(self.staging / MANIFEST, self.out_dir / MANIFEST)
+        for name in previous:
+            if name not in files and (self.out_dir / name).is_file():
+                try:
+                    os.unlink(self.out_dir / name)
+                except OSError:
+                    pass
+        return [self.out_dir / n for n in self.names]
+
+
+def _read_manifest(out_dir: Path) -> list[str]:
+    """File names of the previous set (from its manifest), only plain names inside ``out_dir``."""
+    try:
+        data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+        names = list(data.get("files", {}))
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [n for n in names if isinstance(n, str) and n and "/" not in n and not n.startswith(".") and n != MANIFEST]
+
+
+@contextmanager
+def output_set(out_dir):
+    """Stage a run's outputs; the caller calls ``commit()`` when every file is written.
+
+    Whatever happens (an error, Ctrl-C), the staging directory is removed on exit,
+    so an uncommitted run changes nothing in ``out_dir``.
+    """
+    out = ensure_writable_dir(Path(out_dir))
+    staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=out))
+    try:
+        yield OutputSet(out, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from contextlib import contextmanager
 
-__all__ = ["progress_bar", "progress_enabled"]
+__all__ = ["progress_bar", "progress_enabled", "announce"]
 
 
 def progress_enabled(enabled=None) -> bool:
@@ -35,3 +37,15 @@ def progress_bar(*, total: int, desc: str, enabled=None):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit="PD", leave=False, file=sys.stderr)
+
+
+@contextmanager
+def announce(name: str, enabled=None):
+    """Name a long stage on stderr when it starts and ends (only where progress is shown)."""
+    on = progress_enabled(enabled)
+    t0 = time.perf_counter()
+    if on:
+        print(f"autopdp: {name} ...", file=sys.stderr, flush=True)
+    yield
+    if on:
+        print(f"autopdp: {name} done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)

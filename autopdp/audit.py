@@ -37,6 +37,10 @@ from .utilities import UtilityScore
 __all__ = ["audit", "Audit"]
 
 JSON_SCHEMA = "autopdp.Audit/1"
+#: Fewer rows than this is an error: PDs, grids and scores need data to average over.
+MIN_ROWS = 10
+#: Below this many rows the report carries a sample-size warning.
+COMFORTABLE_ROWS = 200
 #: The only key of ``Audit.to_json`` that changes between identical runs.
 RUN_KEY = "run"
 
@@ -179,21 +183,27 @@ class Audit:
         return text
 
     # ------------------------------------------------------------ report
-    def to_html(self, path=None, *, page_size: str = "A4") -> str:
-        """The report as one self-contained HTML file; written atomically to ``path`` when given."""
-        from .report import build_context, render_html
+    def to_html(self, path=None, *, page_size: str = "A4", gate=None, comparison=None) -> str:
+        """The report as one self-contained HTML file; written atomically to ``path`` when given.
 
-        html = render_html(build_context(self, page_size=page_size))
+        ``gate`` (a :class:`GateResult` of this audit) adds the Gate section and
+        ``comparison`` (the audited model's name) the Model comparison section,
+        as ``autopdp gate`` and ``autopdp compare`` do.
+        """
+        from .report import render_html
+        from .report.writer import report_context
+
+        html = render_html(report_context(self, page_size=page_size, gate=gate, comparison=comparison))
         if path is not None:
             atomic_write_text(path, html)
         return html
 
-    def to_pdf(self, path=None, *, page_size: str = "A4") -> bytes:
-        """The report as PDF (WeasyPrint); written atomically to ``path`` when given."""
+    def to_pdf(self, path=None, *, page_size: str = "A4", gate=None, comparison=None) -> bytes:
+        """The report as PDF (WeasyPrint); written atomically to ``path`` when given (see :meth:`to_html`)."""
         from ._io import atomic_write_bytes
-        from .report import build_context, render_html, render_pdf
+        from .report import render_pdf
 
-        pdf = render_pdf(render_html(build_context(self, page_size=page_size)))
+        pdf = render_pdf(self.to_html(page_size=page_size, gate=gate, comparison=comparison))
         if path is not None:
             atomic_write_bytes(path, pdf)
         return pdf
@@ -254,6 +264,21 @@ def _check_y(y, n: int):
     if pd.Series(arr, dtype=object).nunique() < 2:
         raise ValueError("the target y is constant (a single class or value); an audit needs a target that varies.")
     return arr
+
+
+def _check_rows(n: int, notes: list) -> None:
+    """Too few rows is an error; few rows is a warning in the report."""
+    if n < MIN_ROWS:
+        raise ValueError(
+            f"too few rows: the data has {n} row{'s' if n != 1 else ''}; an audit needs at least {MIN_ROWS} "
+            f"(and {COMFORTABLE_ROWS}+ for scores that stand clear of sampling noise)."
+        )
+    if n < COMFORTABLE_ROWS:
+        notes.append(
+            f"Small sample: the data has only {n} rows (fewer than {COMFORTABLE_ROWS}). Each grid point's PD, "
+            "incidence and density weight rest on few rows, so scores and rankings carry sampling noise; do not read "
+            "small differences between features as findings."
+        )
 
 
 def fingerprint(frame: Frame) -> str:
@@ -452,6 +477,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     full = as_frame(X)
     notes: list[str] = []
     full = _align_columns(model, full, notes)
+    _check_rows(full.n_rows, notes)
     y = _check_y(y, full.n_rows)
     rng = np.random.default_rng(random_state)
     rows = _sample_rows(full.n_rows, config.max_rows, rng)

@@ -1,14 +1,23 @@
-"""The ``autopdp`` command line: ``demo``, ``report`` (and more subcommands as they land).
+"""The ``autopdp`` command line: ``demo``, ``report``, ``gate`` and ``compare``.
 
-Exit codes: 0 success; 1 the gate's checks failed (``gate`` only); 2 bad input
-(one line naming the problem, no traceback); 3 an unexpected failure in a stage
-(the line names the stage).
+Exit codes (the same table is in ``--help``, the README and the user guide):
+
+===  ==========================================================================
+0    success (``gate``: every check passed)
+1    ``gate`` only: at least one check failed (the outputs are written)
+2    bad input: one line naming the problem and what to do, no traceback
+3    internal failure: one line naming the stage that failed
+130  interrupted (Ctrl-C): the outputs of an earlier run are left untouched
+===  ==========================================================================
+
+Every output of a run (results.json, report.html, report.pdf, gate.json,
+gate.xml, manifest.json) is staged and replaces the previous set only when all
+of them were written; ``--out`` is checked before any work.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from contextlib import contextmanager
@@ -17,31 +26,37 @@ from pathlib import Path
 __all__ = ["main"]
 
 
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES_HELP = """exit codes:
+  0    success (gate: every check passed)
+  1    gate only: at least one check failed (outputs are written)
+  2    bad input: one line naming the problem, no traceback
+  3    internal failure: one line naming the stage that failed
+  130  interrupted (Ctrl-C): an earlier run's outputs are left untouched
+"""
+
+
 class StageError(Exception):
     """An unexpected failure inside a named stage."""
-
-
-def _tty() -> bool:
-    try:
-        return sys.stderr.isatty() and not os.environ.get("CI")
-    except (AttributeError, ValueError):
-        return False
 
 
 @contextmanager
 def stage(name: str):
     """Announce a long stage on a terminal; name it if it fails."""
-    t0 = time.perf_counter()
-    if _tty():
-        print(f"autopdp: {name} ...", file=sys.stderr, flush=True)
-    try:
-        yield
-    except (ValueError, TypeError, OSError):
-        raise
-    except Exception as exc:
-        raise StageError(f"stage '{name}' failed: {type(exc).__name__}: {exc}") from exc
-    if _tty():
-        print(f"autopdp: {name} done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    from ._progress import announce
+
+    with announce(name):
+        try:
+            yield
+        except (ValueError, TypeError, OSError):
+            raise
+        except Exception as exc:
+            raise StageError(f"stage '{name}' failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _config(path, **defaults):
@@ -69,15 +84,22 @@ def _page_size(value: str) -> str:
     raise ValueError(f"--page-size must be A4 or Letter, got {value!r}.")
 
 
-def _write(audit, out, formats, page_size, started, context_hook=None) -> list:
+def _write(audit, out, formats, page_size, started, *, extra_files=None, gate=None, comparison=None) -> list:
     from .report import write_report
 
-    with stage("writing " + ", ".join(formats)):
-        written = write_report(audit, out, formats=formats, page_size=page_size, context_hook=context_hook)
+    with stage("writing " + ", ".join(formats + list(extra_files or {}))):
+        written = write_report(audit, out, formats=formats, page_size=page_size, extra_files=extra_files, gate=gate,
+                               comparison=comparison)
     n1, n2 = len(audit.results_1d), len(audit.results_2d)
     paths = ", ".join(str(p) for p in written["paths"])
     print(f"autopdp: wrote {paths} ({n1} 1D + {n2} 2D PDPs, {len(audit.selection)} selected) in {time.perf_counter() - started:.1f} s")
     return written["paths"]
+
+
+def _load_data(args):
+    from .loading import load_data, split_target
+
+    return split_target(load_data(args.data, sep=args.sep, na_values=args.na_values), args.target)
 
 
 def _cmd_demo(args) -> int:
@@ -86,12 +108,13 @@ def _cmd_demo(args) -> int:
 
     started = time.perf_counter()
     formats = _formats(args.formats)
+    page_size = _page_size(args.page_size)
     with stage("training the demo model on German Credit"):
         model, X, y = demo_model()
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, config=DEMO_CONFIG, n_jobs=args.n_jobs, scheduler=args.scheduler)
-    _write(result, Path(args.out), formats, _page_size(args.page_size), started)
-    return 0
+    _write(result, Path(args.out), formats, page_size, started)
+    return EXIT_OK
 
 
 def _parse_compare(items, flag="--compare"):
@@ -109,37 +132,38 @@ def _parse_compare(items, flag="--compare"):
 
 def _cmd_report(args) -> int:
     from .audit import audit
-    from .loading import load_data, load_model, split_target
+    from .loading import load_model
 
     started = time.perf_counter()
     formats = _formats(args.formats)
+    page_size = _page_size(args.page_size)
     compare_paths = _parse_compare(args.compare)
     cfg = _config(args.config, model_name=Path(args.model).name, dataset_name=Path(args.data).name)
     with stage("loading"):
         model = load_model(args.model, trust_model=args.trust_model)
         compare = {name: load_model(p, trust_model=args.trust_model) for name, p in compare_paths.items()}
-        X, y = split_target(load_data(args.data), args.target)
+        X, y = _load_data(args)
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler)
-    _write(result, Path(args.out), formats, _page_size(args.page_size), started)
-    return 0
+    _write(result, Path(args.out), formats, page_size, started)
+    return EXIT_OK
 
 
 def _cmd_gate(args) -> int:
     from .audit import audit
     from .gate import CHAMPION, GatePolicy, gate
-    from .loading import load_data, load_model, split_target
-    from .report.context import gate_context
+    from .loading import load_model
 
     started = time.perf_counter()
     formats = _formats(args.formats)
+    page_size = _page_size(args.page_size)
     policy = GatePolicy.from_toml(args.policy)
     if policy.needs_champion and not args.champion:
         raise ValueError("the policy sets champion limits (max_similarity); pass --champion PATH.")
     with stage("loading"):
         model = load_model(args.model, trust_model=args.trust_model)
         champion = load_model(args.champion, trust_model=args.trust_model) if args.champion else None
-        X, y = split_target(load_data(args.data), args.target)
+        X, y = _load_data(args)
     policy.check_features([str(c) for c in X.columns])
     if policy.needs_target and y is None:  # pragma: no cover - split_target always gives y
         raise ValueError("the policy sets max_incidence, which needs --target.")
@@ -150,32 +174,25 @@ def _cmd_gate(args) -> int:
     with stage("checking the policy"):
         verdict = gate(result, policy)
     out = Path(args.out)
-    with stage("writing gate.json and gate.xml"):
-        verdict.to_json(out / "gate.json")
-        verdict.to_junit_xml(out / "gate.xml")
-
-    def add_gate(context):
-        context["gate"] = gate_context(result, verdict)
-        return context
-
-    _write(result, out, formats, _page_size(args.page_size), started, context_hook=add_gate)
+    extra = {"gate.json": verdict.to_json(), "gate.xml": verdict.to_junit_xml()}
+    _write(result, out, formats, page_size, started, extra_files=extra, gate=verdict)
     if verdict.passed:
         print(f"autopdp gate: PASSED all {len(verdict.checks)} checks ({out / 'gate.xml'})")
-        return 0
+        return EXIT_OK
     from .report.findings import fmt
 
     failed = "; ".join(f"{c.name} measured {fmt(c.measured)} allowed {c.relation} {fmt(c.threshold)}" for c in verdict.failures)
     print(f"autopdp gate: FAILED {len(verdict.failures)} of {len(verdict.checks)} checks: {failed}")
-    return 1
+    return EXIT_GATE_FAILED
 
 
 def _cmd_compare(args) -> int:
     from .audit import audit
-    from .loading import load_data, load_model, split_target
-    from .report.context import comparison_context
+    from .loading import load_model
 
     started = time.perf_counter()
     formats = _formats(args.formats)
+    page_size = _page_size(args.page_size)
     paths = _parse_compare(args.model, flag="--model")
     if len(paths) < 2:
         raise ValueError("compare needs at least two models: --model NAME=PATH --model NAME=PATH.")
@@ -183,27 +200,30 @@ def _cmd_compare(args) -> int:
     cfg = _config(args.config, model_name=names[0], dataset_name=Path(args.data).name)
     with stage("loading"):
         models = {n: load_model(p, trust_model=args.trust_model) for n, p in paths.items()}
-        X, y = split_target(load_data(args.data), args.target)
+        X, y = _load_data(args)
     with stage("computing and scoring every 1D and 2D partial dependence of every model"):
         result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg,
                        n_jobs=args.n_jobs, scheduler=args.scheduler)
-
-    def add_comparison(context):
-        context["comparison"] = comparison_context(result, base_name=names[0])
-        return context
-
-    _write(result, Path(args.out), formats, _page_size(args.page_size), started, context_hook=add_comparison)
-    return 0
+    _write(result, Path(args.out), formats, page_size, started, comparison=names[0])
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="autopdp", description="Curated partial-dependence validation reports.")
+    parser = argparse.ArgumentParser(
+        prog="autopdp", description="Curated partial-dependence validation reports.", epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command")
 
+    def add(name, help_):
+        return sub.add_parser(name, help=help_, description=help_, epilog=EXIT_CODES_HELP,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
     def common(p):
         is_demo = p.prog.endswith("demo")
-        p.add_argument("--out", required=not is_demo, default="autopdp-demo" if is_demo else None, help="output directory")
+        p.add_argument("--out", required=not is_demo, default="autopdp-demo" if is_demo else None,
+                       help="output directory (created if missing; checked before any work)")
         p.add_argument("--formats", default="html,pdf,json", help="comma-separated: html,pdf,json (default: all)")
         p.add_argument("--page-size", default="A4", help="A4 (default) or Letter")
         p.add_argument("--n-jobs", type=int, default=None, help="parallel workers for the PDs (default: 1)")
@@ -212,13 +232,16 @@ def build_parser() -> argparse.ArgumentParser:
     def model_data(p, data_help="data: .csv or .parquet, with the target column"):
         p.add_argument("--data", required=True, help=data_help)
         p.add_argument("--target", required=True, help="name of the target column in the data")
+        p.add_argument("--sep", default=None, help="CSV field separator (default ','; 'tab' for tabs)")
+        p.add_argument("--na-values", default=None, metavar="MARKERS",
+                       help="comma-separated extra markers of missing values in a CSV, e.g. '?' (UCI Adult)")
         p.add_argument("--trust-model", action="store_true", help="allow loading pickles (runs code from the file)")
 
-    demo = sub.add_parser("demo", help="train a model on the embedded German Credit data and report on it")
+    demo = add("demo", "train a model on the embedded German Credit data and report on it")
     common(demo)
     demo.set_defaults(func=_cmd_demo)
 
-    rep = sub.add_parser("report", help="report on a saved model and a data file")
+    rep = add("report", "report on a saved model and a data file")
     rep.add_argument("--model", required=True, help="fitted model: .skops (safe) or .joblib/.pkl (needs --trust-model)")
     model_data(rep)
     rep.add_argument("--compare", action="append", metavar="NAME=PATH", help="a comparison model (repeatable)")
@@ -226,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(rep)
     rep.set_defaults(func=_cmd_report)
 
-    gat = sub.add_parser("gate", help="check a model against a policy file (exit 0 pass, 1 fail, 2 bad input)")
+    gat = add("gate", "check a model against a policy file (exit 0 pass, 1 fail, 2 bad input, 3 internal failure)")
     gat.add_argument("--policy", required=True, help="TOML policy file")
     gat.add_argument("--model", required=True, help="fitted model: .skops or .joblib/.pkl (with --trust-model)")
     model_data(gat)
@@ -234,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(gat)
     gat.set_defaults(func=_cmd_gate)
 
-    cmp_ = sub.add_parser("compare", help="one report comparing several candidate models on the same data")
+    cmp_ = add("compare", "one report comparing several candidate models on the same data")
     cmp_.add_argument("--model", action="append", required=True, metavar="NAME=PATH", help="a candidate (repeat, first is the base)")
     model_data(cmp_)
     cmp_.add_argument("--config", help="TOML file of AuditConfig keys")
@@ -248,26 +271,48 @@ def main(argv=None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed its usage line
-        return int(exc.code or 0) if exc.code in (0, None) else 2
+        return EXIT_OK if exc.code in (0, None) else EXIT_BAD_INPUT
     if args.version:
         from . import __version__
 
         print(f"autopdp {__version__}")
-        return 0
+        return EXIT_OK
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return EXIT_BAD_INPUT
+    out = Path(args.out) if getattr(args, "out", None) else None
+    created = out is not None and not out.exists()
+    code = EXIT_INTERNAL
     try:
-        return args.func(args)
+        if out is not None:
+            from ._io import check_output_dir
+
+            check_output_dir(out)  # before any work: a bad --out costs a second, not the whole run
+        code = args.func(args)
     except (ValueError, TypeError, OSError) as exc:
         print(f"autopdp: error: {_one_line(exc)}", file=sys.stderr)
-        return 2
+        code = EXIT_BAD_INPUT
     except StageError as exc:
         print(f"autopdp: error: {_one_line(exc)}", file=sys.stderr)
-        return 3
+        code = EXIT_INTERNAL
     except KeyboardInterrupt:
         print("autopdp: interrupted; earlier outputs are untouched.", file=sys.stderr)
-        return 130
+        code = EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - an internal failure outside a named stage, still one line
+        print(f"autopdp: internal error: {type(exc).__name__}: {_one_line(exc)} (please report this)", file=sys.stderr)
+        code = EXIT_INTERNAL
+    finally:
+        if code not in (EXIT_OK, EXIT_GATE_FAILED) and created:
+            _remove_if_empty(out)
+    return code
+
+
+def _remove_if_empty(path: Path) -> None:
+    """A directory this run created and left empty goes again (parents this run created stay: harmless)."""
+    try:
+        path.rmdir()
+    except OSError:
+        pass
 
 
 def _one_line(exc) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["load_model", "load_data", "PICKLE_SUFFIXES"]
+__all__ = ["load_model", "load_data", "split_target", "did_you_mean", "PICKLE_SUFFIXES"]
 
 PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
 
@@ -23,8 +23,10 @@ PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
 def load_model(path, *, trust_model: bool = False):
     """Load a fitted model from ``path`` (see module docs for the formats)."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ValueError(f"model file {str(p)!r} does not exist.")
+    if not p.is_file():
+        raise ValueError(f"model file {str(p)!r} is not a file (a directory?); give the path of a saved model.")
     suffix = p.suffix.lower()
     if suffix == ".skops":
         import skops.io as sio
@@ -61,31 +63,109 @@ def load_model(path, *, trust_model: bool = False):
     )
 
 
-def load_data(path) -> pd.DataFrame:
-    """Read a CSV or Parquet file into a DataFrame, with errors that name the file."""
+def _sep(sep):
+    if sep is None:
+        return ","
+    if not isinstance(sep, str) or not sep:
+        raise ValueError(f"--sep must be a non-empty text, got {sep!r}.")
+    return {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(sep, sep)
+
+
+def _na_values(na_values):
+    if na_values is None:
+        return None
+    if isinstance(na_values, str):
+        items = [v for v in na_values.split(",")]
+    else:
+        items = [str(v) for v in na_values]
+    items = [v.strip() for v in items if v.strip()]
+    if not items:
+        raise ValueError("--na-values needs at least one marker, e.g. --na-values '?' or --na-values 'NA,?,-'.")
+    return items
+
+
+def load_data(path, *, sep=None, na_values=None) -> pd.DataFrame:
+    """Read a CSV or Parquet file into a DataFrame, with errors that name the file.
+
+    Parameters
+    ----------
+    path : path
+        ``.csv`` or ``.parquet``/``.pq``.
+    sep : str, optional
+        CSV field separator (default ","; "tab" or "\\t" for tabs).
+    na_values : str or list of str, optional
+        Extra markers of missing values in a CSV (a comma-separated text or a
+        list), e.g. ``"?"`` for the UCI Adult data.  Pandas' defaults (empty,
+        "NA", "NaN", ...) stay missing too.
+    """
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ValueError(f"data file {str(p)!r} does not exist.")
+    if not p.is_file():
+        raise ValueError(f"data file {str(p)!r} is not a file (a directory?); give the path of a .csv or .parquet file.")
     suffix = p.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise ValueError(f"data file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .csv or .parquet.")
+    csv_options = {"sep": _sep(sep), "na_values": _na_values(na_values)}
+    if suffix != ".csv" and (sep is not None or na_values is not None):
+        raise ValueError(f"--sep and --na-values apply to CSV files; data file {str(p)!r} is Parquet.")
     try:
+        if p.stat().st_size == 0:
+            raise ValueError(f"data file {str(p)!r} is empty (0 bytes).")
         if suffix == ".csv":
-            df = pd.read_csv(p)
-        elif suffix in (".parquet", ".pq"):
-            df = pd.read_parquet(p)
+            df = pd.read_csv(p, **csv_options)
         else:
-            raise ValueError(f"data file {str(p)!r} has an unknown format {suffix!r}; use .csv or .parquet.")
-    except ValueError:
-        raise
+            df = pd.read_parquet(p)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"data file {str(p)!r} is empty: no header line and no rows.") from None
+    except ValueError as exc:
+        if str(p) in str(exc):
+            raise
+        raise ValueError(f"cannot read data file {str(p)!r}: {exc}.") from None
     except Exception as exc:
         raise ValueError(f"cannot read data file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
     if df.shape[0] == 0:
-        raise ValueError(f"data file {str(p)!r} has no rows.")
+        raise ValueError(f"data file {str(p)!r} has a header but no rows.")
+    if suffix == ".csv" and df.shape[1] == 1 and csv_options["sep"] == ",":
+        only = str(df.columns[0])
+        for other in (";", "\t", "|"):
+            if other in only:
+                shown = "tab" if other == "\t" else other
+                raise ValueError(
+                    f"data file {str(p)!r} reads as a single column {only[:60]!r}: it looks separated by "
+                    f"{shown!r}, not commas; pass --sep '{shown}'."
+                )
     return df
+
+
+def did_you_mean(name: str, choices) -> str:
+    """`` Did you mean 'x'?`` for a close match among ``choices``, else an empty string."""
+    import difflib
+
+    choices = [str(c) for c in choices]
+    lower = {c.lower(): c for c in choices}
+    if str(name).lower() in lower:
+        return f" Did you mean {lower[str(name).lower()]!r}?"
+    close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def list_columns(columns, limit: int = 12) -> str:
+    cols = [repr(str(c)) for c in columns]
+    shown = ", ".join(cols[:limit])
+    return shown + (f", ... ({len(cols) - limit} more)" if len(cols) > limit else "")
+
+
+def column_error(what: str, name: str, columns, source: str = "data") -> ValueError:
+    """The error for a column that is not in the data: a suggestion and the columns (shortened)."""
+    return ValueError(
+        f"{what} {name!r} is not in the {source}.{did_you_mean(name, columns)} "
+        f"Columns: {list_columns(columns)}."
+    )
 
 
 def split_target(df: pd.DataFrame, target: str, source: str = "data"):
     """``(X, y)`` from a table and the name of its target column."""
     if target not in df.columns:
-        shown = ", ".join(repr(c) for c in list(df.columns)[:12])
-        raise ValueError(f"target column {target!r} is not in the {source} (columns: {shown}).")
+        raise column_error("target column", target, df.columns, source)
     return df.drop(columns=[target]), df[target]

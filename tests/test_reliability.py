@@ -15,6 +15,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 import autopdp
 from autopdp import AuditConfig, audit, partial_dependence
 from autopdp._io import atomic_write_text
+from autopdp.audit import MIN_ROWS
 from autopdp.cli import main
 from autopdp.utilities import isotonic_fit, lipschitz_fit
 
@@ -202,6 +203,10 @@ def test_property_pd_within_ice_range_and_utilities_nonnegative(data, coef, res)
             assert np.all((r.average >= lo) & (r.average <= hi))
         assert np.all(r.std >= 0) and r.counts.sum() == len(X)
     cfg = AuditConfig(grid_resolution=res, grid_resolution_2d=3, subsample=None)
+    if len(X) < MIN_ROWS:
+        with pytest.raises(ValueError, match=f"too few rows: the data has {len(X)} rows; an audit needs at least"):
+            audit(model, X, config=cfg)
+        return
     if (X.nunique() <= 1).all():
         with pytest.raises(ValueError, match="every feature is constant in the data: there is nothing to audit."):
             audit(model, X, config=cfg)
@@ -230,7 +235,7 @@ def test_property_lipschitz_fit_respects_bound(f, bound):
 
 
 def test_feature_with_unresolvable_range_is_skipped_as_effectively_constant():
-    X = pd.DataFrame({"p": [5e-324, 0.0, 0.0, 0.0], "q": [1.0, 3.0, 2.0, 4.0], "r": [2.0, 1.0, 5.0, 3.0]})
+    X = pd.DataFrame({"p": [5e-324] + [0.0] * 11, "q": [1.0, 3.0, 2.0, 4.0] * 3, "r": [2.0, 1.0, 5.0, 3.0] * 3})
     a = audit(lambda d: d["q"].to_numpy() + d["r"].to_numpy(), X,
               config=AuditConfig(grid_resolution=3, grid_resolution_2d=3, subsample=None))
     assert [n for n in a.notes if "'p'" in n] == [

@@ -1,11 +1,17 @@
-"""Write a report's files in one go: the context is built once, the HTML rendered once."""
+"""Write a report's files as one set: the context is built once, the HTML rendered once.
+
+Every file of the run is staged first and the previous set is replaced only when
+all of them were written (see :func:`autopdp._io.output_set`).
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Callable, Mapping
 
-from .._io import atomic_write_bytes, atomic_write_text, ensure_writable_dir
+from .._io import output_set
+from .._progress import announce
 from .context import build_context
 from .render import render_html, render_pdf
 
@@ -15,35 +21,82 @@ FORMATS = ("html", "pdf", "json")
 
 
 def write_report(audit, out_dir, *, formats=FORMATS, page_size: str = "A4", stem: str = "report",
-                 json_name: str = "results.json", context_hook=None) -> dict:
-    """Write ``report.html``, ``report.pdf`` and ``results.json`` (as asked) atomically.
+                 json_name: str = "results.json", context_hook: Callable | None = None,
+                 extra_files: Mapping[str, str | bytes] | None = None, gate=None, comparison=None,
+                 progress=None) -> dict:
+    """Write ``report.html``, ``report.pdf`` and ``results.json`` (as asked) as one all-or-nothing set.
 
-    Returns ``{"paths": [...], "timings": {stage: seconds}}``.  ``context_hook``
-    may add sections to the context (the gate does).
+    Parameters
+    ----------
+    audit : Audit
+    out_dir : path
+        Output directory (created if needed).
+    formats : sequence of {"html", "pdf", "json"}
+    page_size : {"A4", "Letter"}
+    context_hook : callable, optional
+        ``context -> context``, may add sections.
+    extra_files : mapping of file name -> text or bytes, optional
+        Further files of the same run (the gate's ``gate.json`` and ``gate.xml``).
+    gate : GateResult, optional
+        Adds the Gate section (as ``autopdp gate`` does).
+    comparison : str, optional
+        Name of the audited model: adds the Model comparison section (as ``autopdp compare`` does).
+    progress : bool, optional
+        Announce the stages (figures, HTML, PDF) on stderr; default only on a terminal outside CI.
+
+    Returns
+    -------
+    dict
+        ``{"paths": [...], "timings": {stage: seconds}}``; ``manifest.json``
+        (every file's sha256) is written beside them.
     """
     formats = tuple(formats)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ValueError(f"unknown report format {unknown[0]!r}; choose from {', '.join(FORMATS)}.")
-    out = ensure_writable_dir(Path(out_dir))
-    paths, timings = [], {}
-    if "json" in formats:
-        t0 = time.perf_counter()
-        paths.append(atomic_write_text(out / json_name, audit.to_json()))
-        timings["json"] = time.perf_counter() - t0
-    if "html" in formats or "pdf" in formats:
-        t0 = time.perf_counter()
-        context = build_context(audit, page_size=page_size)
-        if context_hook is not None:
-            context = context_hook(context)
-        timings["context_and_figures"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        html = render_html(context)
-        timings["html"] = time.perf_counter() - t0
-        if "html" in formats:
-            paths.append(atomic_write_text(out / f"{stem}.html", html))
-        if "pdf" in formats:
+    timings = {}
+    with output_set(Path(out_dir)) as staged:
+        if "json" in formats:
             t0 = time.perf_counter()
-            paths.append(atomic_write_bytes(out / f"{stem}.pdf", render_pdf(html)))
-            timings["pdf"] = time.perf_counter() - t0
+            staged.write_text(json_name, audit.to_json())
+            timings["json"] = time.perf_counter() - t0
+        for name, content in (extra_files or {}).items():
+            if isinstance(content, str):
+                staged.write_text(name, content)
+            else:
+                staged.write_bytes(name, bytes(content))
+        if "html" in formats or "pdf" in formats:
+            t0 = time.perf_counter()
+            with announce("building the report's figures", progress):
+                context = report_context(audit, page_size=page_size, gate=gate, comparison=comparison)
+                if context_hook is not None:
+                    context = context_hook(context)
+            timings["context_and_figures"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            html = render_html(context)
+            timings["html"] = time.perf_counter() - t0
+            if "html" in formats:
+                staged.write_text(f"{stem}.html", html)
+            if "pdf" in formats:
+                t0 = time.perf_counter()
+                with announce("rendering the PDF", progress):
+                    staged.write_bytes(f"{stem}.pdf", render_pdf(html))
+                timings["pdf"] = time.perf_counter() - t0
+        paths = staged.commit(provenance=dict(audit.metadata.get("provenance") or {}) or None)
     return {"paths": paths, "timings": timings}
+
+
+def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None) -> dict:
+    """The report's context with the optional Gate and Model comparison sections."""
+    context = build_context(audit, page_size=page_size)
+    if gate is not None:
+        from .context import gate_context
+
+        context["gate"] = gate_context(audit, gate)
+    if comparison is not None:
+        from .context import comparison_context
+
+        if not audit.comparisons:
+            raise ValueError("comparison= needs an audit with comparison models (audit(..., compare={...})).")
+        context["comparison"] = comparison_context(audit, base_name=str(comparison))
+    return context
