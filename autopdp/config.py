@@ -46,9 +46,12 @@ class AuditConfig:
         ``utilities`` (ids to run), ``loss`` ("l2" or "l1"),
         ``expected_monotonic`` ({feature: "increasing"|"decreasing"|"none"}),
         ``lipschitz`` ({feature: slope bound in feature units}),
-        ``lipschitz_scale`` (scale-free default bound, see
-        :mod:`autopdp.utilities.lipschitz`), ``ice_variance`` ("high": large ICE
-        spread is interesting; "low": small), ``top_k`` (plots per criterion in
+        ``lipschitz_scale`` (default bound = this many times the PD's own
+        average slope, default 3, see :mod:`autopdp.utilities.lipschitz`),
+        ``ice_variance`` ("high": large ICE spread is interesting; "low":
+        small), ``ice_variance_centering`` ("mean": spread of ICE curves
+        centred at their own mean, the default; "first": anchored at the first
+        grid point; "none": the paper's uncentred eq. 12), ``top_k`` (plots per criterion in
         the curated selection), ``criteria_2d``.
     Report
         ``title``, ``model_name``, ``dataset_name``, ``reviewer``, ``sign_off``
@@ -76,8 +79,9 @@ class AuditConfig:
     loss: str = "l2"
     expected_monotonic: Mapping = field(default_factory=dict)
     lipschitz: Mapping = field(default_factory=dict)
-    lipschitz_scale: float = 2.0
+    lipschitz_scale: float = 3.0
     ice_variance: str = "high"
+    ice_variance_centering: str = "mean"
     top_k: int = 3
     criteria_2d: tuple = CRITERIA_2D
     title: str = "Partial dependence validation report"
@@ -122,6 +126,10 @@ class AuditConfig:
         positive_int("std_rows", minimum=0)
         if self.ice_variance not in ("high", "low"):
             raise ValueError(f"config key 'ice_variance' must be 'high' or 'low', got {self.ice_variance!r}.")
+        if self.ice_variance_centering not in ("mean", "first", "none"):
+            raise ValueError(
+                f"config key 'ice_variance_centering' must be 'mean', 'first' or 'none', got {self.ice_variance_centering!r}."
+            )
         if not isinstance(self.pairs, bool):
             raise ValueError(f"config key 'pairs' must be true or false, got {self.pairs!r}.")
         for key in ("lipschitz_scale", "max_batch_mb"):

@@ -68,14 +68,15 @@ def _weights(cells: np.ndarray, shape) -> np.ndarray:
 
 def _slopes(inputs: ScoringInputs, result, target_index: int) -> list[float]:
     cfg = inputs.config
+    f = np.asarray(result.average[target_index], dtype=float)
+    pd_range = float(np.nanmax(f) - np.nanmin(f)) if f.size else 0.0
     out = []
     for axis, name in enumerate(result.features):
         if name in cfg.lipschitz:
             out.append(float(cfg.lipschitz[name]))
             continue
         x = axis_positions(result, axis)
-        s = float(inputs.prediction_std[target_index]) if inputs.prediction_std is not None else 1.0
-        out.append(default_bound(x, s if s > 0 else 1.0, cfg.lipschitz_scale) if x is not None else float("inf"))
+        out.append(default_bound(x, pd_range, cfg.lipschitz_scale) if x is not None else float("inf"))
     return out
 
 
@@ -124,7 +125,8 @@ def _score_utility(inputs: ScoringInputs, result, utility: str, cells, w) -> dic
     elif utility == "slope":
         per = [score_slope(result, target_index=t) for t in targets]
     elif utility == "ice_variance":
-        per = [score_ice_variance(result, target_index=t) for t in targets]
+        per = [score_ice_variance(result, target_index=t, weights=w, centering=cfg.ice_variance_centering)
+               for t in targets]
     else:  # pragma: no cover - guarded by AuditConfig
         raise ValueError(f"unknown utility {utility!r}")
     return {utility: best_over_targets(per)}

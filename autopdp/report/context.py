@@ -304,7 +304,8 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "method": {
             "grid_resolution": cfg.grid_resolution, "grid_resolution_2d": cfg.grid_resolution_2d,
             "percentiles": [f"{p:.0%}" for p in cfg.percentiles], "grid_method": cfg.grid_method,
-            "loss": cfg.loss, "lipschitz_scale": cfg.lipschitz_scale, "top_k": cfg.top_k,
+            "loss": cfg.loss, "lipschitz_scale": cfg.lipschitz_scale,
+            "ice_variance_centering": cfg.ice_variance_centering, "top_k": cfg.top_k,
             "response": audit.metadata.get("response"), "pd_method": audit.metadata.get("pd_method", first.method if first is not None else "brute"),
             "tree_path": audit.metadata.get("tree_path", ""),
             "max_rows_2d": cfg.max_rows_2d, "subsample": cfg.subsample,

@@ -29,7 +29,8 @@ UTILITY_DEFINITIONS = {
     ),
     "lipschitz": (
         "The gap between the PD and the closest curve whose slope stays within the bound l (paper eq. 7, solved "
-        "with cvxpy); large values mean abrupt changes over short stretches of the feature."
+        "with cvxpy); by default l is a multiple of the PD's own average slope, so large values mean changes far "
+        "more abrupt than the curve's overall change (a straight line scores 0)."
     ),
     "incidence": (
         "The gap between the PD and what the data shows near each grid value: the observed share of the class "
@@ -57,8 +58,10 @@ UTILITY_DEFINITIONS = {
         "support by k-nearest-neighbour distance; shaded in grey on the plots where above 50%."
     ),
     "ice_variance": (
-        "The root-mean variance of the individual (ICE) curves around the PD (square root of paper eq. 12); high "
-        "values mean the average hides different effects for different rows."
+        "The spread of the individual (ICE) curves once each is centred at its own mean (c-ICE, Goldstein et al. "
+        "2015): the density-weighted root-mean variance over the grid. 0 means every row's curve has the same shape "
+        "(an additive effect); high values mean the average hides different effects for different rows. (The paper's "
+        "eq. 12 uses uncentred curves, which measure how far apart the rows' levels are, not heterogeneity.)"
     ),
 }
 

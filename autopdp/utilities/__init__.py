@@ -8,7 +8,7 @@ lipschitz          least-squares fit with bounded slopes (cvxpy)           eq. 7
 incidence          share of the target class (mean target) near each x    eq. 8-9
 similarity:<name>  PD of a comparison model on the same grid              eq. 10
 slope              largest absolute slope over the normalised range      eq. 11
-ice_variance       root-mean ICE variance over the grid                   eq. 12
+ice_variance       spread of centred ICE curves (eq. 12 uncentred: option) eq. 12
 =================  =====================================================  ==========
 
 Every score is "higher = more interesting to a validator" and comes as a

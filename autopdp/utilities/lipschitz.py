@@ -16,11 +16,16 @@ needs no solve.
 
 The bound ``l``
     Per feature in the feature's units (prediction per unit of x), from
-    ``AuditConfig.lipschitz``.  Otherwise the scale-free default
-    ``l = lipschitz_scale * s / (x_max - x_min)``: over its grid's range the PD
-    may change by at most ``lipschitz_scale`` (default 2) standard deviations
-    ``s`` of the model's predictions on the data.  Ordered categoricals use
-    level ranks 0, 1, 2, ... as x.
+    ``AuditConfig.lipschitz``.  Otherwise the default is relative to the PD's
+    own average slope: ``l = lipschitz_scale * (max f - min f) / (x_max - x_min)``
+    with ``lipschitz_scale = 3``: a stretch of the curve is abrupt when it is
+    more than three times as steep as the curve's overall change spread evenly
+    over the grid.  A straight line has the same slope everywhere, equal to
+    its average slope, so it is never abrupt whatever its steepness; a step
+    that makes its whole change between two of 20 grid points is.  Ordered
+    categoricals use level ranks 0, 1, 2, ... as x.  (Earlier versions used
+    ``2 * sd(predictions) / span``, which flagged any straight line whose
+    feature explains more than about 40% of the prediction variance.)
 """
 
 from __future__ import annotations
@@ -139,12 +144,17 @@ def lipschitz_fit(f: np.ndarray, positions: list[np.ndarray], slopes: list[float
     return g * scale + centre, solver
 
 
-def default_bound(positions: np.ndarray, prediction_std: float, lipschitz_scale: float) -> float:
-    """The scale-free default slope bound for one feature (see module docs)."""
+def default_bound(positions: np.ndarray, pd_range: float, lipschitz_scale: float) -> float:
+    """The default slope bound for one feature: ``lipschitz_scale`` times the PD's average slope.
+
+    ``pd_range`` is ``max f - min f`` of the PD being scored; the bound is
+    ``lipschitz_scale * pd_range / (x_max - x_min)`` (see module docs).  A flat
+    PD gets bound 0 only in name: it is its own fit and scores 0.
+    """
     span = float(positions[-1] - positions[0]) if positions.size > 1 else 0.0
-    if span <= 0:
+    if span <= 0 or not np.isfinite(pd_range):
         return float("inf")
-    return lipschitz_scale * prediction_std / span
+    return lipschitz_scale * float(pd_range) / span
 
 
 def score_lipschitz(result, *, target_index: int, weights: np.ndarray, slopes: list[float], loss: str = "l2") -> UtilityScore:
