@@ -6,6 +6,12 @@
 
 All three lie in [0, 1]; 0 means no association.  Rows with a missing value in
 either feature are left out.
+
+:func:`association_test` adds the p-value of the matching test of
+independence: Spearman's rank correlation test (``scipy.stats.spearmanr``),
+the one-way ANOVA F test of equal means across the levels
+(``scipy.stats.f_oneway``) and Pearson's chi-squared test of the contingency
+table (``scipy.stats.chi2_contingency``).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["association", "spearman", "correlation_ratio", "cramers_v"]
+__all__ = ["association", "association_test", "spearman", "correlation_ratio", "cramers_v"]
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -60,3 +66,38 @@ def association(a: np.ndarray, kind_a: str, b: np.ndarray, kind_b: str) -> float
     if kind_a == "categorical":
         return correlation_ratio(a, b.astype(float))
     return correlation_ratio(b, a.astype(float))
+
+
+def association_test(a: np.ndarray, kind_a: str, b: np.ndarray, kind_b: str) -> tuple[float, float]:
+    """``(association, p-value of the test of independence)`` of two columns (see module docs)."""
+    from scipy import stats
+
+    value = association(a, kind_a, b, kind_b)
+    if not np.isfinite(value):
+        return value, float("nan")
+    a = pd.Series(a, dtype=object if kind_a == "categorical" else float)
+    b = pd.Series(b, dtype=object if kind_b == "categorical" else float)
+    ok = a.notna().to_numpy() & b.notna().to_numpy()
+    a, b = a[ok].to_numpy(), b[ok].to_numpy()
+    if kind_a == "numeric" and kind_b == "numeric":
+        a, b = a.astype(float), b.astype(float)
+        if np.unique(a).size < 2 or np.unique(b).size < 2:
+            return value, 1.0
+        p = stats.spearmanr(a, b).pvalue
+    elif kind_a == "categorical" and kind_b == "categorical":
+        table = stats.contingency.crosstab(pd.Series(a, dtype=object).to_numpy(), pd.Series(b, dtype=object).to_numpy()).count
+        if min(table.shape) < 2:
+            return value, 1.0
+        p = stats.chi2_contingency(table, correction=False).pvalue
+    else:
+        cats, nums = (a, b) if kind_a == "categorical" else (b, a)
+        nums = nums.astype(float)
+        codes, _ = pd.factorize(pd.Series(cats, dtype=object))
+        groups = [nums[codes == c] for c in range(codes.max() + 1)]
+        groups = [g for g in groups if g.size > 0]
+        if len(groups) < 2 or np.all([np.ptp(g) == 0 for g in groups]) and np.unique(nums).size < 2:
+            return value, 1.0
+        with np.errstate(all="ignore"):
+            p = stats.f_oneway(*groups).pvalue
+    p = float(p)
+    return value, (p if np.isfinite(p) else 1.0)

@@ -30,6 +30,7 @@ from .trees import TreePathUnavailable
 from .trust import trust_scores
 from .utilities import TRUST_IDS
 from .result import PDResult, _scalar, _to_jsonable
+from .evidence import assess
 from .scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from .selection import SelectedPDP, curate, intersection_scores, rank_scores, score_columns
 from .utilities import UtilityScore
@@ -88,6 +89,7 @@ class Audit:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     data_summary: Mapping[str, Any] = field(default_factory=dict)
     run: Mapping[str, Any] = field(default_factory=dict)
+    evidence: Mapping[str, Mapping[tuple, Any]] = field(default_factory=dict)
 
     # ------------------------------------------------------------ queries
     def ranking(self, name: str, ascending: bool = False, kind: str | None = None) -> pd.DataFrame:
@@ -101,7 +103,20 @@ class Audit:
     @property
     def selection(self) -> list[SelectedPDP]:
         """The curated list: ``top_k`` per utility and per 2D criterion, merged."""
-        return curate(self.scores, self._ranking_orders(), self.config.top_k)
+        return curate(self.scores, self._ranking_orders(), self.config.top_k, evidence=self.evidence or None)
+
+    def findings(self, criterion: str) -> list:
+        """Every PDP's :class:`~autopdp.significance.Evidence` under ``criterion``, best score first.
+
+        Each says whether the score is material and clear of noise (``passed``)
+        and why; an empty list of passed items means no material finding under
+        this criterion.
+        """
+        if criterion not in self.evidence:
+            known = ", ".join(k for k in self.evidence if k != "importance_1d")
+            raise ValueError(f"No evidence for {criterion!r}; this audit tested: {known}.")
+        items = list(self.evidence[criterion].values())
+        return sorted(items, key=lambda e: -e.value if np.isfinite(e.value) else np.inf)
 
     def _ranking_orders(self) -> dict[str, str]:
         orders = {}
@@ -163,9 +178,11 @@ class Audit:
             "notes": list(self.notes),
             "scores": scores,
             "selection": [
-                {"features": list(s.features), "kind": s.kind, "reasons": [list(r) for r in s.reasons]}
+                {"features": list(s.features), "kind": s.kind, "reasons": [list(r) for r in s.reasons],
+                 "evidence": [e.to_dict() for e in s.evidence]}
                 for s in self.selection
             ],
+            "evidence": {c: [e.to_dict() for e in by.values()] for c, by in self.evidence.items()},
             "importance": _table(self.importance),
             "interaction": _table(self.interaction),
             "utility_scores": verdicts,
@@ -278,6 +295,37 @@ def _check_rows(n: int, notes: list) -> None:
             f"Small sample: the data has only {n} rows (fewer than {COMFORTABLE_ROWS}). Each grid point's PD, "
             "incidence and density weight rest on few rows, so scores and rankings carry sampling noise; do not read "
             "small differences between features as findings."
+        )
+
+
+def _target_name(y) -> str | None:
+    """The target column's name when y carries one (a named Series or one-column DataFrame)."""
+    if isinstance(y, pd.DataFrame) and y.shape[1] == 1:
+        return str(y.columns[0])
+    name = getattr(y, "name", None)
+    return None if name is None else str(name)
+
+
+def _check_labels(y: np.ndarray | None, model, adapter) -> None:
+    """A classifier's observed labels must be among its classes, or incidence compares nothing."""
+    if y is None or not adapter.is_classifier:
+        return
+    classes = getattr(model, "classes_", None)
+    if classes is None:
+        classes = adapter.classes
+    if classes is None:
+        return
+    classes = list(np.asarray(classes).tolist())
+    known = {str(c) for c in classes}
+    seen = list(pd.unique(pd.Series(y, dtype=object)))
+    unknown = [v for v in seen if str(v) not in known]
+    if unknown:
+        shown = ", ".join(repr(_scalar(v)) for v in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
+        observed = ", ".join(repr(_scalar(v)) for v in seen[:8]) + (" ..." if len(seen) > 8 else "")
+        raise ValueError(
+            f"the target y holds values that are not classes of the model: {shown}. The model's classes are "
+            f"{', '.join(repr(_scalar(c)) for c in classes)}; y holds {observed}. Encode y the way the model was "
+            "trained (e.g. map '>50K' to 1) or pass the matching target column."
         )
 
 
@@ -408,10 +456,10 @@ def _check_comparison(name: str, other, model, frame: Frame):
 
 
 def _na_notes(utility_scores) -> list[str]:
-    """One note per kind of 'n/a' among the 1D scores (unordered categoricals grouped)."""
+    """One note per reason a 1D score is 'n/a', listing the utilities and features it applies to."""
     unordered: dict[str, None] = {}
     uids: dict[str, None] = {}
-    notes = []
+    by_reason: dict[str, tuple[dict, dict]] = {}
     for feats, by_id in utility_scores.items():
         if len(feats) != 1:
             continue
@@ -422,12 +470,17 @@ def _na_notes(utility_scores) -> list[str]:
                 unordered[feats[0]] = None
                 uids[uid] = None
             else:
-                notes.append(f"{uid} is n/a for {feats[0]!r}: {s.reason}")
+                u, f = by_reason.setdefault(s.reason, ({}, {}))
+                u[uid] = None
+                f[feats[0]] = None
+    notes = []
     if unordered:
-        notes.insert(0, (
+        notes.append(
             f"{', '.join(uids)} need an order and are n/a for the unordered categorical features "
             f"{', '.join(unordered)}; give a column an ordered pandas Categorical to score it."
-        ))
+        )
+    for reason, (u, f) in by_reason.items():
+        notes.append(f"{', '.join(u)} {'is' if len(u) == 1 else 'are'} n/a for {', '.join(repr(x) for x in f)}: {reason}")
     return notes
 
 
@@ -478,6 +531,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     notes: list[str] = []
     full = _align_columns(model, full, notes)
     _check_rows(full.n_rows, notes)
+    target_name = _target_name(y)
     y = _check_y(y, full.n_rows)
     rng = np.random.default_rng(random_state)
     rows = _sample_rows(full.n_rows, config.max_rows, rng)
@@ -505,6 +559,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         raise ValueError("every feature is constant in the data: there is nothing to audit.")
     _reject_infinite(frame, kinds)
     adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
+    _check_labels(y, model, adapter)
     for name, other in compare.items():
         _check_comparison(name, other, model, frame)
     timings["validate"] = time.perf_counter() - t0
@@ -647,6 +702,10 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     ordered = ["features", "kind"] + [c for c in scores.columns if c not in ("features", "kind", *tail)]
     scores = scores[ordered + tail]
 
+    t0 = time.perf_counter()
+    evidence = assess(inputs, results, utility_scores, scores, surrogate=surrogate)
+    timings["noise_tests"] = time.perf_counter() - t0
+
     notes.extend(_na_notes(utility_scores))
     data_summary = summarise_data(frame, res1, np.random.default_rng(random_state))
     timings["total"] = time.perf_counter() - started
@@ -664,6 +723,8 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         "pd_method": "tree" if fast_2d else ("recursion" if config.method == "recursion" else "brute"),
         "tree_path": "used" if fast_2d else tree_reason,
         "targets": [_scalar(t) for t in adapter.targets],
+        "target_name": target_name,
+        "prediction_std": [float(v) for v in np.atleast_1d(inputs.prediction_std)],
         "is_classifier": adapter.is_classifier,
         "has_y": y is not None,
         "random_state": random_state,
@@ -678,5 +739,5 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     return Audit(
         config=config, results=tuple(results), comparisons=comparisons, utility_scores=utility_scores,
         scores=scores, importance=importance, interaction=interaction, notes=tuple(notes),
-        metadata=metadata, data_summary=data_summary, run=run,
+        metadata=metadata, data_summary=data_summary, run=run, evidence=evidence,
     )

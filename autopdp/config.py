@@ -53,6 +53,15 @@ class AuditConfig:
         centred at their own mean, the default; "first": anchored at the first
         grid point; "none": the paper's uncentred eq. 12), ``top_k`` (plots per criterion in
         the curated selection), ``criteria_2d``.
+    Findings (see :mod:`autopdp.significance`)
+        A PDP is selected under a criterion only when its score is material,
+        at least ``materiality`` (default 0.05) times the standard deviation
+        of the model's predictions (``min_association``, default 0.3, for the
+        correlation criterion), and clear of noise: its p-value, adjusted
+        across the PDPs of the criterion by ``multiple_testing`` ("bh":
+        Benjamini-Hochberg, default; "holm"), is at most ``significance``
+        (default 0.05).  ``noise_draws`` (default 200) bootstrap draws give
+        each null distribution.
     Report
         ``title``, ``model_name``, ``dataset_name``, ``reviewer``, ``sign_off``
         (free text shown on the cover).
@@ -83,6 +92,11 @@ class AuditConfig:
     ice_variance: str = "high"
     ice_variance_centering: str = "mean"
     top_k: int = 3
+    materiality: float = 0.05
+    min_association: float = 0.3
+    significance: float = 0.05
+    multiple_testing: str = "bh"
+    noise_draws: int = 200
     criteria_2d: tuple = CRITERIA_2D
     title: str = "Partial dependence validation report"
     model_name: str | None = None
@@ -112,6 +126,14 @@ class AuditConfig:
         positive_int("grid_resolution", minimum=2)
         positive_int("grid_resolution_2d", minimum=2)
         positive_int("top_k")
+        positive_int("noise_draws", minimum=20)
+        for key, lo, hi in (("materiality", 0.0, None), ("min_association", 0.0, 1.0), ("significance", 0.0, 1.0)):
+            v = getattr(self, key)
+            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not (v >= lo) or (hi is not None and v > hi):
+                raise ValueError(f"config key {key!r} must be a number" + (f" between {lo} and {hi}" if hi else f" >= {lo}")
+                                 + f", got {v!r}.")
+        if self.multiple_testing not in ("bh", "holm"):
+            raise ValueError(f"config key 'multiple_testing' must be 'bh' or 'holm', got {self.multiple_testing!r}.")
         positive_int("max_rows", allow_none=True)
         positive_int("max_rows_2d", allow_none=True)
         positive_int("subsample", allow_none=True)

@@ -3,12 +3,13 @@
 Numeric features
     ``grid_method="quantile"`` (default): quantiles of the observed values at
     ``grid_resolution`` evenly spaced probabilities between ``percentiles``;
-    ``"uniform"``: evenly spaced values between those two percentiles.  When a
-    feature has at most ``grid_resolution`` unique values, the grid is exactly
-    those values.  Integer columns get integer grid points.  When one value
-    dominates (the quantiles collapse onto a few points), the grid is topped
-    up with evenly spaced points between the percentiles (or between min and
-    max when the percentiles coincide), so the feature's spread is still seen.
+    ``"uniform"``: evenly spaced values between those two percentiles.  A
+    feature with at most :func:`discrete_limit` distinct values (50 for a 1D
+    grid of 20 points) gets every value.  Integer columns get integer grid
+    points.  When a few values dominate (the quantiles collapse onto them), the
+    remaining points are quantiles of the other rows' values, so the grid
+    reaches every region that holds rows and no point falls where there are
+    none (:func:`_dominated_grid`).
 
 Categorical features
     Every observed level: the category order for an ordered pandas
@@ -145,23 +146,51 @@ def _numeric_grid(values: np.ndarray, name: str, grid_resolution: int, percentil
     if finite.size == 0:
         raise ValueError(f"Feature {name!r} has no non-missing values: drop the column or fill its values.")
     uniq = np.unique(finite)
-    if uniq.size <= grid_resolution:
-        grid = uniq
+    if uniq.size <= discrete_limit(grid_resolution):
+        grid = uniq  # a discrete feature: every value (Bike Sharing's hr keeps 0, 7, 17 and 23)
     else:
         lo, hi = np.quantile(finite, percentiles)
-        if lo == hi:  # one value dominates the percentile window: use the full range
-            lo, hi = uniq[0], uniq[-1]
         if method == "quantile":
             probs = np.linspace(percentiles[0], percentiles[1], grid_resolution)
             grid = np.unique(np.quantile(finite, probs))
-            if grid.size < grid_resolution:  # collapsed quantiles: top up with even spacing
-                extra = np.linspace(lo, hi, grid_resolution - grid.size + 2)
-                grid = np.unique(np.concatenate([grid, extra]))
+            if grid.size < grid_resolution:  # collapsed quantiles: one value holds a large share of the rows
+                grid = _dominated_grid(finite, grid, grid_resolution, percentiles)
         else:
+            if lo == hi:  # one value dominates the percentile window: use the full range
+                lo, hi = uniq[0], uniq[-1]
             grid = np.linspace(lo, hi, grid_resolution)
     if integer:
         grid = np.unique(np.round(grid)).astype(np.int64)
     return grid
+
+
+def discrete_limit(grid_resolution: int) -> int:
+    """Numeric features with at most this many distinct values get every value as a grid point.
+
+    ``max(grid_resolution, min(50, 2.5 * grid_resolution))``: 50 for the default
+    1D grid of 20 points, 25 for the default 2D grid of 10 per axis.
+    """
+    return int(max(grid_resolution, min(50, round(2.5 * grid_resolution))))
+
+
+def _dominated_grid(finite: np.ndarray, grid: np.ndarray, grid_resolution: int, percentiles) -> np.ndarray:
+    """Grid of a feature where a few values hold most rows (quantiles collapse onto them).
+
+    The collapsed quantiles are kept (they are the dominant values) and the
+    remaining points are quantiles, at evenly spaced probabilities between the
+    ``percentiles``, of the rows whose value is not one of them.  The grid
+    thereby reaches the regions where the other rows are (Adult capital_gain:
+    the 8% of non-zero gains, up to the 15,024 and 99,999 clusters) and every
+    point holds rows, instead of evenly spaced points between the percentiles
+    that fall where there is no data.
+    """
+    rest = finite[~np.isin(finite, grid)]
+    need = grid_resolution - grid.size
+    if rest.size == 0 or need <= 0:
+        return grid
+    probs = np.linspace(percentiles[0], percentiles[1], need) if need > 1 else np.array([0.5])
+    extra = np.quantile(rest, probs, method="inverted_cdf")  # observed values only
+    return np.unique(np.concatenate([grid, extra]))
 
 
 def _sorted_levels(levels) -> np.ndarray:

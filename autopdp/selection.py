@@ -11,9 +11,13 @@ Intersection (paper section 4.3)
     percentile rank (1 = top of that column): pairs that rank high under
     several criteria come first.
 Selection
-    The ``top_k`` of every ranking, duplicates merged with their reasons kept
-    ("monotonicity #1, lipschitz #2"); 1D items first, each group ordered by
-    best rank, then by number of reasons.
+    The ``top_k`` of every ranking among the PDPs that are findings under that
+    criterion (material and clear of noise, see :mod:`autopdp.significance`),
+    duplicates merged with their reasons kept ("monotonicity #1,
+    lipschitz #2"); 1D items first, each group ordered by best rank, then by
+    number of reasons.  The rank is the PDP's place in the full ranking, which
+    still lists every PDP.  A criterion with no finding selects nothing: "no
+    material finding under this criterion" is a result.
 """
 
 from __future__ import annotations
@@ -36,10 +40,18 @@ class SelectedPDP:
     features: tuple[str, ...]
     kind: str  # "1d" | "2d"
     reasons: tuple[tuple[str, int], ...]  # (criterion id, rank)
+    evidence: tuple = ()  # one autopdp.significance.Evidence per reason (when tested)
 
     @property
     def reason_text(self) -> str:
         return ", ".join(f"{c} #{r}" for c, r in self.reasons)
+
+    def evidence_for(self, criterion: str):
+        """The :class:`~autopdp.significance.Evidence` behind one reason (None when untested)."""
+        for e in self.evidence:
+            if e.criterion == criterion:
+                return e
+        return None
 
     @property
     def best_rank(self) -> int:
@@ -86,16 +98,32 @@ def intersection_scores(scores_2d: pd.DataFrame, columns: list[str]) -> pd.Serie
     return pct.mean(axis=1, skipna=True)
 
 
-def curate(scores: pd.DataFrame, rankings: dict[str, str], top_k: int) -> list[SelectedPDP]:
-    """Merge the ``top_k`` of each ranking (``{column: 'desc'|'asc'}``) into one list."""
+def curate(scores: pd.DataFrame, rankings: dict[str, str], top_k: int, evidence=None) -> list[SelectedPDP]:
+    """Merge the ``top_k`` of each ranking (``{column: 'desc'|'asc'}``) into one list.
+
+    ``evidence`` (``{criterion: {features: Evidence}}``): when given for a
+    criterion, only its PDPs whose evidence passed can be selected under it.
+    """
     reasons: dict[tuple, list] = {}
     kinds: dict[tuple, str] = {}
+    proof: dict[tuple, list] = {}
     for name, order in rankings.items():
         ranked = rank_scores(scores, name, ascending=(order == "asc"))
-        for _, row in ranked.head(top_k).iterrows():
+        judged = None if evidence is None else evidence.get(name)
+        taken = 0
+        for _, row in ranked.iterrows():
+            if taken >= top_k:
+                break
             key = tuple(row["features"])
+            e = None if judged is None else judged.get(key)
+            if judged is not None and (e is None or not e.passed):
+                continue
+            taken += 1
             reasons.setdefault(key, []).append((name, int(row["rank"])))
+            if e is not None:
+                proof.setdefault(key, []).append(e)
             kinds[key] = row["kind"]
-    items = [SelectedPDP(features=k, kind=kinds[k], reasons=tuple(v)) for k, v in reasons.items()]
+    items = [SelectedPDP(features=k, kind=kinds[k], reasons=tuple(v), evidence=tuple(proof.get(k, ())))
+             for k, v in reasons.items()]
     items.sort(key=lambda s: (s.kind != "1d", s.best_rank, -len(s.reasons)))
     return items

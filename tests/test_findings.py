@@ -73,3 +73,176 @@ def test_a_straight_line_is_never_abrupt_but_a_step_is(U):
     f = r.average[0]
     span = float(r.grid[0][-1] - r.grid[0][0])
     assert s.details["bound"][0] == pytest.approx(3.0 * (f.max() - f.min()) / span)
+
+
+# ------------------------------------------------------------------ noise floor and materiality
+def _planted_data(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(rng.uniform(-1, 1, size=(n, 7)),
+                        columns=["bump", "line", "step", "p1", "p2", "unused", "indep"])
+
+
+def _planted(d):
+    return (np.exp(-(d["bump"].to_numpy() ** 2) / 0.4) + d["line"].to_numpy() + 0.8 * (d["step"].to_numpy() > 0.2)
+            + 1.2 * d["p1"].to_numpy() * d["p2"].to_numpy() + 0.3 * d["indep"].to_numpy())
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return audit(_planted, _planted_data())
+
+
+def _selected(a, criterion):
+    return {s.features for s in a.selection if criterion in dict(s.reasons)}
+
+
+def _passed(a, criterion):
+    return {k for k, e in a.evidence[criterion].items() if e.passed}
+
+
+def test_planted_effects_are_the_findings(planted):
+    a = planted
+    assert _passed(a, "monotonicity") == {("bump",)}
+    assert _passed(a, "lipschitz") == {("step",)}
+    assert _passed(a, "ice_variance") == {("p1",), ("p2",)}
+    assert _passed(a, "interaction") == {("p1", "p2")}
+    assert _passed(a, "correlation") == set()  # independent features
+    mains = ["bump", "line", "step", "indep"]
+    assert _passed(a, "importance") == {tuple(p) for p in pd.Series(
+        [(x, y) for i, x in enumerate(mains) for y in mains[i + 1:]]).map(tuple)}
+    # the selection takes the top_k of what passed, and nothing under a criterion without findings
+    assert _selected(a, "monotonicity") == {("bump",)}
+    assert _selected(a, "lipschitz") == {("step",)}
+    assert _selected(a, "correlation") == set()
+    # every selected item carries its evidence: score, p-value, materiality threshold and why
+    for s in a.selection:
+        for crit, _ in s.reasons:
+            e = s.evidence_for(crit)
+            assert e is not None and e.passed and e.features == s.features
+            if crit != "intersection":
+                assert e.value >= e.threshold and e.adjusted_p <= a.config.significance and "material" in e.why
+    # rankings still list every PDP
+    assert len(a.ranking("monotonicity")) == 7
+    assert len(a.ranking("correlation")) == 21
+
+
+def test_materiality_threshold_is_a_fraction_of_the_prediction_sd(planted):
+    a = planted
+    sd = float(a.metadata["prediction_std"][0])
+    assert sd == pytest.approx(_planted(_planted_data()).std(), rel=1e-12)
+    e = a.evidence["monotonicity"][("bump",)]
+    assert e.threshold == pytest.approx(0.05 * sd)
+    flat = a.evidence["monotonicity"][("unused",)]
+    assert not flat.material and "not material" in flat.why
+    # a stricter materiality removes the bump's finding without touching its score
+    strict = audit(_planted, _planted_data(), config=AuditConfig(pairs=False, materiality=0.5))
+    assert strict.score("bump", "monotonicity").value == pytest.approx(a.score("bump", "monotonicity").value)
+    assert _passed(strict, "monotonicity") == set()
+
+
+def test_noise_is_not_a_finding_incidence_of_a_correct_model():
+    X = _planted_data(n=3000, seed=1)
+    rng = np.random.default_rng(3)
+    y = _planted(X) + rng.normal(0, 0.3, len(X))  # the model is the truth: every incidence gap is sampling noise
+    a = audit(_planted, X, y, config=AuditConfig(pairs=False, materiality=0.0))
+    inc = a.evidence["incidence"]
+    assert all(np.isfinite(e.p_value) for e in inc.values())
+    assert _passed(a, "incidence") == set()
+    assert all(e.material for e in inc.values())  # materiality 0: only the noise test stands between
+
+
+def test_monte_carlo_p_value_and_adjustments():
+    from autopdp.significance import adjust_p_values, monte_carlo_p
+
+    null = np.linspace(0.0, 1.0, 199)
+    assert monte_carlo_p(0.5, null) == pytest.approx((1 + 100) / 200)
+    assert monte_carlo_p(0.0, null) == 1.0
+    p_far = monte_carlo_p(10.0, np.abs(np.random.default_rng(0).standard_normal(500)))
+    assert 0 < p_far < 1 / 501  # extrapolated beyond the largest draw
+    # a standard normal null: the scaled chi-squared tail of x^2 is chi2(1)'s
+    from scipy import stats
+    draws = np.abs(np.random.default_rng(1).standard_normal(200_000))
+    assert monte_carlo_p(6.0, draws) == pytest.approx(2 * stats.norm.sf(6.0), rel=0.3)
+    p = np.array([0.01, 0.04, 0.03, 0.5])
+    # Benjamini-Hochberg by hand: p_(i) * m / i, made monotone from the top
+    np.testing.assert_allclose(adjust_p_values(p, "bh"), [0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
+    np.testing.assert_allclose(adjust_p_values(p, "holm"), [0.04, 0.09, 0.09, 0.5])
+
+
+def test_association_tests_match_scipy():
+    from scipy import stats
+
+    from autopdp.association import association_test
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=300)
+    b = a + rng.normal(size=300)
+    v, p = association_test(a, "numeric", b, "numeric")
+    assert v == pytest.approx(abs(stats.spearmanr(a, b).statistic)) and p == pytest.approx(stats.spearmanr(a, b).pvalue)
+    c = rng.choice(list("xyz"), 300)
+    v, p = association_test(c, "categorical", b, "numeric")
+    groups = [b[c == k] for k in "xyz"]
+    assert p == pytest.approx(stats.f_oneway(*groups).pvalue)
+    d = rng.choice(list("uv"), 300)
+    v, p = association_test(c, "categorical", d, "categorical")
+    table = pd.crosstab(c, d).to_numpy()
+    assert p == pytest.approx(stats.chi2_contingency(table, correction=False).pvalue)
+
+
+def test_report_shows_evidence_and_no_finding_wording(planted):
+    html = planted.to_html()
+    assert "No material finding under this criterion" in html  # correlation has none; incidence n/a
+    assert "adjusted p" in html and "noise level" in html
+    assert "of its range" not in html
+    data = planted.to_dict()
+    assert data["selection"][0]["evidence"][0]["passed"] is True
+    assert {"monotonicity", "interaction", "correlation"} <= set(data["evidence"])
+
+
+# ------------------------------------------------------------------ labels
+def _income_data(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"age": rng.uniform(18, 70, n), "hours": rng.uniform(10, 60, n)})
+    y = pd.Series(np.where(X["age"] + rng.normal(0, 10, n) > 45, ">50K", "<=50K"), name="income")
+    return X, y
+
+
+def test_target_values_outside_the_model_classes_are_an_error_naming_both_sets():
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _income_data()
+    model = LogisticRegression().fit(X, (y == ">50K").astype(int))
+    with pytest.raises(ValueError, match=r"not classes of the model: '<=50K', '>50K'.*classes are 0, 1"):
+        audit(model, X, y, config=AuditConfig(pairs=False))
+
+
+def test_cli_exits_2_on_mismatched_labels(tmp_path):
+    import pickle
+
+    from sklearn.linear_model import LogisticRegression
+
+    from autopdp.cli import main
+
+    X, y = _income_data()
+    model = LogisticRegression().fit(X, (y == ">50K").astype(int))
+    with open(tmp_path / "m.pkl", "wb") as fh:
+        pickle.dump(model, fh)
+    X.assign(income=y).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "c.toml").write_text("pairs = false\n")
+    code = main(["report", "--model", str(tmp_path / "m.pkl"), "--trust-model", "--data", str(tmp_path / "d.csv"),
+                 "--target", "income", "--config", str(tmp_path / "c.toml"), "--out", str(tmp_path / "out"),
+                 "--formats", "json"])
+    assert code == 2
+    assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_the_positive_class_and_target_column_are_named():
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _income_data()
+    model = LogisticRegression().fit(X, y)
+    a = audit(model, X, y, config=AuditConfig(pairs=False))
+    assert a.metadata["target_name"] == "income"
+    html = a.to_html()
+    assert "P(income = &gt;50K)" in html
+    assert "class 1" not in html

@@ -147,12 +147,20 @@ def test_importance_unused_zero_and_greenwell_linear(U):
 
     grid = np.linspace(0, 1, 101)
     res = autopdp.partial_dependence(model, U, ["x1", "x2", "x3", "x4"], custom_values={c: grid for c in U.columns})
-    imp = np.array([pd_importance(r)[0] for r in res])
+    # Greenwell's unweighted statistic: the sample std of k evenly spaced points
+    imp = np.array([pd_importance(r, weighted=False)[0] for r in res])
     k = grid.size
-    exact = np.abs(beta) * 1.0 / (k - 1) * np.sqrt(k * (k + 1) / 12)  # sample std of k evenly spaced points
+    exact = np.abs(beta) * 1.0 / (k - 1) * np.sqrt(k * (k + 1) / 12)
     np.testing.assert_allclose(imp, exact, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(imp, np.abs(beta) / np.sqrt(12), rtol=0.02, atol=1e-12)  # |beta| * range / sqrt(12)
     assert imp[3] < 1e-12
+    # the default weights each grid value by its share of rows: |beta| * weighted sd of the grid values
+    wimp = np.array([pd_importance(r)[0] for r in res])
+    for b, r, v in zip(beta, res, wimp):
+        w = r.counts / r.counts.sum()
+        sd_grid = np.sqrt(np.sum(w * (grid - np.sum(w * grid)) ** 2))
+        assert v == pytest.approx(abs(b) * sd_grid, rel=1e-10, abs=1e-12)
+    np.testing.assert_allclose(wimp, np.abs(beta) * U.std(ddof=0).to_numpy(), rtol=0.02, atol=1e-12)
     a = audit(model, U, config=ONE_D)
     assert a.importance.loc["x4"].iloc[0] < 1e-12
     assert list(a.importance.iloc[:, 0].sort_values(ascending=False).index[:3]) == ["x1", "x2", "x3"]
@@ -162,7 +170,9 @@ def test_categorical_importance_is_range_over_four():
     X = pd.DataFrame({"c": list("abcd") * 25, "n": np.linspace(0, 1, 100)})
     effect = {"a": 0.0, "b": 1.0, "c": 4.0, "d": 2.0}
     (r,) = autopdp.partial_dependence(lambda d: d["c"].map(effect).to_numpy(), X, ["c"])
-    assert pd_importance(r)[0] == pytest.approx(1.0)
+    assert pd_importance(r, weighted=False)[0] == pytest.approx(1.0)
+    # weighted (default): the sd of the effect over the rows, 25 per level
+    assert pd_importance(r)[0] == pytest.approx(np.std(list(effect.values())), rel=1e-12)
 
 
 def test_interaction_additive_zero_and_product_first(U):

@@ -11,7 +11,7 @@ import pandas as pd
 from ..selection import PAIR_CRITERIA
 from ..utilities import TRUST_IDS
 from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
-from .findings import UTILITY_DEFINITIONS, finding_sentence, fmt, title_of
+from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
 
 __all__ = ["build_context", "notebook_context"]
 
@@ -46,6 +46,34 @@ def _g_label(uid: str, score) -> str:
     if uid == "incidence" and score is not None:
         label = f"data: {score.details.get('what', 'incidence')}"
     return label
+
+
+def _scale(audit, result, score=None) -> float | None:
+    """Standard deviation of the model's predictions for the score's target (None when unknown)."""
+    sds = audit.metadata.get("prediction_std") or []
+    t = _target_index(result, score)
+    return float(sds[t]) if t < len(sds) else None
+
+
+def outcome_label(audit, target=None) -> str:
+    """What the model's response is, in words: 'P(income = >50K)', 'predicted cnt', ..."""
+    meta = audit.metadata
+    name = meta.get("target_name")
+    targets = meta.get("targets") or []
+    if target is None and targets:
+        target = targets[0]
+    response = meta.get("response")
+    if meta.get("is_classifier"):
+        if response == "crisp":
+            return f"share predicted {name + ' = ' if name else 'class '}{target}"
+        if response == "decision_function":
+            return f"decision function for {name + ' = ' if name else 'class '}{target}"
+        return f"P({name or 'class'} = {target})"
+    return f"predicted {name}" if name else "prediction"
+
+
+def _evidence(audit, criterion, features):
+    return audit.evidence.get(criterion, {}).get(tuple(features)) if audit.evidence else None
 
 
 def _figure(svg: str, caption: str, alt: str) -> dict:
@@ -101,12 +129,19 @@ def trust_text(audit, features) -> str:
         parts.append(f"OOD {s.value:.0%}")
         if s.value > 0.5:
             caution.append("mostly unrealistic rows")
+    try:
+        r = audit.pd(features)
+    except ValueError:
+        r = None
     for uid, label in (("ale_divergence", "ALE gap"), ("stratpd", "StratPD gap")):
         s = by.get(uid)
         if s is not None and s.available:
+            sd = _scale(audit, r, s) if r is not None else None
+            parts.append(f"{label} {fmt(s.value)}" + (f" ({s.value / sd:.2g} pred. sd)" if sd else ""))
             rel = s.details.get("relative")
-            parts.append(f"{label} {fmt(s.value)}" + (f" ({rel:.0%})" if rel is not None else ""))
-            if rel is not None and rel > 0.5:
+            # a gap is a caution when it is large against the PD's own range *and* material on the output scale
+            material = sd is None or s.value >= audit.config.materiality * sd
+            if rel is not None and rel > 0.5 and material:
                 caution.append(f"{label} large")
     if not parts:
         return "n/a"
@@ -117,20 +152,26 @@ def _score_rows(audit, uid):
     ranked = audit.ranking(uid, kind="1d") if uid in audit.scores.columns else pd.DataFrame()
     rows = []
     for _, row in ranked.iterrows():
-        s = audit.utility_scores[tuple(row["features"])][uid]
+        feats = tuple(row["features"])
+        s = audit.utility_scores[feats][uid]
+        sd = _scale(audit, audit.pd(feats), s)
+        e = _evidence(audit, uid, feats)
         rows.append({
-            "rank": int(row["rank"]), "feature": _label(row["features"]), "value": fmt(s.value),
-            "relative": "" if s.details.get("relative") is None else f"{s.details['relative']:.0%}",
+            "rank": int(row["rank"]), "feature": _label(feats), "features": feats, "value": fmt(s.value),
+            "scaled": "" if not sd else f"{s.value / sd:.2g}",
+            "p": "" if e is None else p_text(e.adjusted_p),
+            "finding": "" if e is None else ("yes" if e.passed else ("not material" if not e.material else "noise")),
+            "passed": e is None or e.passed,
             "target": "" if s.target is None else str(s.target),
-            "trust": trust_text(audit, tuple(row["features"])),
+            "trust": trust_text(audit, feats),
         })
-    missing = []
+    missing: dict[str, list] = {}
     one = audit.scores[audit.scores["kind"] == "1d"]
     for _, row in one.iterrows():
         if pd.isna(row[uid]):
             s = audit.utility_scores[tuple(row["features"])][uid]
-            missing.append({"feature": _label(row["features"]), "reason": s.reason})
-    return rows, missing
+            missing.setdefault(s.reason, []).append(_label(row["features"]))
+    return rows, [{"reason": k, "features": ", ".join(v)} for k, v in missing.items()]
 
 
 def _utility_sections(audit, top_k):
@@ -141,14 +182,27 @@ def _utility_sections(audit, top_k):
         base = uid.split(":", 1)[0]
         rows, missing = _score_rows(audit, uid)
         plots = []
-        for row in rows[:top_k]:
-            feats = tuple(row["feature"].split(" × "))
+        tested = bool(audit.evidence) and uid in audit.evidence
+        for row in [r for r in rows if r["passed"]][:top_k]:
+            feats = row["features"]
             svg, alt, _ = _pd_figure(audit, feats, uid)
             s = audit.score(feats, uid)
-            plots.append(_figure(svg, f"#{row['rank']} — {finding_sentence(feats, uid, s)}", alt))
+            sentence = finding_sentence(feats, uid, s, scale=_scale(audit, audit.pd(feats), s),
+                                        outcome=outcome_label(audit, s.target))
+            proof = evidence_text(_evidence(audit, uid, feats))
+            plots.append(_figure(svg, f"#{row['rank']} — {sentence}" + (f" [{proof}]" if proof else ""), alt))
+        e_any = next(iter(audit.evidence.get(uid, {}).values()), None) if tested else None
+        none_text = ""
+        if tested and not plots:
+            thr = f" (at least {fmt(e_any.threshold)}, {audit.config.materiality:g} × the prediction standard deviation)" \
+                if e_any is not None and np.isfinite(e_any.threshold) else ""
+            none_text = (
+                f"No material finding under this criterion: no PDP's score is both material{thr} and clear of "
+                "sampling noise. The ranking below still lists every PDP."
+            )
         sections.append({
             "id": uid.replace(":", "-"), "uid": uid, "title": title_of(uid), "definition": UTILITY_DEFINITIONS.get(base, ""),
-            "rows": rows, "missing": missing, "plots": plots,
+            "rows": rows, "missing": missing, "plots": plots, "none_text": none_text, "tested": tested,
             "higher": "lower" if (uid == "ice_variance" and audit.config.ice_variance == "low") else "higher",
         })
     return sections
@@ -163,10 +217,12 @@ def _pair_section(audit):
         row = two[two["features"] == sel.features].iloc[0]
         crit = {c: row[c] for c in criteria_cols}
         sentences = [finding_sentence(sel.features, c, None, criteria=crit) for c, _ in sel.reasons if c in PAIR_CRITERIA]
+        proof = "; ".join(evidence_text(e) for e in sel.evidence)
         items.append({
             "label": sel.label, "reasons": sel.reason_text,
             "criteria": [{"name": c, "value": fmt(crit[c])} for c in criteria_cols],
-            "figure": _figure(svg, f"Selected by {sel.reason_text}. " + " ".join(sentences), alt),
+            "figure": _figure(svg, f"Selected by {sel.reason_text}. " + " ".join(sentences)
+                              + (f" [{proof}]" if proof else ""), alt),
         })
     table = []
     if not two.empty:
@@ -174,7 +230,9 @@ def _pair_section(audit):
         for _, row in top.iterrows():
             table.append({"rank": int(row["rank"]), "pair": _label(row["features"]),
                           **{c: fmt(row[c]) for c in criteria_cols}})
-    return {"items": items, "table": table, "columns": criteria_cols, "count": len(two)}
+    none = [c for c in audit.config.criteria_2d if c in (audit.evidence or {})
+            and not any(e.passed for e in audit.evidence[c].values())]
+    return {"items": items, "table": table, "columns": criteria_cols, "count": len(two), "no_finding": none}
 
 
 def _findings(audit):
@@ -187,9 +245,27 @@ def _findings(audit):
             crit = {c: row[c] for c in PAIR_CRITERIA if c in row}
             sentence = finding_sentence(sel.features, criterion, None, criteria=crit)
         else:
-            sentence = finding_sentence(sel.features, criterion, audit.score(sel.features, criterion))
+            s = audit.score(sel.features, criterion)
+            sentence = finding_sentence(sel.features, criterion, s, scale=_scale(audit, audit.pd(sel.features), s),
+                                        outcome=outcome_label(audit, s.target))
         out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence,
-                    "trust": trust_text(audit, sel.features)})
+                    "trust": trust_text(audit, sel.features),
+                    "evidence": "; ".join(evidence_text(e) for e in sel.evidence)})
+    return out
+
+
+def _no_findings(audit) -> list[str]:
+    """The criteria under which no PDP is a material finding clear of noise."""
+    if not audit.evidence:
+        return []
+    out = []
+    for c, by in audit.evidence.items():
+        if c == "importance_1d" or c not in audit.scores.columns:
+            continue
+        if c in PAIR_CRITERIA and c not in audit.config.criteria_2d:
+            continue
+        if not any(e.passed for e in by.values()):
+            out.append(c)
     return out
 
 
@@ -280,6 +356,13 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "comparison": None,
         "cover": _cover(audit),
         "findings": _findings(audit),
+        "no_findings": _no_findings(audit),
+        "outcome": outcome_label(audit),
+        "materiality": {
+            "fraction": cfg.materiality, "min_association": cfg.min_association, "significance": cfg.significance,
+            "multiple_testing": "Benjamini-Hochberg" if cfg.multiple_testing == "bh" else "Holm",
+            "noise_draws": cfg.noise_draws,
+        },
         "cautions": _cautions(audit),
         "surrogate": audit.metadata.get("surrogate"),
         "counts": {
@@ -321,6 +404,7 @@ def notebook_context(audit) -> dict:
         "model": audit.metadata.get("model", {}).get("name"),
         "counts": {"pd_1d": len(audit.results_1d), "pd_2d": len(audit.results_2d)},
         "findings": _findings(audit),
+        "no_findings": _no_findings(audit),
         "cautions": _cautions(audit),
         "surrogate": audit.metadata.get("surrogate"),
         "importance": [{"feature": str(k), "value": fmt(v)} for k, v in imp.items()],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "fmt"]
+__all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "fmt", "p_text", "evidence_text"]
 
 UTILITY_TITLES = {
     "monotonicity": "Least monotonic",
@@ -83,8 +83,44 @@ def fmt(v, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def _pct(rel) -> str:
-    return "" if rel is None else f" ({rel:.0%} of its range)"
+def _scaled(value, scale) -> str:
+    """The score as a multiple of the prediction standard deviation (the model's own output scale)."""
+    try:
+        v, sd = float(value), float(scale)
+    except (TypeError, ValueError):
+        return ""
+    if not (np.isfinite(v) and np.isfinite(sd) and sd > 0):
+        return ""
+    return f" ({v / sd:.2g} prediction standard deviations)"
+
+
+def p_text(p) -> str:
+    """A p-value for people: 'p < 0.0001' below that, 3 significant digits above."""
+    try:
+        x = float(p)
+    except (TypeError, ValueError):
+        return "n/a"
+    if not np.isfinite(x):
+        return "n/a"
+    if x < 1e-4:
+        return "< 0.0001"
+    return f"{x:.2g}"
+
+
+def evidence_text(e) -> str:
+    """One line for a validator: score, materiality threshold, p-value and noise level of a finding."""
+    if e is None:
+        return ""
+    parts = [f"{e.criterion} {fmt(e.value)}"]
+    if e.criterion == "intersection":
+        return e.why
+    if np.isfinite(e.threshold):
+        parts.append(f"threshold {fmt(e.threshold)}")
+    if np.isfinite(e.adjusted_p):
+        parts.append(f"adjusted p {p_text(e.adjusted_p)}")
+    if np.isfinite(e.noise_level):
+        parts.append(f"noise level {fmt(e.noise_level)}")
+    return ", ".join(parts)
 
 
 def title_of(uid: str) -> str:
@@ -93,9 +129,16 @@ def title_of(uid: str) -> str:
     return UTILITY_TITLES.get(uid, uid)
 
 
-def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None = None) -> str:
-    """One sentence describing why a PDP was selected under criterion ``uid``."""
+def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None = None, scale=None,
+                     outcome: str | None = None) -> str:
+    """One sentence describing why a PDP was selected under criterion ``uid``.
+
+    ``scale``: the standard deviation of the model's predictions for the
+    score's target (sizes are stated as multiples of it); ``outcome``: what the
+    model predicts, e.g. "P(income = >50K)".
+    """
     name = " × ".join(features)
+    avg = f"the average {outcome}" if outcome else "the model's average prediction"
     if len(features) == 2 and uid in ("correlation", "importance", "interaction", "intersection", "surrogate_importance"):
         c = criteria or {}
         if uid == "correlation":
@@ -118,42 +161,43 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
         return f"{name}: {uid} could not be scored ({score.reason if score else 'no score'})."
     d = score.details or {}
     v = fmt(score.value)
-    rel = _pct(d.get("relative"))
+    rel = _scaled(score.value, scale)
     if uid == "monotonicity":
         if d.get("declared"):
             return (
-                f"{name}: expected to be {d.get('direction')}, but the best {d.get('direction')} curve misses the "
-                f"model's average prediction by {v}{rel}."
+                f"{name}: expected to be {d.get('direction')}, but the best {d.get('direction')} curve misses "
+                f"{avg} by {v}{rel}."
             )
         if score.value < 1e-9:
-            return f"{name}: the model's average prediction is monotone ({d.get('direction')})."
-        return (
-            f"{name}: the model's average prediction is non-monotonic; the best monotone curve misses it by {v}{rel}."
-        )
+            return f"{name}: {avg} is monotone ({d.get('direction')})."
+        return f"{name}: {avg} is non-monotonic; the best monotone curve misses it by {v}{rel}."
     if uid == "lipschitz":
         bound = d.get("bound") or [None]
         return (
-            f"{name}: the average prediction changes faster than the slope bound ({fmt(bound[0])} per unit) allows; "
+            f"{name}: {avg} changes more abruptly than the slope bound ({fmt(bound[0])} per unit) allows; "
             f"the closest bounded curve misses it by {v}{rel}."
         )
     if uid == "incidence":
         what = d.get("what", "observed rate")
-        return f"{name}: the model's average prediction departs from the data's {what} by {v} on average{rel}."
+        return f"{name}: {avg} departs from the data's {what} by {v} on average{rel}."
     if uid.startswith("similarity:"):
         other = uid.split(":", 1)[1]
         return f"{name}: this model and {other} learned different relationships; their PDs differ by {v} on average{rel}."
     if uid == "slope":
         between = d.get("between")
         where = f" between {fmt(between[0])} and {fmt(between[1])}" if between else ""
-        return f"{name}: the steepest change of the average prediction is{where}: {v} per full feature range."
+        return f"{name}: the steepest change of {avg} is{where}: {v} per full feature range{rel}."
     if uid == "ood_share":
         return f"{name}: {score.value:.0%} of the rows behind this PD are unlike any real row; read it as extrapolation."
     if uid in ("stratpd", "ale_divergence"):
         what = "the data's own partial dependence (StratPD)" if uid == "stratpd" else "its accumulated local effects (ALE)"
         return f"{name}: the centred PD departs from {what} by {v}{rel}."
     if uid == "ice_variance":
+        if (d.get("centering") or "mean") == "none":
+            return (f"{name}: individual (uncentred) curves spread by {v} around the average; this is the spread of "
+                    "the rows' levels, not evidence of different effects.")
         return (
-            f"{name}: individual curves spread by {v} around the average, so the PD hides different effects for "
-            "different rows (look at the ICE curves)."
+            f"{name}: once centred, individual curves still spread by {v}{rel}, so the feature acts differently on "
+            "different rows and the PD hides it (look at the ICE curves)."
         )
     return f"{name}: {uid} = {v}."
