@@ -30,6 +30,7 @@ from .trees import TreePathUnavailable
 from .trust import trust_scores
 from .utilities import TRUST_IDS
 from .result import PDResult, _scalar, _to_jsonable
+from .coverage import outside_grid
 from .evidence import assess
 from .scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from .selection import SelectedPDP, curate, intersection_scores, rank_scores, score_columns
@@ -705,8 +706,17 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     t0 = time.perf_counter()
     evidence = assess(inputs, results, utility_scores, scores, surrogate=surrogate)
     timings["noise_tests"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    outside = outside_grid(
+        model, frame, res1, prediction_std=inputs.prediction_std, materiality=config.materiality,
+        pd_kwargs=dict(response=config.response, target=config.target, method=config.method, std_rows=0,
+                       categorical_features=categorical, max_batch_mb=config.max_batch_mb),
+    )
+    notes.extend(o.text for o in outside)
+    timings["outside_grid"] = time.perf_counter() - t0
 
     notes.extend(_na_notes(utility_scores))
+    notes = list(dict.fromkeys(notes))  # one line per distinct note
     data_summary = summarise_data(frame, res1, np.random.default_rng(random_state))
     timings["total"] = time.perf_counter() - started
 
@@ -725,6 +735,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         "targets": [_scalar(t) for t in adapter.targets],
         "target_name": target_name,
         "prediction_std": [float(v) for v in np.atleast_1d(inputs.prediction_std)],
+        "outside_grid": [o.to_dict() for o in outside],
         "is_classifier": adapter.is_classifier,
         "has_y": y is not None,
         "random_state": random_state,

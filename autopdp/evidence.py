@@ -366,6 +366,8 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, draws, sd):
                 e2 = pd_noise(other, other.target_index(s.target), draws, _rng(r.features, uid))
             except ValueError:
                 e2 = None
+        if e2 is None:  # the comparison PD kept no spread: take its noise to be as large as this PD's (independent)
+            e2 = pd_noise(r, t, draws, _rng(r.features, uid + "|proxy"))
         null = _gap(e - (0 if e2 is None else e2), w, cfg.loss)
     else:
         return np.nan, np.nan, f"no noise test for {uid}."

@@ -39,7 +39,9 @@ Null distributions (B = ``noise_draws`` draws, default 200)
         the per-grid-point observed means that is valid for small n_j, where
         the chi-squared approximation is not.
     ``similarity:<name>``
-        both PDs equal, each with its noise.
+        both PDs equal, each with its noise (independent draws; when the
+        comparison PD kept no spread its noise is taken to be as large as the
+        audited PD's).
     ``slope``, ``importance``
         a flat PD plus noise.
     ``interaction``

@@ -246,3 +246,28 @@ def test_the_positive_class_and_target_column_are_named():
     html = a.to_html()
     assert "P(income = &gt;50K)" in html
     assert "class 1" not in html
+
+
+# ------------------------------------------------------------------ rows outside the grid
+def test_rows_outside_the_grid_are_reported_with_the_pd_there():
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame({"x": rng.uniform(0, 1, 3000), "z": rng.uniform(0, 1, 3000)})
+
+    def model(d):
+        return 2.0 * (d["x"].to_numpy() > 0.97) + 0.5 * d["z"].to_numpy()
+
+    a = audit(model, X, config=AuditConfig(pairs=False))
+    out = {(o["feature"], o["side"]): o for o in a.metadata["outside_grid"]}
+    assert set(out) == {("x", "below"), ("x", "above"), ("z", "below"), ("z", "above")}
+    top = float(a.pd("x").grid[0][-1])
+    above = out[("x", "above")]
+    assert above["share"] == pytest.approx(float((X["x"] > top).mean()))
+    assert above["median"] == pytest.approx(float(np.median(X["x"][X["x"] > top])))
+    # the step beyond the grid's top: the PD there is 2 higher than at the top grid value, and that is material
+    assert above["pd_beyond"] - above["pd_edge"] == pytest.approx(2.0, abs=1e-9)
+    assert above["material"] and not out[("x", "below")]["material"]
+    # z is a gentle line: beyond its grid the PD moves by 0.5 * (median - edge), below materiality
+    z_above = out[("z", "above")]
+    assert z_above["pd_beyond"] - z_above["pd_edge"] == pytest.approx(0.5 * (z_above["median"] - z_above["edge"]), abs=1e-9)
+    assert not z_above["material"]
+    assert any(n.startswith("x: ") and "above the grid's highest" in n and "material change" in n for n in a.notes)

@@ -1,0 +1,110 @@
+"""Rows outside a PD's grid: how many, and whether the model's PD differs there.
+
+A numeric grid spans its ``percentiles`` (5%-95% by default), so up to 5% of
+the rows lie beyond each end.  For every numeric 1D PD whose rows beyond an
+end make up at least ``min_share`` (default 1%) of the data, the PD is
+evaluated once more at the median of those rows' values and compared with the
+PD at the grid's end.  When the difference is material (at least
+``materiality`` times the standard deviation of the predictions) the report
+says that the plotted curve misses a change of the model beyond its grid;
+otherwise it says the PD there stays within that of its end value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["OutsideGrid", "outside_grid"]
+
+
+@dataclass(frozen=True)
+class OutsideGrid:
+    """Rows beyond one end of a numeric PD's grid."""
+
+    feature: str
+    side: str  # "below" | "above"
+    share: float  # of the rows with a value
+    edge: float  # the grid's end value
+    median: float  # median value of the rows beyond it
+    pd_edge: float
+    pd_beyond: float
+    material: bool
+    scale: float = float("nan")  # standard deviation of the predictions (same target)
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("feature", "side", "share", "edge", "median", "pd_edge", "pd_beyond",
+                                               "material")}
+
+    @property
+    def text(self) -> str:
+        return self.sentence(self.scale if np.isfinite(self.scale) and self.scale > 0 else None)
+
+    def sentence(self, scale: float | None) -> str:
+        where = "below the grid's lowest" if self.side == "below" else "above the grid's highest"
+        diff = self.pd_beyond - self.pd_edge
+        size = f" ({abs(diff) / scale:.2g} prediction standard deviations)" if scale else ""
+        verdict = (f"the PD there (at their median {_f(self.median)}) differs from its value at {_f(self.edge)} by "
+                   f"{diff:+.3g}{size}, a material change the plotted curve does not show"
+                   if self.material else
+                   f"the PD there (at their median {_f(self.median)}) stays within {abs(diff):.3g}{size} of its value at "
+                   f"{_f(self.edge)}")
+        return f"{self.feature}: {self.share:.1%} of the rows lie {where} value {_f(self.edge)}; {verdict}."
+
+
+def _f(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def outside_grid(model, frame, results_1d, *, prediction_std, materiality: float, min_share: float = 0.01,
+                 pd_kwargs: dict | None = None) -> list[OutsideGrid]:
+    """Find the numeric 1D PDs with a material share of rows beyond their grid and evaluate the PD there.
+
+    ``pd_kwargs`` are passed to :func:`autopdp.partial_dependence` (response,
+    target, method, ...); one extra call evaluates every such feature at once.
+    """
+    from .partial_dependence import partial_dependence
+
+    found = []
+    for r in results_1d:
+        if r.kinds[0] != "numeric":
+            continue
+        name = r.features[0]
+        v = np.asarray(frame.column(frame.names.index(name)), dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            continue
+        g = np.asarray(r.grid[0], dtype=float)
+        for side, mask, edge_i in (("below", v < g[0], 0), ("above", v > g[-1], -1)):
+            share = float(mask.mean())
+            if share >= min_share:
+                found.append((r, side, share, float(np.median(v[mask])), edge_i))
+    if not found:
+        return []
+    custom = {}
+    for r, side, share, med, _ in found:
+        custom.setdefault(r.features[0], []).append(med)
+    feats = list(custom)
+    integer = {f: np.issubdtype(np.asarray(frame.column(frame.names.index(f))).dtype, np.integer) for f in feats}
+    values = {f: (np.round(custom[f]).astype(np.int64) if integer[f] else np.asarray(custom[f], dtype=float))
+              for f in feats}
+    extra = partial_dependence(model, frame.data, feats, custom_values=values, kind="average",
+                               **(pd_kwargs or {}))
+    by_feature = {res.features[0]: res for res in extra}
+    out = []
+    sd = np.atleast_1d(np.asarray(prediction_std, dtype=float))
+    for r, side, share, med, edge_i in found:
+        res = by_feature[r.features[0]]
+        grid = np.asarray(res.grid[0], dtype=float)
+        j = int(np.argmin(np.abs(grid - (round(med) if integer[r.features[0]] else med))))
+        diffs = np.asarray(res.average)[:, j] - np.asarray(r.average)[:, edge_i]
+        t = int(np.argmax(np.abs(diffs)))
+        scale = float(sd[t]) if t < sd.size else float("nan")
+        material = bool(np.isfinite(scale) and abs(diffs[t]) >= materiality * scale)
+        out.append(OutsideGrid(
+            feature=r.features[0], side=side, share=share, edge=float(np.asarray(r.grid[0], dtype=float)[edge_i]),
+            median=float(grid[j]), pd_edge=float(np.asarray(r.average)[t, edge_i]),
+            pd_beyond=float(np.asarray(res.average)[t, j]), material=material, scale=scale,
+        ))
+    return out
