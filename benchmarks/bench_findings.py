@@ -50,9 +50,14 @@ def report_case(name, fn):
     if name == "bike":
         r = a.pd("hr")
         f = r.average[0]
-        print(f"  hr grid: {list(r.grid[0])}; PD peaks at hr {int(np.argmax(f[:12]))} and {12 + int(np.argmax(f[12:]))}")
+        print(f"  hr grid: {[int(v) for v in r.grid[0]]}; PD peaks at hr {int(np.argmax(f[:12]))} and {12 + int(np.argmax(f[12:]))}")
+    if not truth:  # real data: the findings under every criterion, for reading beside the named effects
+        for crit, by in a.evidence.items():
+            if crit != "importance_1d":
+                print(f"  {crit:14s} findings: {_names(k for k, e in by.items() if e.passed)}")
     for crit in ("monotonicity", "lipschitz", "incidence", "ice_variance", "interaction", "correlation"):
-        if crit in a.evidence and not any(e.passed for e in a.evidence[crit].values()):
+        by = a.evidence.get(crit, {})
+        if by and not any(e.passed for e in by.values()) and any(np.isfinite(e.value) for e in by.values()):
             print(f"  {crit}: no material finding")
     return a
 

@@ -191,7 +191,10 @@ def test_association_tests_match_scipy():
 
 def test_report_shows_evidence_and_no_finding_wording(planted):
     html = planted.to_html()
-    assert "No material finding under this criterion" in html  # correlation has none; incidence n/a
+    assert "No material finding under: correlation, intersection." in html  # no y: incidence is n/a, not "none"
+    assert "No material finding under this criterion" not in html
+    strict = audit(_planted, _planted_data(), config=AuditConfig(pairs=False, materiality=0.5))
+    assert "No material finding under this criterion" in strict.to_html()
     assert "adjusted p" in html and "noise level" in html
     assert "of its range" not in html
     data = planted.to_dict()

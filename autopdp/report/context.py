@@ -182,7 +182,8 @@ def _utility_sections(audit, top_k):
         base = uid.split(":", 1)[0]
         rows, missing = _score_rows(audit, uid)
         plots = []
-        tested = bool(audit.evidence) and uid in audit.evidence
+        tested = bool(audit.evidence) and uid in audit.evidence and any(
+            np.isfinite(e.value) for e in audit.evidence[uid].values())  # all n/a: the missing reasons say why
         for row in [r for r in rows if r["passed"]][:top_k]:
             feats = row["features"]
             svg, alt, _ = _pd_figure(audit, feats, uid)
@@ -231,7 +232,8 @@ def _pair_section(audit):
             table.append({"rank": int(row["rank"]), "pair": _label(row["features"]),
                           **{c: fmt(row[c]) for c in criteria_cols}})
     none = [c for c in audit.config.criteria_2d if c in (audit.evidence or {})
-            and not any(e.passed for e in audit.evidence[c].values())]
+            and not any(e.passed for e in audit.evidence[c].values())
+            and any(np.isfinite(e.value) for e in audit.evidence[c].values())]
     return {"items": items, "table": table, "columns": criteria_cols, "count": len(two), "no_finding": none}
 
 
@@ -264,7 +266,7 @@ def _no_findings(audit) -> list[str]:
             continue
         if c in PAIR_CRITERIA and c not in audit.config.criteria_2d:
             continue
-        if not any(e.passed for e in by.values()):
+        if not any(e.passed for e in by.values()) and any(np.isfinite(e.value) for e in by.values()):
             out.append(c)
     return out
 
