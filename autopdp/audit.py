@@ -7,10 +7,8 @@ Each PD is computed once and shared by every utility.  The result, an
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import itertools
 import json
-import platform
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -23,6 +21,9 @@ from ._version import __version__
 from .config import AuditConfig
 from .data import Frame, as_frame
 from .grids import bin_edges, is_effectively_constant, resolve_categorical
+from ._progress import announce
+from .loading import column_error
+from .provenance import content_sha256, library_versions, platform_info
 from .partial_dependence import _reject_infinite, feature_grids, partial_dependence
 from .fastpath import plan_tree_path
 from .response import make_adapter
@@ -70,13 +71,15 @@ class Audit:
     notes : tuple of str
         Features skipped and other things the report must say.
     metadata : mapping
-        Model, data (rows, features, sha256 fingerprint), versions.
+        Model, data (rows, features), versions and ``provenance`` (input files with their sha256, target,
+        positive class, seed, a content hash of the data as loaded, platform; see :mod:`autopdp.provenance`).
     data_summary : mapping
         ``distributions`` (per feature: histogram on the grid's range, or rows
         per level) and ``points`` (the values of a fixed random sample of up to
         400 rows per feature), which the report draws under the PDs.
     run : mapping
-        Date and timings per stage (the only part that differs between runs).
+        Date, timings per stage and (from the CLI) the command line: the only part that differs
+        between runs.
     """
 
     config: AuditConfig
@@ -284,6 +287,88 @@ def _check_y(y, n: int):
     return arr
 
 
+def _apply_categories(X, categories):
+    """Columns with a declared ordinal order become ordered pandas Categoricals (levels in that order)."""
+    if not categories:
+        return X
+    if not isinstance(X, pd.DataFrame):
+        raise ValueError("config key 'categories' names columns, so X must be a DataFrame.")
+    changed = {}
+    for name, order in categories.items():
+        if name not in X.columns:
+            raise column_error("config key 'categories' names the column", name, X.columns)
+        col = X[name]
+        as_text = {str(v): v for v in order}
+        values = col.dropna()
+        unknown = sorted({str(v) for v in values.unique()} - set(as_text))
+        if unknown:
+            shown = ", ".join(repr(u) for u in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
+            raise ValueError(
+                f"column {name!r} has values that config key 'categories.{name}' does not list: {shown}; "
+                "list every level in order."
+            )
+        mapped = col.map(lambda v: v if pd.isna(v) else as_text[str(v)])
+        changed[name] = pd.Categorical(mapped, categories=list(order), ordered=True)
+    return X.assign(**changed)
+
+
+def _check_weights(sample_weight, n: int):
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(pd.to_numeric(pd.Series(np.asarray(sample_weight).ravel()), errors="raise"), dtype=float)
+    except (ValueError, TypeError):
+        raise ValueError("sample_weight must be numbers (one weight per row).") from None
+    if w.shape[0] != n:
+        raise ValueError(f"sample_weight has {w.shape[0]} values but X has {n} rows; give one weight per row.")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        bad = int((~np.isfinite(w) | (w < 0)).sum())
+        raise ValueError(f"sample_weight has {bad} missing, infinite or negative value(s); weights must be finite and >= 0.")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight sums to 0: at least one row needs a positive weight.")
+    return w
+
+
+def choose_pairs(spec, features: list, res1, names: list, notes: list) -> list:
+    """The 2D pairs to compute: every pair, none, the top N by a cheap screen, or a given list.
+
+    ``top:N`` ranks every pair by the geometric mean of its two features' 1D PD
+    importance (Greenwell's spread of the 1D PD, already computed), so no 2D PD
+    is computed to choose them.
+    """
+    all_pairs = list(itertools.combinations(features, 2))
+    if spec is True:
+        return all_pairs
+    if spec is False or len(features) < 2:
+        return []
+    if isinstance(spec, str) and spec.startswith("top:"):
+        n = int(spec[4:])
+        if n >= len(all_pairs):
+            return all_pairs
+        imp = importance_table(res1).max(axis=1)
+        score = {p: float(np.sqrt(max(imp.get(p[0], 0.0), 0.0) * max(imp.get(p[1], 0.0), 0.0))) for p in all_pairs}
+        order = sorted(range(len(all_pairs)), key=lambda i: (-score[all_pairs[i]], i))
+        chosen = sorted(order[:n])  # keep column order among the chosen
+        notes.append(
+            f"2D PDs computed for {n} of the {len(all_pairs)} pairs (pairs = top:{n}): the pairs whose two features "
+            "have the largest geometric mean of 1D PD importance, a screen that needs no 2D PD; interactions between "
+            "less important features are not examined."
+        )
+        return [all_pairs[i] for i in chosen]
+    out = []
+    for a, b in spec:
+        for f in (a, b):
+            if f not in names:
+                raise column_error("config key 'pairs' (--pairs) names the feature", f, names, "data's features")
+        if a not in features or b not in features:
+            notes.append(f"Pair {a} × {b} was not computed: {a if a not in features else b} is constant in the data.")
+            continue
+        out.append((a, b))
+    if out:
+        notes.append(f"2D PDs computed only for the {len(out)} pair(s) asked for (pairs = {', '.join(f'{a}:{b}' for a, b in out)}).")
+    return out
+
+
 def _check_rows(n: int, notes: list) -> None:
     """Too few rows is an error; few rows is a warning in the report."""
     if n < MIN_ROWS:
@@ -330,17 +415,6 @@ def _check_labels(y: np.ndarray | None, model, adapter) -> None:
         )
 
 
-def fingerprint(frame: Frame) -> str:
-    """sha256 of the data: of pandas' row hashes (values and column names) or of the array bytes."""
-    h = hashlib.sha256()
-    if frame.is_frame:
-        h.update("\x1f".join(frame.names).encode())
-        h.update(pd.util.hash_pandas_object(frame.data, index=False).to_numpy().tobytes())
-    else:
-        h.update(np.ascontiguousarray(frame.data).tobytes() if frame.data.dtype != object else repr(frame.data.tolist()).encode())
-    return h.hexdigest()
-
-
 def describe_model(model) -> dict:
     """Name, type and key parameters of a model, as plain text."""
     name = type(model).__name__
@@ -369,18 +443,6 @@ def _short(v) -> Any:
         return v
     text = repr(v)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _versions() -> dict:
-    import cvxpy
-    import scipy
-    import sklearn
-
-    return {
-        "autopdp": __version__, "python": platform.python_version(), "numpy": np.__version__,
-        "pandas": pd.__version__, "scikit-learn": sklearn.__version__, "scipy": scipy.__version__,
-        "cvxpy": cvxpy.__version__,
-    }
 
 
 def _sample_rows(n: int, k: int | None, rng) -> np.ndarray | None:
@@ -487,7 +549,7 @@ def _na_notes(utility_scores) -> list[str]:
 
 # ---------------------------------------------------------------- audit
 def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None,
-          scheduler=None) -> Audit:
+          scheduler=None, sample_weight=None) -> Audit:
     """Compute every 1D and 2D PD of ``model`` on ``X``, score, rank and select them.
 
     Parameters
@@ -509,6 +571,11 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         Progress bars (default: only on an interactive terminal).
     scheduler : str or distributed.Client, optional
         Compute the PDs on a Dask cluster (``"tcp://host:8786"``).
+    sample_weight : array-like of shape (n_rows,), optional
+        Row weights (e.g. survey weights): every PD is the weighted mean over
+        rows, and the utilities' density weights and the observed incidence
+        are weighted the same way.  The trust checks (OOD share, ALE,
+        StratPD, surrogate) stay unweighted; the report says so.
 
     Returns
     -------
@@ -528,16 +595,19 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             raise ValueError(f"comparison model names must be non-empty text without '=' or ':', got {name!r}.")
 
     t0 = time.perf_counter()
+    X = _apply_categories(X, config.categories)
     full = as_frame(X)
     notes: list[str] = []
     full = _align_columns(model, full, notes)
     _check_rows(full.n_rows, notes)
     target_name = _target_name(y)
     y = _check_y(y, full.n_rows)
+    weights_full = _check_weights(sample_weight, full.n_rows)
     rng = np.random.default_rng(random_state)
     rows = _sample_rows(full.n_rows, config.max_rows, rng)
     frame = full if rows is None else full.take_rows(rows)
     y_pd = None if y is None else (y if rows is None else y[rows])
+    weights = None if weights_full is None else (weights_full if rows is None else weights_full[rows])
     if rows is not None:
         notes.append(f"PDs average over a random sample of {frame.n_rows:,} of the {full.n_rows:,} rows (max_rows).")
 
@@ -585,7 +655,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     res1 = partial_dependence(
         model, frame.data, features, grid_resolution=config.grid_resolution, kind="both",
         categorical_features=config.categorical_features, subsample=config.subsample,
-        random_state=random_state, n_jobs=n_jobs, max_levels=config.max_levels, **common,
+        random_state=random_state, n_jobs=n_jobs, max_levels=config.max_levels, sample_weight=weights, **common,
     )
     for r in res1:
         notes.extend(r.notes)
@@ -595,9 +665,10 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
 
     # ---- 2D PDs (on a row subsample, grids from all rows)
     res2: list[PDResult] = []
-    pairs = list(itertools.combinations(features, 2)) if config.pairs else []
+    pairs = choose_pairs(config.pairs, features, res1, names, notes)
     rows_2d = _sample_rows(frame.n_rows, config.max_rows_2d, rng) if pairs and not fast_2d else None
     frame_2d = frame if rows_2d is None else frame.take_rows(rows_2d)
+    weights_2d = None if weights is None else (weights if rows_2d is None else weights[rows_2d])
     custom_2d = {}
     t0 = time.perf_counter()
     if pairs:
@@ -610,7 +681,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         res2 = partial_dependence(
             model, frame_2d.data, pairs, grid_resolution=config.grid_resolution_2d, kind="average",
             categorical_features=categorical, custom_values=custom_2d, n_jobs=n_jobs, random_state=random_state,
-            std=True, **common,
+            std=True, sample_weight=weights_2d, **common,
         )
         if fast_2d:
             notes.append(
@@ -633,11 +704,11 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         try:
             c1 = partial_dependence(
                 other, frame.data, features, kind="average", categorical_features=categorical,
-                custom_values=custom_1d, n_jobs=n_jobs, **common,
+                custom_values=custom_1d, n_jobs=n_jobs, sample_weight=weights, **common,
             )
             c2 = partial_dependence(
                 other, frame_2d.data, pairs, kind="average", categorical_features=categorical,
-                custom_values=custom_2d, n_jobs=n_jobs, **common,
+                custom_values=custom_2d, n_jobs=n_jobs, sample_weight=weights_2d, **common,
             ) if pairs else []
         except (ValueError, TypeError) as exc:
             raise ValueError(f"comparison model {name!r}: {exc}") from exc
@@ -646,21 +717,24 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
 
     # ---- scores
     t0 = time.perf_counter()
-    predictions = _predictions(adapter, frame)
-    inputs = ScoringInputs(
-        frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
-        prediction_std=predictions.std(axis=0), config=config,
-        comparisons={k: {r.features: r for r in v} for k, v in comparisons.items()},
-    )
     results = list(res1) + list(res2)
-    utility_scores = {r.features: score_result(inputs, r) for r in results}
-    importance = importance_table(res1)
-    interaction = interaction_table(res2)
-    criteria = pair_criteria(inputs, res2, importance, interaction)
+    with announce(f"scoring {len(results)} PDs with {len(config.utilities)} utilities", progress):
+        predictions = _predictions(adapter, frame)
+        inputs = ScoringInputs(
+            frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
+            prediction_std=predictions.std(axis=0), config=config,
+            comparisons={k: {r.features: r for r in v} for k, v in comparisons.items()},
+            sample_weight=weights,
+        )
+        utility_scores = {r.features: score_result(inputs, r) for r in results}
+        importance = importance_table(res1)
+        interaction = interaction_table(res2)
+        criteria = pair_criteria(inputs, res2, importance, interaction)
     timings["scoring"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, predictions=predictions,
-                                       random_state=random_state)
+    with announce("trust checks (out-of-distribution share, ALE, StratPD, surrogate)", progress):
+        trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, predictions=predictions,
+                                           random_state=random_state)
     for key, by_id in trust.items():
         utility_scores[key].update(by_id)
     if surrogate is not None:
@@ -710,12 +784,17 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     outside = outside_grid(
         model, frame, res1, prediction_std=inputs.prediction_std, materiality=config.materiality,
         pd_kwargs=dict(response=config.response, target=config.target, method=config.method, std_rows=0,
-                       categorical_features=categorical, max_batch_mb=config.max_batch_mb),
+                       categorical_features=categorical, max_batch_mb=config.max_batch_mb, sample_weight=weights),
     )
     notes.extend(o.text for o in outside)
     timings["outside_grid"] = time.perf_counter() - t0
 
     notes.extend(_na_notes(utility_scores))
+    if weights is not None:
+        notes.append(
+            "PDs, the utilities' density weights and the observed incidence are weighted by the sample weights; "
+            "the trust checks (OOD share, ALE, StratPD, surrogate) and the data plots under the PDs are unweighted."
+        )
     notes = list(dict.fromkeys(notes))  # one line per distinct note
     data_summary = summarise_data(frame, res1, np.random.default_rng(random_state))
     timings["total"] = time.perf_counter() - started
@@ -726,7 +805,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         "data": {
             "rows": full.n_rows, "features": full.n_features, "feature_names": list(full.names),
             "rows_used_1d": frame.n_rows,
-            "rows_used_2d": frame_2d.n_rows if pairs else 0, "sha256": fingerprint(full),
+            "rows_used_2d": frame_2d.n_rows if pairs else 0,
             "categorical": [r.features[0] for r in res1 if r.kinds[0] == "categorical"],
         },
         "response": adapter.response,
@@ -739,7 +818,19 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         "is_classifier": adapter.is_classifier,
         "has_y": y is not None,
         "random_state": random_state,
-        "versions": _versions(),
+        "versions": library_versions(),
+        "provenance": {
+            "inputs": {},
+            "target": target_name,
+            "positive_class": ([_scalar(t) for t in adapter.targets] if len(adapter.targets) > 1
+                               else _scalar(adapter.targets[0])) if adapter.is_classifier else None,
+            "seed": random_state,
+            "data_content_sha256": content_sha256(full.data, y, weights_full),
+            "sample_weight": None if weights_full is None else (_target_name(sample_weight) or "given"),
+            "data_content_sha256_is": "sha256 of the data as loaded (column names, pandas row hashes of the features, "
+                                      "then the target and the sample weights), not of a file",
+            "platform": platform_info(),
+        },
         "counts": {"pd_1d": len(res1), "pd_2d": len(res2), "features_skipped": len(names) - len(features)},
         "surrogate": None if surrogate is None else {
             "fidelity_r2": surrogate.fidelity, "importance": dict(surrogate.importance),

@@ -67,6 +67,25 @@ def _config(path, **defaults):
     return cfg.replace(**missing) if missing else cfg
 
 
+SIGN_OFF_FLAGS = {"sign_off_name": "name", "sign_off_role": "role", "sign_off_date": "date", "decision": "decision",
+                  "conditions": "conditions"}
+
+
+def _with_flags(cfg, args):
+    """Flags win over the config file: report texts, the sign-off fields and --pairs."""
+    changes = {}
+    for key in ("title", "model_name", "model_version", "reviewer"):
+        value = getattr(args, key, None)
+        if value is not None:
+            changes[key] = value
+    if getattr(args, "pairs", None) is not None:
+        changes["pairs"] = args.pairs
+    sign = {field: getattr(args, flag) for flag, field in SIGN_OFF_FLAGS.items() if getattr(args, flag, None) is not None}
+    if sign:
+        changes["sign_off"] = {**dict(cfg.sign_off or {}), **sign}
+    return cfg.replace(**changes) if changes else cfg
+
+
 def _formats(text: str):
     from .report import FORMATS
 
@@ -97,9 +116,68 @@ def _write(audit, out, formats, page_size, started, *, extra_files=None, gate=No
 
 
 def _load_data(args):
-    from .loading import load_data, split_target
+    """``(X, y, weights)`` from --data, --target and --weights."""
+    from .loading import column_error, load_data, split_target
 
-    return split_target(load_data(args.data, sep=args.sep, na_values=args.na_values), args.target)
+    df = load_data(args.data, sep=args.sep, na_values=args.na_values)
+    X, y = split_target(df, args.target)
+    weights = None
+    if args.weights is not None:
+        if args.weights == args.target:
+            raise ValueError(f"--weights {args.weights!r} is the target column; give the column of row weights.")
+        if args.weights not in X.columns:
+            raise column_error("weights column", args.weights, df.columns)
+        import numpy as np
+
+        weights = X.pop(args.weights)
+        numeric = pd_numeric(weights)
+        if numeric is None:
+            raise ValueError(f"weights column {args.weights!r} of data file {args.data!r} has values that are not numbers.")
+        bad = int((~np.isfinite(numeric) | (numeric < 0)).sum())
+        if bad:
+            raise ValueError(f"weights column {args.weights!r} of data file {args.data!r} has {bad} missing, infinite or "
+                             "negative value(s); weights must be finite and >= 0.")
+        weights = numeric
+    return X, y, weights
+
+
+def pd_numeric(values):
+    import pandas as pd
+
+    try:
+        return pd.to_numeric(values, errors="raise").to_numpy(dtype=float)
+    except (ValueError, TypeError):
+        return None
+
+
+def _inputs(args, **models) -> dict:
+    """File records (path, bytes, sha256) of every input of the run, hashed when they are loaded."""
+    from .provenance import file_record
+
+    paths = {"data": args.data, **models}
+    if getattr(args, "config", None):
+        paths["config"] = args.config
+    if getattr(args, "policy", None):
+        paths["policy"] = args.policy
+    return {role: file_record(p, "comparison model" if role.startswith("compare:") else role)
+            for role, p in paths.items() if p}
+
+
+def _model_label(path, avoid: str = "") -> str:
+    """A comparison model's name from its file: the file name without extension (no ':' or '=')."""
+    label = Path(path).stem.replace(":", "_").replace("=", "_") or "champion"
+    return label if label != avoid else f"{label} (champion)"
+
+
+def _with_provenance(result, args, inputs):
+    from .provenance import attach_provenance
+
+    return attach_provenance(
+        result, inputs=inputs, command=getattr(args, "command_line", None),
+        csv_options={k: v for k, v in (("sep", getattr(args, "sep", None)), ("na_values", getattr(args, "na_values", None)))
+                     if v is not None} or None,
+        sample_weight=getattr(args, "weights", None),
+    )
 
 
 def _cmd_demo(args) -> int:
@@ -138,20 +216,23 @@ def _cmd_report(args) -> int:
     formats = _formats(args.formats)
     page_size = _page_size(args.page_size)
     compare_paths = _parse_compare(args.compare)
-    cfg = _config(args.config, model_name=Path(args.model).name, dataset_name=Path(args.data).name)
+    cfg = _with_flags(_config(args.config, model_name=Path(args.model).name, dataset_name=Path(args.data).name), args)
     with stage("loading"):
         model = load_model(args.model, trust_model=args.trust_model)
         compare = {name: load_model(p, trust_model=args.trust_model) for name, p in compare_paths.items()}
-        X, y = _load_data(args)
+        X, y, weights = _load_data(args)
+        inputs = _inputs(args, model=args.model, **{f"compare:{n}": p for n, p in compare_paths.items()})
     with stage("computing and scoring every 1D and 2D partial dependence"):
-        result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler)
+        result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler,
+                       sample_weight=weights)
+    result = _with_provenance(result, args, inputs)
     _write(result, Path(args.out), formats, page_size, started)
     return EXIT_OK
 
 
 def _cmd_gate(args) -> int:
     from .audit import audit
-    from .gate import CHAMPION, GatePolicy, gate
+    from .gate import GatePolicy, gate
     from .loading import load_model
 
     started = time.perf_counter()
@@ -163,16 +244,20 @@ def _cmd_gate(args) -> int:
     with stage("loading"):
         model = load_model(args.model, trust_model=args.trust_model)
         champion = load_model(args.champion, trust_model=args.trust_model) if args.champion else None
-        X, y = _load_data(args)
+        X, y, weights = _load_data(args)
+        inputs = _inputs(args, model=args.model, champion=args.champion)
+    champion_label = _model_label(args.champion, avoid=Path(args.model).stem) if args.champion else None
     policy.check_features([str(c) for c in X.columns])
     if policy.needs_target and y is None:  # pragma: no cover - split_target always gives y
         raise ValueError("the policy sets max_incidence, which needs --target.")
-    cfg = policy.audit_config(_config(None, model_name=Path(args.model).name, dataset_name=Path(args.data).name))
+    cfg = _with_flags(policy.audit_config(_config(args.config, model_name=Path(args.model).name,
+                                                  dataset_name=Path(args.data).name)), args)
     with stage("computing and scoring every 1D and 2D partial dependence"):
-        result = audit(model, X, y, compare={CHAMPION: champion} if champion is not None else None, config=cfg,
-                       n_jobs=args.n_jobs, scheduler=args.scheduler)
+        result = audit(model, X, y, compare={champion_label: champion} if champion is not None else None, config=cfg,
+                       n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights)
+    result = _with_provenance(result, args, inputs)
     with stage("checking the policy"):
-        verdict = gate(result, policy)
+        verdict = gate(result, policy, champion=champion_label)
     out = Path(args.out)
     extra = {"gate.json": verdict.to_json(), "gate.xml": verdict.to_junit_xml()}
     _write(result, out, formats, page_size, started, extra_files=extra, gate=verdict)
@@ -197,13 +282,16 @@ def _cmd_compare(args) -> int:
     if len(paths) < 2:
         raise ValueError("compare needs at least two models: --model NAME=PATH --model NAME=PATH.")
     names = list(paths)
-    cfg = _config(args.config, model_name=names[0], dataset_name=Path(args.data).name)
+    cfg = _with_flags(_config(args.config, model_name=f"{names[0]} ({Path(paths[names[0]]).name})",
+                              dataset_name=Path(args.data).name), args)
     with stage("loading"):
         models = {n: load_model(p, trust_model=args.trust_model) for n, p in paths.items()}
-        X, y = _load_data(args)
+        X, y, weights = _load_data(args)
+        inputs = _inputs(args, model=paths[names[0]], **{f"compare:{n}": paths[n] for n in names[1:]})
     with stage("computing and scoring every 1D and 2D partial dependence of every model"):
         result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg,
-                       n_jobs=args.n_jobs, scheduler=args.scheduler)
+                       n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights)
+    result = _with_provenance(result, args, inputs)
     _write(result, Path(args.out), formats, page_size, started, comparison=names[0])
     return EXIT_OK
 
@@ -228,10 +316,27 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--page-size", default="A4", help="A4 (default) or Letter")
         p.add_argument("--n-jobs", type=int, default=None, help="parallel workers for the PDs (default: 1)")
         p.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786) to run the PDs on")
+        if is_demo:
+            return
+        p.add_argument("--pairs", default=None, metavar="all|none|top:N|a:b,c:d",
+                       help="2D PDs to compute: every pair (default), none, the N pairs whose features have the largest "
+                            "geometric mean of 1D PD importance (a screen that needs no 2D PD), or the pairs listed")
+        r = p.add_argument_group("report texts and sign-off (override the config file)")
+        r.add_argument("--title", help="report title")
+        r.add_argument("--model-name", help="model name on the cover (default: the model file's name)")
+        r.add_argument("--model-version", help="model version on the cover")
+        r.add_argument("--reviewer", help="the validator who reviewed the model")
+        r.add_argument("--sign-off-name", help="who signs off (left as a form to fill in when not given)")
+        r.add_argument("--sign-off-role", help="their role, e.g. 'Head of Model Risk'")
+        r.add_argument("--sign-off-date", metavar="YYYY-MM-DD", help="date of the sign-off")
+        r.add_argument("--decision", metavar="DECISION", help="approve | 'approve with conditions' | reject")
+        r.add_argument("--conditions", help="conditions of the approval (needed with 'approve with conditions')")
 
     def model_data(p, data_help="data: .csv or .parquet, with the target column"):
         p.add_argument("--data", required=True, help=data_help)
         p.add_argument("--target", required=True, help="name of the target column in the data")
+        p.add_argument("--weights", default=None, metavar="COLUMN",
+                       help="column of row weights (e.g. survey weights); it is not a feature")
         p.add_argument("--sep", default=None, help="CSV field separator (default ','; 'tab' for tabs)")
         p.add_argument("--na-values", default=None, metavar="MARKERS",
                        help="comma-separated extra markers of missing values in a CSV, e.g. '?' (UCI Adult)")
@@ -254,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     gat.add_argument("--model", required=True, help="fitted model: .skops or .joblib/.pkl (with --trust-model)")
     model_data(gat)
     gat.add_argument("--champion", help="the current production model, for the [champion] limits")
+    gat.add_argument("--config", help="TOML file of AuditConfig keys (the policy's [audit] table wins over it)")
     common(gat)
     gat.set_defaults(func=_cmd_gate)
 
@@ -280,6 +386,9 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
+    from .provenance import command_line
+
+    args.command_line = command_line(sys.argv[1:] if argv is None else argv)
     out = Path(args.out) if getattr(args, "out", None) else None
     created = out is not None and not out.exists()
     code = EXIT_INTERNAL

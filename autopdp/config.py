@@ -11,9 +11,62 @@ from typing import Any, Mapping
 from .utilities import UTILITY_IDS
 from .utilities.monotonicity import DIRECTIONS
 
-__all__ = ["AuditConfig", "CRITERIA_2D", "load_toml"]
+__all__ = ["AuditConfig", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "load_toml", "parse_pairs"]
 
 CRITERIA_2D = ("correlation", "importance", "interaction", "intersection", "surrogate_importance")
+#: The sign-off decisions a reviewer can record.
+DECISIONS = ("approve", "approve with conditions", "reject")
+SIGN_OFF_KEYS = ("name", "role", "date", "decision", "conditions", "statement")
+
+
+def parse_pairs(value):
+    """``pairs`` as given (CLI text, TOML value) -> True, False, ``"top:N"`` or a tuple of (a, b) pairs.
+
+    Accepted: true/false, "all", "none", "top:N", "a:b,c:d" and a list of
+    two-name lists (``[["age", "hours"], ...]``).
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        low = text.lower()
+        if low == "all":
+            return True
+        if low == "none":
+            return False
+        if low.startswith("top:"):
+            n = low[4:].strip()
+            if not n.isdigit() or int(n) < 1:
+                raise ValueError(f"config key 'pairs' (--pairs) top:N needs a whole number N >= 1, got {value!r}.")
+            return f"top:{int(n)}"
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        pairs = []
+        for item in items:
+            parts = [x.strip() for x in item.split(":")]
+            if len(parts) != 2 or not all(parts):
+                raise ValueError(
+                    f"config key 'pairs' (--pairs) takes all, none, top:N or FEATURE:FEATURE,...; got {value!r}."
+                )
+            pairs.append(tuple(parts))
+        return _pair_tuple(pairs, value)
+    if isinstance(value, (list, tuple)):
+        return _pair_tuple(value, value)
+    raise ValueError(f"config key 'pairs' takes true, false, \"all\", \"none\", \"top:N\" or a list of pairs, got {value!r}.")
+
+
+def _pair_tuple(items, original):
+    out = []
+    for item in items:
+        if not isinstance(item, (list, tuple)) or len(item) != 2 or not all(isinstance(x, str) and x for x in item):
+            raise ValueError(f"config key 'pairs' lists pairs of two feature names, got {item!r} in {original!r}.")
+        if item[0] == item[1]:
+            raise ValueError(f"config key 'pairs' has a pair of a feature with itself: {item!r}.")
+        pair = (item[0], item[1])
+        if pair not in out and pair[::-1] not in out:
+            out.append(pair)
+    if not out:
+        raise ValueError(f"config key 'pairs' lists no pair: {original!r}; use \"none\" for no 2D PDs.")
+    return tuple(out)
 
 
 def _frozen_map(value) -> Mapping:
@@ -28,7 +81,11 @@ class AuditConfig:
         ``grid_resolution`` (1D, default 20), ``grid_resolution_2d`` (default 10),
         ``percentiles``, ``grid_method`` ("quantile" or "uniform").
     Work
-        ``pairs`` (compute 2D PDs), ``features`` (restrict to these columns),
+        ``pairs``: which 2D PDs to compute: true/"all" (every pair),
+        false/"none", "top:N" (the N pairs whose features have the largest
+        geometric mean of 1D PD importance, screened before any 2D PD is
+        computed) or a list of pairs (``[["age", "hours"]]`` or
+        ``"age:hours,a:b"``).  ``features`` (restrict to these columns),
         ``max_rows`` (row subsample for every PD; None = all rows),
         ``max_rows_2d`` (row subsample for the 2D PDs, default 500; their
         standard errors show the cost), ``subsample`` (ICE curves kept per 1D
@@ -39,7 +96,9 @@ class AuditConfig:
         ``max_rows_2d`` does not apply.
     Model
         ``response``, ``target`` (see :func:`autopdp.partial_dependence`),
-        ``categorical_features``, ``integer_as_categorical``, ``max_levels``
+        ``categorical_features``, ``categories`` ({feature: [levels in
+        order]}: an ordinal order, so monotonicity, Lipschitz and the gate's
+        ``monotonic`` rules apply to that categorical feature), ``integer_as_categorical``, ``max_levels``
         (categorical features with more levels keep the most frequent ones,
         default 50, noted in the report).
     Scoring
@@ -63,15 +122,19 @@ class AuditConfig:
         (default 0.05).  ``noise_draws`` (default 200) bootstrap draws give
         each null distribution.
     Report
-        ``title``, ``model_name``, ``dataset_name``, ``reviewer``, ``sign_off``
-        (free text shown on the cover).
+        ``title``, ``model_name``, ``model_version``, ``dataset_name``,
+        ``reviewer`` (shown on the cover), ``sign_off``: a table with ``name``,
+        ``role``, ``date`` (YYYY-MM-DD), ``decision`` (one of
+        :data:`DECISIONS`), ``conditions`` and ``statement``; the cover's
+        sign-off block shows what is given and leaves the rest as a form to
+        fill in (a plain text is kept as the ``statement``).
     """
 
     grid_resolution: int = 20
     grid_resolution_2d: int = 10
     percentiles: tuple = (0.05, 0.95)
     grid_method: str = "quantile"
-    pairs: bool = True
+    pairs: Any = True
     features: tuple | None = None
     max_rows: int | None = None
     max_rows_2d: int | None = 500
@@ -82,6 +145,7 @@ class AuditConfig:
     response: str = "auto"
     target: Any = None
     categorical_features: tuple | None = None
+    categories: Mapping = field(default_factory=dict)
     integer_as_categorical: int = 0
     max_levels: int = 50
     utilities: tuple = UTILITY_IDS
@@ -100,14 +164,27 @@ class AuditConfig:
     criteria_2d: tuple = CRITERIA_2D
     title: str = "Partial dependence validation report"
     model_name: str | None = None
+    model_version: str | None = None
     dataset_name: str | None = None
     reviewer: str | None = None
-    sign_off: str | None = None
+    sign_off: Any = None
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)
         set_("expected_monotonic", _frozen_map(self.expected_monotonic))
         set_("lipschitz", _frozen_map(self.lipschitz))
+        set_("pairs", parse_pairs(self.pairs))
+        if not isinstance(self.categories, Mapping):
+            raise ValueError(f"config key 'categories' must be a table of feature = [levels in order], got {self.categories!r}.")
+        cats = {}
+        for feat, levels in self.categories.items():
+            if not isinstance(levels, (list, tuple)) or len(levels) < 2:
+                raise ValueError(f"config key 'categories.{feat}' must list at least two levels in order, got {levels!r}.")
+            if len(set(map(str, levels))) != len(levels):
+                raise ValueError(f"config key 'categories.{feat}' lists a level twice: {list(levels)!r}.")
+            cats[str(feat)] = tuple(levels)
+        set_("categories", types.MappingProxyType(cats))
+        set_("sign_off", _sign_off(self.sign_off))
         for key in ("percentiles", "utilities", "criteria_2d"):
             set_(key, tuple(getattr(self, key)))
         for key in ("features", "categorical_features"):
@@ -152,8 +229,6 @@ class AuditConfig:
             raise ValueError(
                 f"config key 'ice_variance_centering' must be 'mean', 'first' or 'none', got {self.ice_variance_centering!r}."
             )
-        if not isinstance(self.pairs, bool):
-            raise ValueError(f"config key 'pairs' must be true or false, got {self.pairs!r}.")
         for key in ("lipschitz_scale", "max_batch_mb"):
             v = getattr(self, key)
             if not isinstance(v, numbers.Real) or isinstance(v, bool) or not v > 0:
@@ -176,7 +251,7 @@ class AuditConfig:
         for feat, l in self.lipschitz.items():
             if not isinstance(l, numbers.Real) or isinstance(l, bool) or not l > 0:
                 raise ValueError(f"config key 'lipschitz.{feat}' must be a positive slope bound, got {l!r}.")
-        for key in ("title", "model_name", "dataset_name", "reviewer", "sign_off"):
+        for key in ("title", "model_name", "model_version", "dataset_name", "reviewer"):
             v = getattr(self, key)
             if v is not None and not isinstance(v, str):
                 raise ValueError(f"config key {key!r} must be text, got {type(v).__name__}.")
@@ -210,11 +285,48 @@ class AuditConfig:
         for f in fields(self):
             v = getattr(self, f.name)
             if isinstance(v, types.MappingProxyType):
-                v = dict(v)
+                v = {k: list(x) if isinstance(x, tuple) else x for k, x in v.items()}
             elif isinstance(v, tuple):
-                v = list(v)
+                v = [list(x) if isinstance(x, tuple) else x for x in v]
             out[f.name] = v
         return out
+
+
+def _sign_off(value):
+    """The sign-off block: None, or a read-only table of the keys in :data:`SIGN_OFF_KEYS`."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = {"statement": value}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"config key 'sign_off' must be a table ({', '.join(SIGN_OFF_KEYS)}), got {type(value).__name__}.")
+    out = {}
+    for key, v in value.items():
+        if key not in SIGN_OFF_KEYS:
+            raise ValueError(f"unknown config key 'sign_off.{key}'; known keys: {', '.join(SIGN_OFF_KEYS)}.")
+        if v is None:
+            continue
+        if key == "date" and not isinstance(v, str):
+            v = str(v)  # a TOML date
+        if not isinstance(v, str):
+            raise ValueError(f"config key 'sign_off.{key}' must be text, got {type(v).__name__}.")
+        out[key] = v.strip()
+    if "decision" in out:
+        d = " ".join(out["decision"].lower().replace("_", " ").replace("-", " ").split())
+        if d not in DECISIONS:
+            raise ValueError(f"config key 'sign_off.decision' (--decision) must be one of {', '.join(DECISIONS)}; "
+                             f"got {out['decision']!r}.")
+        out["decision"] = d
+        if d == "approve with conditions" and not out.get("conditions"):
+            raise ValueError("the decision 'approve with conditions' needs the conditions (sign_off.conditions, --conditions).")
+    if "date" in out:
+        import datetime as _dt
+
+        try:
+            out["date"] = _dt.date.fromisoformat(out["date"]).isoformat()
+        except ValueError:
+            raise ValueError(f"config key 'sign_off.date' (--sign-off-date) must be a date YYYY-MM-DD, got {out['date']!r}.") from None
+    return types.MappingProxyType(out) if out else None
 
 
 def load_toml(path, *, what: str) -> dict:

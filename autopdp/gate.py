@@ -45,7 +45,7 @@ from .config import AuditConfig, load_toml
 from .utilities import score_lipschitz, score_monotonicity
 from .utilities.monotonicity import DIRECTIONS
 
-__all__ = ["GatePolicy", "FeaturePolicy", "GateCheck", "GateResult", "gate", "CHAMPION"]
+__all__ = ["GatePolicy", "FeaturePolicy", "GateCheck", "GateResult", "gate", "champion_name", "CHAMPION"]
 
 CHAMPION = "champion"
 DEFAULT_MAX_MONOTONICITY = 0.005
@@ -113,6 +113,8 @@ class GatePolicy:
     required_top_k: int | None = None
     champion_max_similarity: float | None = None
     audit: Mapping[str, Any] = field(default_factory=dict)
+    #: the policy file it was read from: path, bytes and sha256 (None when built from a dict)
+    source: Mapping[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "GatePolicy":
@@ -154,7 +156,12 @@ class GatePolicy:
 
     @classmethod
     def from_toml(cls, path) -> "GatePolicy":
-        return cls.from_dict(load_toml(path, what="policy"))
+        import dataclasses
+
+        from .provenance import file_record
+
+        policy = cls.from_dict(load_toml(path, what="policy"))
+        return dataclasses.replace(policy, source=file_record(path, "policy"))
 
     @property
     def needs_champion(self) -> bool:
@@ -218,9 +225,15 @@ class GateCheck:
 
 @dataclass(frozen=True)
 class GateResult:
-    """The verdict: ``passed`` and every check."""
+    """The verdict: ``passed``, every check, and what was checked (``provenance``).
+
+    ``provenance`` names the model, the champion, the data and the policy (each
+    file's sha256 when they came from files), the target, positive class, seed,
+    date, command line and versions, so ``gate.json`` stands on its own.
+    """
 
     checks: tuple
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -234,6 +247,7 @@ class GateResult:
         return {
             "schema": "autopdp.GateResult/1", "passed": self.passed, "n_checks": len(self.checks),
             "n_failed": len(self.failures), "checks": [c.to_dict() for c in self.checks],
+            "provenance": _plain(self.provenance),
         }
 
     def to_json(self, path=None) -> str:
@@ -247,6 +261,10 @@ class GateResult:
         suites = ET.Element("testsuites", name="autopdp", tests=str(len(self.checks)), failures=str(len(self.failures)))
         suite = ET.SubElement(suites, "testsuite", name="autopdp.gate", tests=str(len(self.checks)),
                               failures=str(len(self.failures)), errors="0", skipped="0")
+        if self.provenance:
+            props = ET.SubElement(suite, "properties")
+            for key, value in _flat_provenance(self.provenance):
+                ET.SubElement(props, "property", name=key, value=value)
         for c in self.checks:
             case = ET.SubElement(suite, "testcase", classname=f"autopdp.gate.{c.check}", name=c.name)
             ET.SubElement(case, "properties")
@@ -265,6 +283,86 @@ class GateResult:
         if path is not None:
             atomic_write_text(path, text)
         return text
+
+
+def _plain(obj):
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, (str, bool, int, type(None))):
+        return obj
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if np.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return str(obj)
+
+
+def _flat_provenance(prov: Mapping) -> list:
+    """The provenance as JUnit properties: input files' sha256, target, date, versions of autopdp and Python."""
+    out = []
+    for role, rec in (prov.get("inputs") or {}).items():
+        out.append((f"{role}.file", str(rec.get("path"))))
+        out.append((f"{role}.sha256", str(rec.get("sha256"))))
+    for key in ("model", "champion", "target", "positive_class", "seed", "date", "command", "data_content_sha256"):
+        if prov.get(key) is not None:
+            out.append((key, str(prov[key])))
+    versions = prov.get("versions") or {}
+    for key in ("autopdp", "python"):
+        if key in versions:
+            out.append((f"version.{key}", str(versions[key])))
+    return out
+
+
+def gate_provenance(audit, policy: "GatePolicy", champion: str | None) -> dict:
+    """What the verdict is about: model, champion, data, policy, target, seed, date, command, versions."""
+    meta = audit.metadata
+    prov = dict(meta.get("provenance") or {})
+    inputs = dict(prov.get("inputs") or {})
+    if policy.source:
+        inputs["policy"] = dict(policy.source)
+    model = meta.get("model", {})
+    return {
+        "model": audit.config.model_name or model.get("name"),
+        "model_type": model.get("type"),
+        "champion": champion,
+        "dataset": audit.config.dataset_name,
+        "inputs": inputs,
+        "target": prov.get("target"),
+        "positive_class": prov.get("positive_class"),
+        "seed": prov.get("seed"),
+        "data_content_sha256": prov.get("data_content_sha256"),
+        "rows": meta.get("data", {}).get("rows"),
+        "date": audit.run.get("date"),
+        "command": audit.run.get("command"),
+        "versions": dict(meta.get("versions") or {}),
+        "platform": prov.get("platform"),
+    }
+
+
+def champion_name(audit, champion: str | None = None) -> str | None:
+    """The comparison model the ``[champion]`` limits apply to.
+
+    ``champion`` when given (it must be one of the audit's comparison models),
+    else the one named ``"champion"``, else the single comparison model whatever
+    its name; None when there is none.  Several unnamed candidates are an error.
+    """
+    names = list(audit.comparisons)
+    if champion is not None:
+        if champion not in names:
+            raise ValueError(f"champion {champion!r} is not a comparison model of the audit (have: {', '.join(names) or 'none'}).")
+        return champion
+    if CHAMPION in names:
+        return CHAMPION
+    if len(names) == 1:
+        return names[0]
+    if len(names) > 1:
+        raise ValueError(
+            f"the audit has {len(names)} comparison models ({', '.join(names)}); say which is the champion: "
+            "gate(audit, policy, champion=NAME)."
+        )
+    return None
 
 
 def _fmt(v) -> str:
@@ -288,20 +386,22 @@ def _limit_check(check, feature, measured, threshold, *, reason="", evidence=Non
     return GateCheck(name, check, feature, float(measured), float(threshold), relation, bool(ok), message, evidence)
 
 
-def gate(audit, policy) -> GateResult:
+def gate(audit, policy, *, champion: str | None = None) -> GateResult:
     """Check ``audit`` against ``policy`` (a :class:`GatePolicy`, dict or TOML path).
 
     Monotonicity and Lipschitz are re-scored from the audit's PDs with the
     policy's declared direction and bound (pure functions, no model calls), so
     the verdict does not depend on how the audit was configured.  Incidence and
-    similarity use the audit's scores; the champion is the comparison model
-    named ``"champion"``.
+    similarity use the audit's scores.  The champion is the comparison model
+    ``champion`` names, else the one called ``"champion"``, else the single
+    comparison model whatever its name (see :func:`champion_name`).
     """
     if isinstance(policy, Mapping):
         policy = GatePolicy.from_dict(policy)
     elif not isinstance(policy, GatePolicy):
         policy = GatePolicy.from_toml(policy)
     names = [r.features[0] for r in audit.results_1d]
+    champ = champion_name(audit, champion) if (policy.needs_champion or champion is not None) else None
     policy.check_features(list(audit.metadata.get("data", {}).get("feature_names", names)) or names)
     checks: list[GateCheck] = []
     loss = audit.config.loss
@@ -338,7 +438,7 @@ def gate(audit, policy) -> GateResult:
             imp = float(audit.importance.loc[name].max())
             checks.append(_limit_check("importance_min", name, imp, fp.min_importance, relation=">=", what="importance"))
     if policy.needs_champion:
-        uid = f"similarity:{CHAMPION}"
+        uid = f"similarity:{champ}"
         for name in names:
             fp = policy.features.get(name, FeaturePolicy())
             limit = fp.max_similarity if fp.max_similarity is not None else policy.champion_max_similarity
@@ -347,7 +447,8 @@ def gate(audit, policy) -> GateResult:
             s = audit.utility_scores[(name,)].get(uid)
             checks.append(_limit_check("similarity", name, s.value if s else None, limit,
                                        reason=s.reason if s else "no champion model was given",
-                                       evidence=uid, what="gap to the champion's PD"))
+                                       evidence=uid, what=f"gap to the champion's PD ({champ})" if champ else
+                                       "gap to the champion's PD"))
     if policy.forbidden or policy.required:
         imp = audit.importance.max(axis=1).sort_values(ascending=False, kind="stable")
         rank = {f: i + 1 for i, f in enumerate(imp.index)}
@@ -373,4 +474,4 @@ def gate(audit, policy) -> GateResult:
                     f"{name}: importance rank {r_ if r_ else 'n/a'}; required within the top {policy.required_top_k}.",
                     "importance",
                 ))
-    return GateResult(checks=tuple(checks))
+    return GateResult(checks=tuple(checks), provenance=gate_provenance(audit, policy, champ))

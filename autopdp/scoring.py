@@ -31,8 +31,10 @@ __all__ = ["ScoringInputs", "score_result", "grid_cells", "importance_table", "i
 class ScoringInputs:
     """What the utilities need besides the PD itself (shared by every PDP)."""
 
-    def __init__(self, frame: Frame, y, is_classifier: bool, prediction_std: np.ndarray, config, comparisons):
+    def __init__(self, frame: Frame, y, is_classifier: bool, prediction_std: np.ndarray, config, comparisons,
+                 sample_weight=None):
         self.frame = frame
+        self.sample_weight = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
         self.y = None if y is None else np.asarray(y)
         self.is_classifier = is_classifier
         self.prediction_std = prediction_std  # per target
@@ -60,10 +62,15 @@ def grid_cells(inputs: ScoringInputs, result) -> np.ndarray:
     return cells
 
 
-def _weights(cells: np.ndarray, shape) -> np.ndarray:
+def _weights(cells: np.ndarray, shape, sample_weight=None) -> np.ndarray:
+    """Share of the rows (of their sample weight, when given) nearest each grid cell (paper eq. 5)."""
     size = int(np.prod(shape))
-    counts = np.bincount(cells[cells >= 0], minlength=size).astype(float)
-    return (counts / max(cells.shape[0], 1)).reshape(shape)
+    ok = cells >= 0
+    if sample_weight is None:
+        counts = np.bincount(cells[ok], minlength=size).astype(float)
+        return (counts / max(cells.shape[0], 1)).reshape(shape)
+    mass = np.bincount(cells[ok], weights=sample_weight[ok], minlength=size)
+    return (mass / max(float(sample_weight.sum()), 1e-300)).reshape(shape)
 
 
 def _slopes(inputs: ScoringInputs, result, target_index: int) -> list[float]:
@@ -87,7 +94,7 @@ def score_result(inputs: ScoringInputs, result) -> dict[str, UtilityScore]:
     only: one bad PDP never sinks the audit.
     """
     cells = grid_cells(inputs, result)
-    w = _weights(cells, result.grid_shape)
+    w = _weights(cells, result.grid_shape, inputs.sample_weight)
     out: dict[str, UtilityScore] = {}
     for utility in inputs.config.utilities:
         if utility in TRUST_IDS:  # need the model and data: autopdp.trust
@@ -121,7 +128,8 @@ def _score_utility(inputs: ScoringInputs, result, utility: str, cells, w) -> dic
                for t in targets]
     elif utility == "incidence":
         per = [score_incidence(result, target_index=t, weights=w, cells=cells, y=inputs.y,
-                               is_classifier=inputs.is_classifier, loss=cfg.loss) for t in targets]
+                               is_classifier=inputs.is_classifier, loss=cfg.loss, sample_weight=inputs.sample_weight)
+               for t in targets]
     elif utility == "slope":
         per = [score_slope(result, target_index=t) for t in targets]
     elif utility == "ice_variance":

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..config import DECISIONS, SIGN_OFF_KEYS
 from ..selection import PAIR_CRITERIA
 from ..utilities import TRUST_IDS
 from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
@@ -311,6 +312,8 @@ def _cover(audit) -> dict:
     params = model.get("params", {})
     key_params = [{"name": k, "value": str(v)} for k, v in list(params.items())[:14]]
     data = meta.get("data", {})
+    prov = dict(meta.get("provenance") or {})
+    inputs = _input_rows(prov)
     return {
         "title": cfg.title,
         "model_name": cfg.model_name or model.get("final_estimator") or model.get("name"),
@@ -320,15 +323,45 @@ def _cover(audit) -> dict:
         "dataset": cfg.dataset_name or "(not named)",
         "rows": f"{data.get('rows', 0):,}",
         "features": data.get("features"),
-        "sha256": data.get("sha256"),
+        "content_sha256": prov.get("data_content_sha256"),
+        "sample_weight": prov.get("sample_weight"),
+        "inputs": inputs,
+        "target": prov.get("target") or "(not named)",
+        "positive_class": _class_text(prov.get("positive_class")),
+        "command": audit.run.get("command"),
+        "seed": prov.get("seed", meta.get("random_state")),
         "date": audit.run.get("date", ""),
         "version": meta.get("versions", {}).get("autopdp"),
         "reviewer": cfg.reviewer,
-        "sign_off": cfg.sign_off,
+        "model_version": cfg.model_version,
+        "sign_off": {k: (cfg.sign_off or {}).get(k) for k in SIGN_OFF_KEYS},
+        "decisions": list(DECISIONS),
         "response": meta.get("response"),
         "targets": ", ".join(str(t) for t in meta.get("targets", [])),
-        "compare": list(meta.get("compare", {})),
+        "compare": [_compare_label(name, prov) for name in meta.get("compare", {})],
     }
+
+
+def _class_text(value) -> str:
+    if value is None:
+        return "n/a (not a classifier)"
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _compare_label(name: str, prov: dict) -> str:
+    """A comparison model as 'name (file.skops)' when it came from a file."""
+    inputs = prov.get("inputs") or {}
+    rec = inputs.get(f"compare:{name}") or (inputs.get("champion") if name not in inputs else None)
+    return f"{name} ({rec['name']})" if rec and rec.get("name") and rec["name"] != name else name
+
+
+def _input_rows(prov: dict) -> list:
+    rows = []
+    for role, rec in (prov.get("inputs") or {}).items():
+        label = role.replace("compare:", "comparison model ")
+        rows.append({"role": label, "name": rec.get("name"), "path": rec.get("path"), "sha256": rec.get("sha256"),
+                     "bytes": f"{rec.get('bytes', 0):,}"})
+    return rows
 
 
 def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = None) -> dict[str, Any]:
@@ -384,6 +417,8 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "all_scores": _all_scores(audit),
         "config": [{"key": k, "value": str(v)} for k, v in cfg.to_dict().items()],
         "versions": audit.metadata.get("versions", {}),
+        "platform": (audit.metadata.get("provenance") or {}).get("platform") or {},
+        "csv_options": (audit.metadata.get("provenance") or {}).get("csv_options") or {},
         "timings": [{"stage": k, "seconds": f"{v:.2f}"} for k, v in timings.items()],
         "seed": audit.metadata.get("random_state"),
         "method": {
@@ -435,9 +470,12 @@ def gate_context(audit, result) -> dict:
         })
     evidence = [f for (feat, ev), f in figures.items() if f is not None and any(
         (c.feature, c.evidence) == (feat, ev) and not c.passed for c in result.checks)]
+    prov = dict(getattr(result, "provenance", None) or {})
+    inputs = prov.get("inputs") or {}
     return {
         "passed": result.passed, "n": len(result.checks), "failed": len(result.failures), "checks": checks,
-        "evidence": evidence,
+        "evidence": evidence, "policy": inputs.get("policy"), "champion": prov.get("champion"),
+        "champion_file": (inputs.get("champion") or {}).get("name"),
     }
 
 

@@ -25,21 +25,23 @@ __all__ = ["incidence_curve", "score_incidence"]
 UTILITY = "incidence"
 
 
-def incidence_curve(cells: np.ndarray, y_values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Mean of ``y_values`` over the rows of each grid cell (NaN for empty cells).
+def incidence_curve(cells: np.ndarray, y_values: np.ndarray, shape: tuple[int, ...], sample_weight=None) -> np.ndarray:
+    """Mean of ``y_values`` over the rows of each grid cell (NaN for empty cells); weighted by ``sample_weight`` if given.
 
     ``cells`` holds each row's flat cell index (-1 for none).
     """
     size = int(np.prod(shape))
     ok = cells >= 0
-    count = np.bincount(cells[ok], minlength=size).astype(float)
-    total = np.bincount(cells[ok], weights=np.asarray(y_values, dtype=float)[ok], minlength=size)
+    w = np.ones(cells.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    count = np.bincount(cells[ok], weights=w[ok], minlength=size)
+    total = np.bincount(cells[ok], weights=(w * np.asarray(y_values, dtype=float))[ok], minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
         curve = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return curve.reshape(shape)
 
 
-def score_incidence(result, *, target_index: int, weights: np.ndarray, cells: np.ndarray | None, y, is_classifier: bool, loss: str = "l2") -> UtilityScore:
+def score_incidence(result, *, target_index: int, weights: np.ndarray, cells: np.ndarray | None, y, is_classifier: bool, loss: str = "l2",
+                    sample_weight=None) -> UtilityScore:
     """Score how far the PD is from the observed incidence (or mean target).
 
     ``cells``: flat grid-cell index of every data row (-1 for none); ``y``: the
@@ -63,6 +65,6 @@ def score_incidence(result, *, target_index: int, weights: np.ndarray, cells: np
             y_values = y.astype(float)
         except (TypeError, ValueError):
             return not_applicable(UTILITY, "the target y is not numeric, so it has no mean to compare with.", target)
-    g = incidence_curve(cells, y_values, result.grid_shape)
+    g = incidence_curve(cells, y_values, result.grid_shape, sample_weight)
     f = np.asarray(result.average[target_index], dtype=float)
     return gap_score(UTILITY, f, g, weights, loss, target, what="share of class" if is_classifier else "mean target")
