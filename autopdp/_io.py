@@ -79,7 +79,19 @@ def sha256_file(path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def check_output_dir(path) -> Path:
+#: Every file name a run of the CLI may write into --out.
+OUTPUT_NAMES = ("results.json", "report.html", "report.pdf", "gate.json", "gate.xml", "manifest.json")
+
+
+def _check_targets(out: Path, names) -> None:
+    for name in names:
+        target = out / name
+        if target.is_dir() and not target.is_symlink():
+            raise OSError(f"cannot write {str(target)!r}: a directory of that name is in the way; move it or choose "
+                          "another --out.")
+
+
+def check_output_dir(path, names=OUTPUT_NAMES) -> Path:
     """Check, before any work, that ``path`` is (or can become) a directory we can write into.
 
     Creates the directory when it is missing and writes and removes a probe
@@ -96,6 +108,7 @@ def check_output_dir(path) -> Path:
         os.unlink(probe)
     except OSError as exc:
         raise OSError(f"Output directory {str(path)!r} is not writable ({exc.strerror or exc}); choose a writable --out.") from None
+    _check_targets(path, names)
     return path
 
 
@@ -111,11 +124,14 @@ class OutputSet:
         if "/" in name or name in (MANIFEST, "") or name.startswith("."):
             raise ValueError(f"output name {name!r} is reserved or not a plain file name.")
         target = self.staging / name
-        with open(target, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(target, 0o666 & ~_umask())
+        try:
+            with open(target, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(target, 0o666 & ~_umask())
+        except OSError as exc:
+            raise OSError(f"cannot write {name} into {str(self.out_dir)!r}: {exc.strerror or exc}.") from None
         if name not in self.names:
             self.names.append(name)
         return self.out_dir / name
@@ -125,6 +141,7 @@ class OutputSet:
 
     def commit(self, provenance: dict | None = None) -> list[Path]:
         """Rename every staged file over the previous set; drop files of the previous set not in this one."""
+        _check_targets(self.out_dir, [*self.names, MANIFEST])  # nothing is replaced if one target is blocked
         previous = _read_manifest(self.out_dir)
         files = {name: sha256_file(self.staging / name) for name in self.names}
         manifest = {

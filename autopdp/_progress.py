@@ -7,7 +7,7 @@ import sys
 import time
 from contextlib import contextmanager
 
-__all__ = ["progress_bar", "progress_enabled", "announce"]
+__all__ = ["progress_bar", "progress_enabled", "announce", "say"]
 
 
 def progress_enabled(enabled=None) -> bool:
@@ -49,3 +49,9 @@ def announce(name: str, enabled=None):
     yield
     if on:
         print(f"autopdp: {name} done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+
+
+def say(name: str, enabled=None) -> None:
+    """Name a stage that shows its own progress bar (the PD computations)."""
+    if progress_enabled(enabled):
+        print(f"autopdp: {name} ...", file=sys.stderr, flush=True)

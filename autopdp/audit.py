@@ -21,7 +21,7 @@ from ._version import __version__
 from .config import AuditConfig
 from .data import Frame, as_frame
 from .grids import bin_edges, is_effectively_constant, resolve_categorical
-from ._progress import announce
+from ._progress import announce, say
 from .loading import column_error
 from .provenance import content_sha256, library_versions, platform_info
 from .partial_dependence import _reject_infinite, feature_grids, partial_dependence
@@ -359,7 +359,7 @@ def choose_pairs(spec, features: list, res1, names: list, notes: list) -> list:
     for a, b in spec:
         for f in (a, b):
             if f not in names:
-                raise column_error("config key 'pairs' (--pairs) names the feature", f, names, "data's features")
+                raise column_error("pairs (--pairs) feature", f, names, "data's features")
         if a not in features or b not in features:
             notes.append(f"Pair {a} × {b} was not computed: {a if a not in features else b} is constant in the data.")
             continue
@@ -614,6 +614,10 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     names = list(frame.names) if config.features is None else [frame.names[frame.position_of(f)] for f in config.features]
     for f in list(config.expected_monotonic) + list(config.lipschitz):
         frame.position_of(f)  # unknown feature names in the config are errors
+    if isinstance(config.pairs, tuple):  # misspelled pair names are errors before any PD is computed
+        for f in {f for pair in config.pairs for f in pair}:
+            if f not in frame.names:
+                raise column_error("pairs (--pairs) feature", f, frame.names, "data's features")
     features = []
     kinds = resolve_categorical(frame, config.categorical_features, config.integer_as_categorical)
     for name in names:
@@ -652,6 +656,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     fast_2d = not tree_reason
     # ---- 1D PDs
     t0 = time.perf_counter()
+    say(f"1D partial dependence of {len(features)} features", progress)
     res1 = partial_dependence(
         model, frame.data, features, grid_resolution=config.grid_resolution, kind="both",
         categorical_features=config.categorical_features, subsample=config.subsample,
@@ -678,6 +683,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             integer_as_categorical=config.integer_as_categorical, max_levels=config.max_levels,
         )
         custom_2d = {k: list(g) if kind == "categorical" else g for k, (kind, g) in grids.items()}
+        say(f"2D partial dependence of {len(pairs)} pairs", progress)
         res2 = partial_dependence(
             model, frame_2d.data, pairs, grid_resolution=config.grid_resolution_2d, kind="average",
             categorical_features=categorical, custom_values=custom_2d, n_jobs=n_jobs, random_state=random_state,
@@ -701,6 +707,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     t0 = time.perf_counter()
     comparisons: dict[str, tuple] = {}
     for name, other in compare.items():
+        say(f"partial dependence of comparison model {name!r}", progress)
         try:
             c1 = partial_dependence(
                 other, frame.data, features, kind="average", categorical_features=categorical,

@@ -177,3 +177,30 @@ def test_exit_code_130_on_ctrl_c(files, tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(loading_module, "load_model", interrupt)
     assert main(report_args(files, tmp_path / "o")) == 130
+
+
+def test_a_directory_in_place_of_an_output_is_caught_before_any_work(files, tmp_path, capsys, no_work):
+    out = tmp_path / "out"
+    (out / "report.pdf").mkdir(parents=True)
+    code = main(report_args(files, out))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == (f"autopdp: error: cannot write '{out / 'report.pdf'}': a directory of that name is in "
+                                 "the way; move it or choose another --out.")
+
+
+def test_blocked_target_at_commit_replaces_nothing(tmp_path):
+    from autopdp._io import output_set
+
+    out = tmp_path / "o"
+    with output_set(out) as staged:
+        staged.write_text("results.json", "old")
+        staged.commit()
+    before = snapshot(out)
+    with pytest.raises(OSError, match="a directory of that name is in the way"):
+        with output_set(out) as staged:
+            staged.write_text("results.json", "new")
+            staged.write_text("report.html", "new")
+            (out / "report.html").mkdir()  # appears while the run works
+            staged.commit()
+    (out / "report.html").rmdir()
+    assert snapshot(out) == before

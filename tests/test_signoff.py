@@ -119,7 +119,7 @@ def test_pairs_errors():
     with pytest.raises(ValueError, match="takes all, none, top:N or FEATURE:FEATURE"):
         AuditConfig(pairs="a-b")
     X = pd.DataFrame({"age": np.arange(20.0), "hours": np.arange(20.0) % 7})
-    with pytest.raises(ValueError, match="names the feature 'hour' is not in the data's features. Did you mean 'hours'"):
+    with pytest.raises(ValueError, match="pairs \\(--pairs\\) feature 'hour' is not in the data's features. Did you mean 'hours'"):
         audit(lambda d: d["age"].to_numpy(), X, config=AuditConfig(pairs="age:hour"))
 
 
@@ -235,6 +235,7 @@ def test_progress_names_every_long_stage(weighted, tmp_path, capsys, monkeypatch
     X, y, _, model = weighted
     a = audit(model, X, y, config=ONE_D.replace(utilities=("monotonicity", "ood_share")), progress=True)
     err = capsys.readouterr().err
+    assert "autopdp: 1D partial dependence of 2 features ..." in err
     assert "autopdp: scoring 2 PDs with 2 utilities ..." in err
     assert "autopdp: trust checks (out-of-distribution share, ALE, StratPD, surrogate) ..." in err
     write_report(a, tmp_path, formats=("html", "pdf"), progress=True)
