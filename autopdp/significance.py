@@ -29,7 +29,8 @@ Null distributions (B = ``noise_draws`` draws, default 200)
         the PD's best monotone fit g plus PD noise, refitted: what the score
         would be if the true PD were monotone.
     ``lipschitz``
-        the bounded fit g plus PD noise, refitted with the same bound.
+        the bounded fit g plus PD noise, refitted with the same bound (half
+        the draws: each is a bounded least-squares solve).
     ``incidence``
         the data drawn from the PD: at each grid point with n_j rows, the
         observed share is Binomial(n_j, f_j) / n_j (classifiers) or the mean

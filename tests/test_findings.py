@@ -274,3 +274,24 @@ def test_rows_outside_the_grid_are_reported_with_the_pd_there():
     assert z_above["pd_beyond"] - z_above["pd_edge"] == pytest.approx(0.5 * (z_above["median"] - z_above["edge"]), abs=1e-9)
     assert not z_above["material"]
     assert any(n.startswith("x: ") and "above the grid's highest" in n and "material change" in n for n in a.notes)
+
+
+def test_similarity_finding_is_the_feature_the_challenger_changed():
+    X = _planted_data(n=1500, seed=4)
+
+    def challenger(d):
+        return _planted(d) - np.exp(-(d["bump"].to_numpy() ** 2) / 0.4)  # learned no bump
+
+    a = audit(_planted, X, compare={"twin": _planted, "challenger": challenger}, config=AuditConfig(pairs=False))
+    assert _passed(a, "similarity:twin") == set()
+    assert max(e.value for e in a.evidence["similarity:twin"].values()) == 0.0
+    # eq. 10 compares the PDs themselves: dropping the bump also shifts every PD by the bump's mean,
+    # which the score counts for every feature; the details split level from shape, and only bump's shape differs
+    shift = float(np.mean(np.exp(-(X["bump"].to_numpy() ** 2) / 0.4)))
+    for f in ["line", "step", "p1", "p2", "unused", "indep"]:
+        s = a.score(f, "similarity:challenger")
+        assert s.details["level_shift"] == pytest.approx(shift, rel=1e-9)
+        assert s.details["shape_gap"] < 1e-12
+    assert a.score("bump", "similarity:challenger").details["shape_gap"] > 0.1
+    assert ("bump",) in _passed(a, "similarity:challenger")
+    assert "a constant shift of" in a.to_html()

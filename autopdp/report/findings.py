@@ -182,7 +182,12 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
         return f"{name}: {avg} departs from the data's {what} by {v} on average{rel}."
     if uid.startswith("similarity:"):
         other = uid.split(":", 1)[1]
-        return f"{name}: this model and {other} learned different relationships; their PDs differ by {v} on average{rel}."
+        level, shape = d.get("level_shift"), d.get("shape_gap")
+        split = ""
+        if level is not None and shape is not None and np.isfinite(level) and np.isfinite(shape):
+            split = (f": a constant shift of {fmt(level)} (the models' overall levels differ) and a difference of "
+                     f"shape of {fmt(shape)} (how {name} acts differs)")
+        return f"{name}: the PDs of this model and {other} differ by {v} on average{rel}{split}."
     if uid == "slope":
         between = d.get("between")
         where = f" between {fmt(between[0])} and {fmt(between[1])}" if between else ""

@@ -2,7 +2,11 @@
 
 ``g`` is the PD of a comparison model on exactly the same grid and data; the
 score is the standard utility between the two PDs, one score per comparison
-model, id ``similarity:<name>``.  A comparison model identical to the model
+model, id ``similarity:<name>``.  The details split the difference into a
+constant ``level_shift`` (the density-weighted mean of ``f - g``: the models'
+overall levels differ, the same for every feature of an additive model) and a
+``shape_gap`` (the weighted RMS of ``f - g`` minus that shift: the feature's
+learned relationship differs); the report states both.  A comparison model identical to the model
 scores 0; the feature whose learned relationship differs most ranks first.
 """
 
@@ -33,4 +37,11 @@ def score_similarity(result, other, *, name: str, target_index: int, weights: np
         return not_applicable(utility, f"the comparison model {name!r} was evaluated on another grid.", target)
     f = np.asarray(result.average[target_index], dtype=float)
     g = np.asarray(other.average[t_other], dtype=float)
-    return gap_score(utility, f, g, weights, loss, target, model=name)
+    d = (f - g).ravel()
+    w = np.asarray(weights, dtype=float).ravel()
+    ok = np.isfinite(d) & (w > 0)
+    level, shape = float("nan"), float("nan")
+    if ok.any():
+        level = float(np.sum(w[ok] * d[ok]) / w[ok].sum())
+        shape = float(np.sqrt(np.sum(w[ok] * (d[ok] - level) ** 2) / w[ok].sum()))
+    return gap_score(utility, f, g, weights, loss, target, model=name, level_shift=level, shape_gap=shape)
