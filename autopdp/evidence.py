@@ -227,7 +227,7 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
 
     for r in one_d:
         cells = grid_cells(inputs, r)
-        w = _weights(cells, r.grid_shape).ravel()
+        w = _weights(cells, r.grid_shape, getattr(inputs, "sample_weight", None)).ravel()
         # importance (for the pair criteria and the 'low' ice_variance criterion)
         wimp = marginal_weights(r)[0]
         imp = flatness(np.asarray(r.average, dtype=float), r.kinds[0], axis=-1, weights=wimp)

@@ -38,7 +38,9 @@ Null distributions (B = ``noise_draws`` draws, default 200)
         deviation of the target (regressors), and the PD carries its own noise.
         This is a parametric-bootstrap goodness-of-fit test of the PD against
         the per-grid-point observed means that is valid for small n_j, where
-        the chi-squared approximation is not.
+        the chi-squared approximation is not.  With sample weights the score
+        and the density weights are weighted; the null's n_j stay row counts
+        (an approximation).
     ``similarity:<name>``
         both PDs equal, each with its noise (independent draws; when the
         comparison PD kept no spread its noise is taken to be as large as the
