@@ -648,7 +648,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     tree_reason = ""
     if config.method in ("auto", "tree"):
         try:
-            plan_tree_path(model, adapter, frame)
+            plan_tree_path(model, adapter, frame).prepare(np.ones(frame.n_rows))
         except TreePathUnavailable as exc:
             tree_reason = str(exc)
     else:
@@ -690,16 +690,26 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             std=True, sample_weight=weights_2d, **common,
         )
         if fast_2d:
-            notes.append(
-                f"PDs computed exactly by the tree path on all {frame.n_rows:,} rows; ICE spread (std) of the 2D "
-                f"PDs from {min(config.std_rows, frame.n_rows):,} sampled rows."
-            )
+            sampled_std = [r for r in res2 if any("sampled rows" in n for n in r.notes)]
+            if sampled_std:
+                notes.append(
+                    f"PDs computed exactly by the tree path on all {frame.n_rows:,} rows; ICE spread (std) of "
+                    f"{len(sampled_std)} 2D PDs from {min(config.std_rows, frame.n_rows):,} sampled rows."
+                )
+            else:
+                notes.append(
+                    f"Every 1D and 2D PD, its ICE curves and its std computed exactly by the tree path on all "
+                    f"{frame.n_rows:,} rows (no sampling)."
+                )
         elif tree_reason and config.method == "auto":
             notes.append(f"PDs computed by brute force (the exact tree path does not apply: {tree_reason}).")
         if rows_2d is not None:
+            se = np.array([float(np.nanmax(r.stderr)) for r in res2 if np.isfinite(r.stderr).any()])
+            error = (f" Monte-Carlo standard error of those 2D PDs: median {np.median(se):.3g}, largest "
+                     f"{se.max():.3g} (on the model's output scale)." if se.size else "")
             notes.append(
-                f"2D PDs average over a random sample of {frame_2d.n_rows:,} rows (max_rows_2d); "
-                "their standard errors are in the results."
+                f"2D PDs average over a random sample of {frame_2d.n_rows:,} of the {frame.n_rows:,} rows "
+                f"(max_rows_2d; the brute-force path).{error}"
             )
     timings["pd_2d"] = time.perf_counter() - t0
 

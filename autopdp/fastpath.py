@@ -15,6 +15,7 @@ import pandas as pd
 
 from .data import Frame
 from .engine import Augmenter
+from .tree_ice import RowKernel, extract_forest
 from .trees import TreePathUnavailable, TreePD, boosting_offset, extract_ensemble
 
 __all__ = ["TreePlan", "plan_tree_path", "METHODS"]
@@ -42,29 +43,90 @@ def _as_array(Z) -> np.ndarray:
     return Z.astype(np.float64)
 
 
+def _internal_encoding(final, P):
+    """The final model's own input encoding (HGB's category encoder; XGBoost/LightGBM category codes)."""
+    if getattr(final, "_preprocessor", None) is not None and hasattr(final, "_preprocess_X"):
+        return np.asarray(final._preprocess_X(P, reset=False), dtype=np.float64)
+    module = type(final).__module__
+    if isinstance(P, pd.DataFrame) and (module.startswith("xgboost") or module.startswith("lightgbm")):
+        cats = None
+        if module.startswith("lightgbm"):
+            cats = getattr(getattr(final, "booster_", None), "pandas_categorical", None)
+        out = np.empty(P.shape, dtype=np.float64)
+        k = 0
+        for j, name in enumerate(P.columns):
+            col = P[name]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                if cats is not None:
+                    col = col.cat.set_categories(cats[k])
+                k += 1
+                codes = col.cat.codes.to_numpy().astype(np.float64)
+                codes[codes < 0] = np.nan
+                out[:, j] = codes
+            else:
+                try:
+                    out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+                except (TypeError, ValueError):
+                    raise TreePathUnavailable("the model's input is not numeric") from None
+        return out
+    return None
+
+
 class TreePlan:
-    """The final tree model, the background as the trees see it, and the map of explained columns."""
+    """The final tree model, the background as the trees see it, and the map of explained columns.
+
+    Two exact engines: leaf counting (:mod:`autopdp.trees`, PD averages of
+    identity-link models with numeric splits and no missing values) and the
+    per-row kernel (:mod:`autopdp.tree_ice`: ICE, std, links, categorical
+    splits, missing values).  At least one applies, or construction fails.
+    """
 
     def __init__(self, model, adapter, frame: Frame):
         self.pre, self.final = _split(model)
         self.adapter = adapter
         self.frame = frame
-        if self.pre is None:
-            if frame.is_frame and not all(pd.api.types.is_numeric_dtype(t) for t in frame.data.dtypes):
-                raise TreePathUnavailable("the data has non-numeric columns and the model has no preprocessing")
-            self.Z = _as_array(frame.data)
+        self.encodes = self.pre is not None
+        P = self._pre(frame.data)
+        Z = _internal_encoding(self.final, P)
+        if Z is not None:
+            self.encodes = True
         else:
-            try:
-                self.Z = _as_array(self.pre.transform(frame.data))
-            except TreePathUnavailable:
-                raise
-            except Exception as exc:  # the brute path will report the model's own error if it matters
-                raise TreePathUnavailable(f"the preprocessing failed: {type(exc).__name__}: {exc}") from None
-        if np.isnan(self.Z).any():
-            raise TreePathUnavailable("the data has missing values in columns the trees see")
-        self.ensemble = extract_ensemble(self.final, adapter, self.Z.shape[1])
+            if self.pre is None and frame.is_frame and not all(pd.api.types.is_numeric_dtype(t) for t in frame.data.dtypes):
+                raise TreePathUnavailable("the data has non-numeric columns and the model has no preprocessing")
+            Z = _as_array(P)
+        self.Z = Z
+        self.counting_unavailable = ""
+        self.ensemble = None
+        try:
+            if np.isnan(self.Z).any():
+                raise TreePathUnavailable("the data has missing values in columns the trees see")
+            self.ensemble = extract_ensemble(self.final, adapter, self.Z.shape[1])
+        except TreePathUnavailable as exc:
+            self.counting_unavailable = str(exc)
+        self.rows_unavailable = ""
+        self.forest = None
+        try:
+            self.forest, self.n_out = extract_forest(self.final, adapter)
+        except TreePathUnavailable as exc:
+            self.rows_unavailable = str(exc)
+        if self.ensemble is None and self.forest is None:
+            raise TreePathUnavailable(self.rows_unavailable or self.counting_unavailable)
         self._engine = None
+        self._kernel = None
         self._maps: dict[tuple, tuple[int, np.ndarray]] = {}
+
+    def _pre(self, X):
+        if self.pre is None:
+            return X
+        try:
+            return self.pre.transform(X)
+        except Exception as exc:  # the brute path will report the model's own error if it matters
+            raise TreePathUnavailable(f"the preprocessing failed: {type(exc).__name__}: {exc}") from None
+
+    def _to_Z(self, X) -> np.ndarray:
+        P = self._pre(X)
+        Z = _internal_encoding(self.final, P)
+        return _as_array(P) if Z is None else Z
 
     def raw_predict(self, z: np.ndarray) -> np.ndarray:
         final = self.final
@@ -78,7 +140,7 @@ class TreePlan:
         key = (spec.position, tuple(spec.grid.tolist()))
         if key in self._maps:
             return self._maps[key]
-        if self.pre is None:
+        if not self.encodes:
             try:
                 grid = np.asarray(spec.grid, dtype=float)
             except (TypeError, ValueError):
@@ -99,20 +161,23 @@ class TreePlan:
 
         Xp = assemble(frame, [aug(rows, [spec.grid])])
         try:
-            Zp = _as_array(self.pre.transform(Xp)).reshape(m, G, -1)
+            Zp = self._to_Z(Xp).reshape(m, G, -1)
         except TreePathUnavailable:
             raise
         except Exception as exc:
             raise TreePathUnavailable(f"the preprocessing failed on grid values: {exc}") from None
-        varies = np.any(Zp != Zp[:, :1, :], axis=(0, 1))
-        base_changed = np.any(Zp[:, 0, :] != self.Z[rows], axis=0)
+        same = (Zp == Zp[:, :1, :]) | (np.isnan(Zp) & np.isnan(Zp[:, :1, :]))
+        varies = ~np.all(same, axis=(0, 1))
+        base = self.Z[rows]
+        base_changed = ~np.all((Zp[:, 0, :] == base) | (np.isnan(Zp[:, 0, :]) & np.isnan(base)), axis=0)
         cols = np.nonzero(varies | base_changed)[0]
         if cols.size != 1:
             raise TreePathUnavailable(
                 f"{spec.name!r} does not reach the trees as one column (it changes {cols.size} columns)"
             )
         c = int(cols[0])
-        if not np.all(Zp[:, :, c] == Zp[:1, :, c]):
+        col = Zp[:, :, c]
+        if not np.all((col == col[:1]) | (np.isnan(col) & np.isnan(col[:1]))):
             raise TreePathUnavailable(f"the model's input for {spec.name!r} depends on other columns")
         # over the whole data, that column must be a function of the explained column alone
         key = pd.Series(frame.column(spec.position), dtype=object).astype(str)
@@ -120,22 +185,121 @@ class TreePlan:
             raise TreePathUnavailable(f"the model's input for {spec.name!r} also depends on other columns")
         return c, Zp[0, :, c].astype(float)
 
-    def averages(self, spec_sets, w) -> list[np.ndarray]:
+    def _requests(self, spec_sets):
         requests = []
         for specs in spec_sets:
             maps = [self.mapped(s) for s in specs]
             requests.append(([c for c, _ in maps], [g for _, g in maps]))
+        return requests
+
+    @property
+    def counting(self) -> bool:
+        """Whether PD averages can come from leaf counting (identity link, numeric splits, no NaN)."""
+        return self.ensemble is not None
+
+    @property
+    def per_row(self) -> bool:
+        return self.forest is not None
+
+    def averages(self, spec_sets, w) -> list[np.ndarray]:
+        """PD averages by leaf counting."""
+        if self.ensemble is None:
+            raise TreePathUnavailable(self.counting_unavailable)
+        requests = self._requests(spec_sets)
         if self._engine is None or self._engine[0] is not w:
             self._engine = (w, TreePD(self.ensemble, self.Z, w), self._offset())
         _, engine, offset = self._engine
         return [pdv + offset.reshape((-1,) + (1,) * len(positions))
                 for (positions, _), pdv in zip(requests, engine.many(requests))]
 
+    def kernel(self, w) -> RowKernel:
+        """The per-row kernel on this background, checked against the model's own predictions."""
+        if self.forest is None:
+            raise TreePathUnavailable(self.rows_unavailable)
+        if self._kernel is not None and self._kernel[0] is w:
+            return self._kernel[1]
+        kernel = RowKernel(self.forest, self.Z, w, np.zeros(self.forest.value.shape[1]))
+        recon = kernel.predictions()  # raw scores without the constant
+        offset = np.zeros(self.forest.value.shape[1])
+        if self.forest.link != 0 or not _is_averaging_forest(self.final):
+            raw0 = _raw_score(self.final, self._pre(self.frame.take_rows(np.arange(1)).data))
+            offset = raw0.reshape(-1)[: offset.size] - recon[0]
+        kernel.offset = np.ascontiguousarray(offset)
+        _verify(kernel, recon + offset, self.adapter, self.frame, self.n_out)
+        self._kernel = (w, kernel)
+        return kernel
+
+    def prepare(self, w) -> None:
+        """Build what every feature set shares (once, before work is shared out).
+
+        A per-row kernel that fails its check against the model is dropped; when
+        no engine is left, :class:`TreePathUnavailable` says why.
+        """
+        if self.forest is not None:
+            try:
+                self.kernel(w)
+            except TreePathUnavailable as exc:
+                self.forest, self.rows_unavailable = None, str(exc)
+        if self.ensemble is not None:
+            self.averages([], w)
+        if self.forest is None and self.ensemble is None:
+            raise TreePathUnavailable(self.rows_unavailable or self.counting_unavailable)
+
+    def exact(self, spec_sets, w, keep_rows=None, keeps=None):
+        """Exact (average, std, individual) per feature set from the per-row kernel."""
+        kernel = self.kernel(w)
+        cols = self.adapter.columns if self.adapter.columns is not None else np.arange(self.n_out)
+        return kernel.run(self._requests(spec_sets), cols, keep_rows, keeps)
+
     def _offset(self) -> np.ndarray:
         offset = self.ensemble.offset
         if np.isnan(offset).any():
             offset = boosting_offset(self.raw_predict, self.ensemble, self.Z[:1])
         return offset
+
+
+def _is_averaging_forest(final) -> bool:
+    from sklearn.ensemble import BaseEnsemble
+    from sklearn.tree import BaseDecisionTree
+
+    module = type(final).__module__
+    if module.startswith(("xgboost", "lightgbm")):
+        return False
+    return isinstance(final, BaseDecisionTree) or (
+        isinstance(final, BaseEnsemble) and not hasattr(final, "learning_rate"))
+
+
+def _raw_score(final, P) -> np.ndarray:
+    """The model's raw score (margin) on the rows ``P`` (input of the final step)."""
+    module = type(final).__module__
+    if module.startswith("xgboost"):
+        return np.asarray(final.predict(P, output_margin=True), dtype=float)
+    if module.startswith("lightgbm"):
+        return np.asarray(final.predict(P, raw_score=True), dtype=float)
+    if hasattr(final, "_raw_predict"):
+        if not hasattr(final, "_bin_mapper"):  # classic gradient boosting predicts on float32
+            P = np.ascontiguousarray(np.asarray(P, dtype=np.float32))
+        return np.asarray(final._raw_predict(P), dtype=float)
+    raise TreePathUnavailable(f"cannot read the raw score of {type(final).__name__}")
+
+
+def _verify(kernel, raw, adapter, frame, n_out):
+    """The reconstructed response of every row must be the model's own; else the path is refused."""
+    from .tree_ice import apply_link
+
+    mine = apply_link(raw, kernel.forest.link, kernel.forest.scale)
+    cols = adapter.columns if adapter.columns is not None else np.arange(n_out)
+    mine = mine[:, cols]
+    theirs = np.vstack([adapter(frame.take_rows(np.arange(r0, min(frame.n_rows, r0 + 100_000))).data)
+                        for r0 in range(0, frame.n_rows, 100_000)])
+    if theirs.shape != mine.shape:
+        raise TreePathUnavailable(f"the tree dump gives {mine.shape[1]} outputs, the model {theirs.shape[1]}")
+    tol = 2e-5 if kernel.forest.float32 and type(adapter.model).__module__.startswith("xgboost") else 1e-9
+    gap = float(np.max(np.abs(mine - theirs))) if mine.size else 0.0
+    scale = max(1.0, float(np.max(np.abs(theirs)))) if theirs.size else 1.0
+    if not np.isfinite(gap) or gap > tol * scale:
+        raise TreePathUnavailable(
+            f"the extracted trees do not reproduce the model's predictions (largest gap {gap:.2e})")
 
 
 def plan_tree_path(model, adapter, frame: Frame) -> TreePlan:

@@ -216,25 +216,50 @@ def _run_group(setup: _Setup, group: list[tuple[tuple[int, ...], bool]]) -> list
     keeps = [keep for _, keep in group]
     plan = setup.tree_plan()
     if plan is not None and not setup.centered:
-        fast = [i for i, keep in enumerate(keeps) if setup.method == "tree" or not (keep and setup.ice_rows is None)]
-        if fast:
-            try:
-                averages = plan.averages([spec_sets[i] for i in fast], setup.weights)
-            except TreePathUnavailable as exc:
-                if setup.method == "tree":
-                    raise ValueError(f"method='tree' does not apply: {exc}.") from None
-                setup.tree_unavailable = str(exc)
-            else:
-                out = _brute(setup, spec_sets, keeps, only=[i for i in range(len(group)) if i not in fast])
-                sampled = _sampled_spread(setup, [spec_sets[i] for i in fast], [keeps[i] for i in fast])
-                for i, avg, spread in zip(fast, averages, sampled):
-                    out[i] = _tree_result(setup, spec_sets[i], avg, spread)
-                return out
+        try:
+            return _tree_group(setup, plan, spec_sets, keeps)
+        except TreePathUnavailable as exc:
+            if setup.method == "tree":
+                raise ValueError(f"method='tree' does not apply: {exc}.") from None
+            setup.tree_unavailable = str(exc)
     elif setup.method == "tree":
         raise ValueError(f"method='tree' does not apply: {setup.tree_unavailable}.")
     if setup.method == "recursion":
         return [_recursion_result(setup, specs) for specs in spec_sets]
     return _brute(setup, spec_sets, keeps)
+
+
+def _tree_group(setup: _Setup, plan, spec_sets, keeps) -> list[PDResult]:
+    """Exact tree-path results: the per-row kernel when ICE, std or a link is needed, else leaf counting."""
+    rows_needed = setup.want_std or any(keeps) or not plan.counting
+    if plan.per_row and rows_needed:
+        keep_rows = setup.ice_rows if setup.ice_rows is not None else np.arange(setup.frame.n_rows)
+        try:
+            exact = plan.exact(spec_sets, setup.weights, keep_rows if any(keeps) else None, keeps)
+        except TreePathUnavailable:
+            if not plan.counting:
+                raise
+        else:
+            note = f"PD, ICE and std exact by the tree path on all {setup.frame.n_rows:,} rows."
+            return [
+                _tree_result(setup, specs, avg, std, indiv, keep_rows if indiv is not None else None, note)
+                for specs, (avg, std, indiv) in zip(spec_sets, exact)
+            ]
+    averages = plan.averages(spec_sets, setup.weights)
+    sampled = _sampled_spread(setup, spec_sets, keeps)
+    out = []
+    for specs, avg, spread in zip(spec_sets, averages, sampled):
+        if spread is None:
+            note = ("std and stderr not computed (std_rows=0)." if setup.want_std
+                    else "std and stderr not computed (kind='average'; pass std=True for them).")
+            out.append(_tree_result(setup, specs, avg, np.full(avg.shape, np.nan), None, None, note))
+        else:
+            sample, rows = spread
+            note = (f"PD exact by the tree path on all {setup.frame.n_rows:,} rows; ICE curves and std from "
+                    f"{len(rows):,} sampled rows.")
+            out.append(_tree_result(setup, specs, avg, np.asarray(sample.std), sample.individual, np.asarray(rows),
+                                    note))
+    return out
 
 
 def _brute(setup: _Setup, spec_sets, keeps, only=None):
@@ -269,26 +294,13 @@ def _sampled_spread(setup: _Setup, spec_sets, keeps):
     return [(r, rows) for r in res]
 
 
-def _tree_result(setup: _Setup, specs, average, spread) -> PDResult:
+def _tree_result(setup: _Setup, specs, average, std, individual, ice_rows, note) -> PDResult:
     from .engine import density_counts
 
-    T = average.shape[0]
     w = setup.weights
     total = float(w.sum())
-    if spread is None:
-        std = np.full(average.shape, np.nan)
-        individual, ice_rows = None, None
-        note = ("std and stderr not computed (std_rows=0)." if setup.want_std
-                else "std and stderr not computed (kind='average'; pass std=True for them).")
-    else:
-        sample, rows = spread
-        std = np.asarray(sample.std)
-        individual = sample.individual
-        ice_rows = np.asarray(rows)
-        note = (
-            f"PD exact by the tree path on all {setup.frame.n_rows:,} rows; ICE curves and std from "
-            f"{len(rows):,} sampled rows."
-        )
+    if ice_rows is not None and setup.ice_rows is None and len(ice_rows) == setup.frame.n_rows:
+        ice_rows = None  # every row's curve, in row order
     return PDResult(
         features=tuple(s.name for s in specs), kinds=tuple(s.kind for s in specs), grid=tuple(s.grid for s in specs),
         average=average, individual=individual, std=std, stderr=std * (np.sqrt(float((w * w).sum())) / total),
@@ -375,7 +387,13 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
         workers = _n_workers(n_jobs)
     plan = setup.tree_plan()  # once, before the work is shared out
     if plan is not None and not setup.centered:
-        plan.averages([], setup.weights)  # count the background rows per leaf once
+        try:
+            plan.prepare(setup.weights)  # leaf counts, the per-row kernel and its check against the model, once
+        except TreePathUnavailable as exc:
+            setup.tree_unavailable = str(exc)
+            setup._plan = None
+            if setup.method == "tree":
+                raise ValueError(f"method='tree' does not apply: {exc}.") from None
     groups = _groups(setup, jobs, workers)
     bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
     out: list[PDResult] = []

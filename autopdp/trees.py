@@ -291,13 +291,12 @@ def _lightgbm(model, adapter, n_features):
 
 
 def _kernel():
-    from numba import njit, prange
+    from numba import njit
 
-    @njit(parallel=True, cache=True)
-    def count(X, w, feat, lo, hi, nf, c0, c1, c2):  # pragma: no cover - compiled
-        n_leaves = feat.shape[0]
+    @njit(cache=True, nogil=True)
+    def count(lo_, hi_, X, w, feat, lo, hi, nf, c0, c1, c2):  # pragma: no cover - compiled
         n = X.shape[0]
-        for leaf in prange(n_leaves):
+        for leaf in range(lo_, hi_):
             k = nf[leaf]
             for i in range(n):
                 nv = 0
@@ -336,12 +335,15 @@ def leaf_counts(ens: TreeEnsemble, Z: np.ndarray, w: np.ndarray):
     c0 = np.zeros(ens.feat.shape[0])
     c1 = np.zeros((ens.feat.shape[0], width))
     c2 = np.zeros((ens.feat.shape[0], width, width))
-    _COUNT(X, np.ascontiguousarray(w, dtype=np.float64), ens.feat, ens.lo, ens.hi, ens.nf, c0, c1, c2)
+    from .tree_ice import in_parallel
+
+    in_parallel(_COUNT, ens.feat.shape[0], X, np.ascontiguousarray(w, dtype=np.float64), ens.feat, ens.lo, ens.hi,
+                ens.nf, c0, c1, c2)
     return c0, c1, c2
 
 
 def _sets_kernel():
-    from numba import njit, prange
+    from numba import njit
 
     @njit(cache=True)
     def _interval(grid, n, lo, hi):  # pragma: no cover - compiled
@@ -350,10 +352,10 @@ def _sets_kernel():
         a1 = np.searchsorted(grid[:n], hi, side="right")
         return a0, a1
 
-    @njit(parallel=True, cache=True)
-    def pd_sets(sets, slot, lo, hi, c0, c1, c2, value, grids, gn, out):  # pragma: no cover - compiled
+    @njit(cache=True, nogil=True)
+    def pd_sets(lo_, hi_, sets, slot, lo, hi, c0, c1, c2, value, grids, gn, out):  # pragma: no cover - compiled
         n_leaves, T = value.shape
-        for s in prange(sets.shape[0]):
+        for s in range(lo_, hi_):
             j = sets[s, 0]
             k = sets[s, 1]
             gj = gn[j]
@@ -449,7 +451,10 @@ class TreePD:
                 sets[s, m] = f
         T = self.ens.value.shape[1]
         out = np.zeros((len(requests), T, gmax, gmax))
-        _SETS(sets, self.slot, self.ens.lo, self.ens.hi, self.c0, self.c1, self.c2, self.ens.value, grids_tab, gn, out)
+        from .tree_ice import in_parallel
+
+        in_parallel(_SETS, len(requests), sets, self.slot, self.ens.lo, self.ens.hi, self.c0, self.c1, self.c2,
+                    self.ens.value, grids_tab, gn, out)
         res = []
         for s, (positions, grids) in enumerate(requests):
             shape = tuple(len(g) for g in grids)

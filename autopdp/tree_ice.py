@@ -1,0 +1,742 @@
+"""Exact ICE curves of tree ensembles, row by row, without predicting.
+
+For one row and one tree, when the explained features S vary and the row's
+other values stay fixed, the leaves the row can reach are found by walking the
+tree once: at a split on a feature of S both children are followed (each with
+the grid points of that feature that go there), at any other split only the
+child the row's own value goes to.  Every reached leaf covers a block of the
+grid; its value is the tree's output there.  Trees whose path for the row does
+not touch S contribute the row's own leaf at every grid point.  Summing the
+trees gives the row's exact raw score (margin) at every grid point, so
+
+* ICE curves, their weighted mean (the PD) and their spread (std, stderr) are
+  exact on every row, and
+* the model's link (sigmoid, softmax, exp) is applied per row and grid point
+  before averaging, so probability-scale PDs of boosted classifiers are exact.
+
+Splits are routed as the libraries route them: numeric thresholds, missing
+values (NaN) to the side each node learnt, native categorical splits by the
+node's set of categories (scikit-learn's HistGradientBoosting bitsets with
+unknown categories treated as missing, LightGBM's category sets, XGBoost's
+category lists).  The extraction is checked against the model itself: the
+reconstructed prediction of every background row must equal the model's, or
+the path is refused (the brute-force engine is then used).
+
+Rows are processed in fixed-size chunks and every feature set is reduced by
+one thread in row order, so results do not depend on threads or workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .trees import TreePathUnavailable
+
+__all__ = ["NodeForest", "extract_forest", "RowKernel", "LINKS", "apply_link"]
+
+#: link id -> name: identity, sigmoid(scale * raw) (binary: [1 - p, p]), softmax, exp
+LINKS = {0: "identity", 1: "sigmoid", 2: "softmax", 3: "exp"}
+NUMERIC, CATEGORICAL, ZERO_MISSING = 0, 1, 2
+MAX_GRID = 64
+
+
+@dataclass(frozen=True, eq=False)
+class NodeForest:
+    """Flat node arrays of a tree ensemble (global node ids; ``feature < 0`` marks a leaf).
+
+    ``kind``: 0 numeric (``x <= threshold`` goes left), 1 categorical (category
+    in ``catbits`` goes left, in ``catknown`` right, else as missing), 2 numeric
+    where 0 counts as missing (LightGBM).  ``value[node, k]``: a leaf's
+    contribution to raw output k.  ``link``/``scale``/``n_out``: how raw
+    outputs become the model's response columns.
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    kind: np.ndarray
+    missing_left: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    roots: np.ndarray
+    catbits: np.ndarray
+    catknown: np.ndarray
+    link: int
+    scale: float
+    float32: bool
+    max_nodes: int
+
+
+class _Builder:
+    def __init__(self, K):
+        self.K = K
+        self.cols = {k: [] for k in ("feature", "threshold", "kind", "missing_left", "left", "right")}
+        self.values, self.cats, self.roots = [], [], []
+        self.max_nodes = 1
+
+    def tree(self, n_nodes):
+        base = len(self.cols["feature"])
+        self.roots.append(base)
+        self.max_nodes = max(self.max_nodes, n_nodes)
+        return base
+
+    def node(self, feature, threshold=0.0, kind=NUMERIC, missing_left=False, left=-1, right=-1, value=None,
+             cats=None, known=None):
+        self.cols["feature"].append(feature)
+        self.cols["threshold"].append(threshold)
+        self.cols["kind"].append(kind)
+        self.cols["missing_left"].append(missing_left)
+        self.cols["left"].append(left)
+        self.cols["right"].append(right)
+        v = np.zeros(self.K)
+        if value is not None:
+            v[:] = value
+        self.values.append(v)
+        self.cats.append((cats, known))
+
+    def build(self, link, scale=1.0, float32=False) -> NodeForest:
+        n = len(self.cols["feature"])
+        top = max([int(max(c)) for c, _ in self.cats if c is not None and len(c)] + [0])
+        words = top // 32 + 1
+        catbits = np.zeros((n, words), dtype=np.uint32)
+        catknown = np.zeros((n, words), dtype=np.uint32)
+        for i, (cats, known) in enumerate(self.cats):
+            for arr, target in ((cats, catbits), (known, catknown)):
+                if arr is None:
+                    continue
+                for c in arr:
+                    c = int(c)
+                    if 0 <= c < 32 * words:
+                        target[i, c >> 5] |= np.uint32(1 << (c & 31))
+        return NodeForest(
+            feature=np.asarray(self.cols["feature"], dtype=np.int64),
+            threshold=np.asarray(self.cols["threshold"], dtype=np.float64),
+            kind=np.asarray(self.cols["kind"], dtype=np.int64),
+            missing_left=np.asarray(self.cols["missing_left"], dtype=np.bool_),
+            left=np.asarray(self.cols["left"], dtype=np.int64), right=np.asarray(self.cols["right"], dtype=np.int64),
+            value=np.vstack(self.values) if self.values else np.zeros((0, self.K)),
+            roots=np.asarray(self.roots, dtype=np.int64), catbits=catbits, catknown=catknown,
+            link=link, scale=float(scale), float32=float32, max_nodes=self.max_nodes,
+        )
+
+
+def _sklearn_tree(b: _Builder, tree, values):
+    """Add one fitted sklearn ``Tree``; ``values``: (node_count, K) leaf contributions."""
+    base = b.tree(tree.node_count)
+    mleft = getattr(tree, "missing_go_to_left", None)
+    for i in range(tree.node_count):
+        l, r = int(tree.children_left[i]), int(tree.children_right[i])
+        if l == -1:
+            b.node(-1, value=values[i])
+        else:
+            b.node(int(tree.feature[i]), float(tree.threshold[i]), NUMERIC,
+                   bool(mleft[i]) if mleft is not None else False, base + l, base + r)
+
+
+def _hgb(model, K):
+    b = _Builder(K)
+    known = None
+    if getattr(model, "is_categorical_", None) is not None and np.any(model.is_categorical_):
+        known_bitsets, f_idx_map = model._bin_mapper.make_known_categories_bitsets()
+        known = (known_bitsets, f_idx_map)
+    for predictors in model._predictors:
+        for k, pred in enumerate(predictors):
+            nodes = pred.nodes
+            base = b.tree(len(nodes))
+            raw_bits = pred.raw_left_cat_bitsets
+            for i, rec in enumerate(nodes):
+                if rec["is_leaf"]:
+                    v = np.zeros(K)
+                    v[k] = rec["value"]
+                    b.node(-1, value=v)
+                    continue
+                f = int(rec["feature_idx"])
+                if rec["is_categorical"]:
+                    cats = _bits_to_list(raw_bits[int(rec["bitset_idx"])])
+                    kn = _bits_to_list(known[0][known[1][f]]) if known is not None else None
+                    b.node(f, 0.0, CATEGORICAL, bool(rec["missing_go_to_left"]), base + int(rec["left"]),
+                           base + int(rec["right"]), cats=cats, known=kn)
+                else:
+                    b.node(f, float(rec["num_threshold"]), NUMERIC, bool(rec["missing_go_to_left"]),
+                           base + int(rec["left"]), base + int(rec["right"]))
+    return b
+
+
+def _bits_to_list(words) -> list[int]:
+    out = []
+    for w, word in enumerate(np.asarray(words, dtype=np.uint64)):
+        for bit in range(32):
+            if (int(word) >> bit) & 1:
+                out.append(32 * w + bit)
+    return out
+
+
+def extract_forest(model, adapter) -> tuple[NodeForest, int]:
+    """The node arrays of a supported fitted tree model and its number of response columns.
+
+    Raises :class:`TreePathUnavailable` with the reason when the model is not supported.
+    """
+    from sklearn.ensemble import (
+        ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier, GradientBoostingRegressor,
+        HistGradientBoostingClassifier, HistGradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor,
+    )
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    response = adapter.response
+    if isinstance(model, (DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier)):
+        if response != "predict_proba" or model.n_outputs_ != 1:
+            raise TreePathUnavailable(f"{type(model).__name__} with response {response!r}")
+        ests = [model] if isinstance(model, DecisionTreeClassifier) else model.estimators_
+        K = len(model.classes_)
+        b = _Builder(K)
+        for est in ests:
+            v = est.tree_.value[:, 0, :]
+            v = v / np.maximum(v.sum(axis=1, keepdims=True), 1e-300) / len(ests)
+            _sklearn_tree(b, est.tree_, v)
+        return b.build(0, float32=True), K
+    if isinstance(model, (DecisionTreeRegressor, RandomForestRegressor, ExtraTreesRegressor)):
+        if model.n_outputs_ != 1:
+            raise TreePathUnavailable("multi-output tree regressors")
+        ests = [model] if isinstance(model, DecisionTreeRegressor) else model.estimators_
+        b = _Builder(1)
+        for est in ests:
+            _sklearn_tree(b, est.tree_, est.tree_.value[:, 0, :1] / len(ests))
+        return b.build(0, float32=True), 1
+    if isinstance(model, (GradientBoostingRegressor, GradientBoostingClassifier)):
+        K = model.estimators_.shape[1]
+        b = _Builder(K)
+        for row in model.estimators_:
+            for k, est in enumerate(row):
+                v = np.zeros((est.tree_.node_count, K))
+                v[:, k] = est.tree_.value[:, 0, 0] * model.learning_rate
+                _sklearn_tree(b, est.tree_, v)
+        if isinstance(model, GradientBoostingRegressor):
+            if model.loss not in ("squared_error", "absolute_error", "huber", "quantile"):
+                raise TreePathUnavailable(f"GradientBoostingRegressor with loss={model.loss!r}")
+            return b.build(0, float32=True), 1
+        return _classifier_link(b, adapter, K, scale=2.0 if model.loss == "exponential" else 1.0, float32=True)
+    if isinstance(model, (HistGradientBoostingRegressor, HistGradientBoostingClassifier)):
+        K = int(model.n_trees_per_iteration_)
+        b = _hgb(model, K)
+        if isinstance(model, HistGradientBoostingRegressor):
+            if model.loss in ("squared_error", "absolute_error", "quantile"):
+                return b.build(0), 1
+            if model.loss in ("poisson", "gamma"):
+                return b.build(3), 1
+            raise TreePathUnavailable(f"HistGradientBoostingRegressor with loss={model.loss!r}")
+        return _classifier_link(b, adapter, K)
+    module = type(model).__module__
+    if module.startswith("xgboost"):
+        return _xgboost(model, adapter)
+    if module.startswith("lightgbm"):
+        return _lightgbm(model, adapter)
+    raise TreePathUnavailable(f"{type(model).__name__} is not a supported tree model")
+
+
+def _classifier_link(b: _Builder, adapter, K, scale=1.0, float32=False):
+    """Boosted classifier: decision_function is the raw score; predict_proba its sigmoid/softmax."""
+    if adapter.response == "decision_function":
+        return b.build(0, float32=float32), K
+    if adapter.response != "predict_proba":
+        raise TreePathUnavailable(f"response {adapter.response!r}")
+    if K == 1:
+        return b.build(1, scale=scale, float32=float32), 2
+    return b.build(2, float32=float32), K
+
+
+_XGB_LINKS = {"binary:logistic": 1, "multi:softprob": 2, "multi:softmax": 2, "reg:logistic": 1,
+              "count:poisson": 3, "reg:gamma": 3, "reg:tweedie": 3}
+_XGB_IDENTITY = ("reg:squarederror", "reg:absoluteerror", "reg:pseudohubererror", "reg:quantileerror",
+                 "reg:squaredlogerror", "binary:logitraw")
+
+
+def _xgboost(model, adapter):
+    """XGBoost from the booster's tree dump: ``x < split`` left in float32, NaN to ``Missing``."""
+    booster = model.get_booster()
+    objective = model.get_params().get("objective") or ("binary:logistic" if adapter.is_classifier else "reg:squarederror")
+    if not isinstance(objective, str):
+        raise TreePathUnavailable("XGBoost with a custom objective")
+    if getattr(model, "best_iteration", None) is not None and \
+            model.best_iteration + 1 < booster.num_boosted_rounds():
+        raise TreePathUnavailable("an early-stopped XGBoost model predicts with part of its trees")
+    df = booster.trees_to_dataframe()
+    names = booster.feature_names
+    index = {name: i for i, name in enumerate(names)} if names else None
+    n_trees = int(df["Tree"].max()) + 1 if len(df) else 0
+    rounds = max(1, booster.num_boosted_rounds())
+    K = max(1, n_trees // rounds) if objective.startswith("multi:") else 1
+    b = _Builder(K)
+    for t, tree in df.groupby("Tree", sort=True):
+        ids = {row_id: i for i, row_id in enumerate(tree["ID"])}
+        base = b.tree(len(ids))
+        k = int(t) % K
+        for row in tree.itertuples(index=False):
+            if row.Feature == "Leaf":
+                v = np.zeros(K)
+                v[k] = float(row.Gain)
+                b.node(-1, value=v)
+                continue
+            f = index[row.Feature] if index else int(str(row.Feature).lstrip("f"))
+            left, right = base + ids[row.Yes], base + ids[row.No]
+            mleft = row.Missing == row.Yes
+            cats = getattr(row, "Category", None)
+            if isinstance(cats, (list, tuple, np.ndarray)):
+                b.node(f, 0.0, CATEGORICAL, mleft, left, right, cats=[int(c) for c in cats], known=None)
+            else:
+                t32 = float(np.nextafter(np.float32(row.Split), np.float32(-np.inf)))
+                b.node(f, t32, NUMERIC, mleft, left, right)
+    if adapter.response == "decision_function" or not adapter.is_classifier:
+        link = _XGB_LINKS.get(objective, None) if not adapter.is_classifier else 0
+        if link is None and objective not in _XGB_IDENTITY:
+            raise TreePathUnavailable(f"XGBoost with objective {objective!r}")
+        link = link or 0
+        return b.build(link, float32=True), (K if link != 1 else 2) if adapter.is_classifier else 1
+    if objective == "binary:logistic":
+        return b.build(1, float32=True), 2
+    if objective in ("multi:softprob", "multi:softmax"):
+        return b.build(2, float32=True), K
+    raise TreePathUnavailable(f"XGBoost classifier with objective {objective!r}")
+
+
+_LGBM_IDENTITY = ("regression", "regression_l2", "l2", "mean_squared_error", "mse", "regression_l1", "l1",
+                  "mean_absolute_error", "mae", "huber", "fair", "quantile")
+
+
+def _lightgbm(model, adapter):
+    """LightGBM from ``dump_model()``: ``x <= threshold`` left, missing types None/Zero/NaN, category sets."""
+    dump = model.booster_.dump_model()
+    objective = str(dump.get("objective", "")).split(" ")[0]
+    best = getattr(model, "best_iteration_", None)
+    K = int(dump.get("num_tree_per_iteration", 1))
+    trees = dump["tree_info"]
+    if best:
+        trees = trees[: best * K]
+    b = _Builder(K)
+    for t, info in enumerate(trees):
+        k = t % K
+        flat = []
+        stack = [info["tree_structure"]]
+        while stack:  # number the nodes in pre-order
+            node = stack.pop()
+            flat.append(node)
+            if "leaf_value" not in node:
+                stack.append(node["right_child"])
+                stack.append(node["left_child"])
+        pos = {id(n): i for i, n in enumerate(flat)}
+        base = b.tree(len(flat))
+        for node in flat:
+            if "leaf_value" in node:
+                v = np.zeros(K)
+                v[k] = float(node["leaf_value"])
+                b.node(-1, value=v)
+                continue
+            f = int(node["split_feature"])
+            left, right = base + pos[id(node["left_child"])], base + pos[id(node["right_child"])]
+            mtype = node.get("missing_type", "None")
+            if node.get("decision_type", "<=") == "==":
+                cats = [int(c) for c in str(node["threshold"]).split("||") if c != ""]
+                b.node(f, 0.0, CATEGORICAL, False, left, right, cats=cats, known=None)
+                continue
+            thr = float(node["threshold"])
+            default_left = bool(node.get("default_left", True))
+            if mtype == "NaN":
+                b.node(f, thr, NUMERIC, default_left, left, right)
+            elif mtype == "Zero":
+                b.node(f, thr, ZERO_MISSING, default_left, left, right)
+            else:  # None: NaN is read as 0
+                b.node(f, thr, NUMERIC, 0.0 <= thr, left, right)
+    if adapter.is_classifier:
+        if adapter.response == "decision_function":
+            return b.build(0), K
+        if objective == "binary":
+            sig = 1.0
+            for part in str(dump.get("objective", "")).split(" "):
+                if part.startswith("sigmoid:"):
+                    sig = float(part.split(":")[1])
+            return b.build(1, scale=sig), 2
+        if objective in ("multiclass", "softmax"):
+            return b.build(2), K
+        raise TreePathUnavailable(f"LightGBM classifier with objective {objective!r}")
+    if objective in _LGBM_IDENTITY:
+        return b.build(0), 1
+    if objective in ("poisson", "gamma", "tweedie"):
+        return b.build(3), 1
+    raise TreePathUnavailable(f"LightGBM with objective {objective!r}")
+
+
+def apply_link(raw: np.ndarray, link: int, scale: float = 1.0) -> np.ndarray:
+    """Raw scores (n, K) -> the model's response columns (n, n_out)."""
+    raw = np.asarray(raw, dtype=float)
+    if link == 0:
+        return raw
+    if link == 1:
+        p1 = 1.0 / (1.0 + np.exp(-scale * raw[:, 0]))
+        return np.column_stack([1.0 - p1, p1])
+    if link == 2:
+        e = np.exp(raw - raw.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    return np.exp(raw)
+
+
+# ---------------------------------------------------------------- compiled kernels
+def _kernels():
+    from numba import njit
+
+    @njit(cache=True, inline="always", nogil=True)
+    def go_left(x, nd, kind, thr, mleft, catbits, catknown):  # pragma: no cover - compiled
+        if np.isnan(x):
+            return mleft[nd]
+        kd = kind[nd]
+        if kd == 0:
+            return x <= thr[nd]
+        if kd == 2:
+            if abs(x) <= 1e-35:
+                return mleft[nd]
+            return x <= thr[nd]
+        if x < 0:
+            return mleft[nd]
+        c = int(x)
+        if c >= catbits.shape[1] * 32:
+            return mleft[nd]
+        word = c >> 5
+        bit = c & 31
+        if (catbits[nd, word] >> bit) & 1:
+            return True
+        if (catknown[nd, word] >> bit) & 1:
+            return False
+        return mleft[nd]
+
+    @njit(cache=True, nogil=True)
+    def own_paths(lo_, hi_, X, feature, kind, thr, mleft, left, right, catbits, catknown, roots, own_leaf, own_bits):
+        # pragma: no cover - compiled
+        for i in range(lo_, hi_):
+            for t in range(roots.shape[0]):
+                nd = roots[t]
+                while feature[nd] >= 0:
+                    f = feature[nd]
+                    own_bits[i, t, f >> 6] |= np.uint64(1) << np.uint64(f & 63)
+                    if go_left(X[i, f], nd, kind, thr, mleft, catbits, catknown):
+                        nd = left[nd]
+                    else:
+                        nd = right[nd]
+                own_leaf[i, t] = nd
+
+    @njit(cache=True, nogil=True)
+    def grid_masks(feature, kind, thr, mleft, catbits, catknown, grids, gn, out):  # pragma: no cover
+        for nd in range(feature.shape[0]):
+            f = feature[nd]
+            if f < 0 or gn[f] == 0:
+                continue
+            m = np.uint64(0)
+            for a in range(gn[f]):
+                if go_left(grids[f, a], nd, kind, thr, mleft, catbits, catknown):
+                    m |= np.uint64(1) << np.uint64(a)
+            out[nd] = m
+
+    @njit(cache=True, nogil=True)
+    def ice_sets(lo_, hi_, X, w, sets, gn, feature, kind, thr, mleft, left, right, catbits, catknown, value, roots,
+                 own_leaf, own_bits, offset, lmask, link, scale, cols, max_nodes, first,
+                 shift, s1, s2, keep_pos, keep_set, ice):  # pragma: no cover - compiled
+        n = X.shape[0]
+        K = value.shape[1]
+        T = cols.shape[0]
+        n_out = 2 if link == 1 else K
+        one = np.uint64(1)
+        for s in range(lo_, hi_):
+            j = sets[s, 0]
+            k = sets[s, 1]
+            gj = gn[j]
+            gk = gn[k] if k >= 0 else 1
+            full_j = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gj)
+            full_k = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gk)
+            c = np.empty(K)
+            u = np.empty((K, gj))
+            v = np.empty((K, gk))
+            M = np.empty((K, gj, gk))
+            raw = np.empty(K)
+            prob = np.empty(n_out)
+            st_nd = np.empty(max_nodes + 1, dtype=np.int64)
+            st_mj = np.empty(max_nodes + 1, dtype=np.uint64)
+            st_mk = np.empty(max_nodes + 1, dtype=np.uint64)
+            wj = j >> 6
+            bj = np.uint64(j & 63)
+            wk = k >> 6 if k >= 0 else 0
+            bk = np.uint64(k & 63) if k >= 0 else np.uint64(0)
+            for i in range(n):
+                for q in range(K):
+                    c[q] = offset[q]
+                u[:, :] = 0.0
+                v[:, :] = 0.0
+                if k >= 0:
+                    M[:, :, :] = 0.0
+                for t in range(roots.shape[0]):
+                    involved = (own_bits[i, t, wj] >> bj) & one
+                    if k >= 0:
+                        involved |= (own_bits[i, t, wk] >> bk) & one
+                    if involved == 0:
+                        ol = own_leaf[i, t]
+                        for q in range(K):
+                            c[q] += value[ol, q]
+                        continue
+                    top = 0
+                    st_nd[0] = roots[t]
+                    st_mj[0] = full_j
+                    st_mk[0] = full_k
+                    while top >= 0:
+                        nd = st_nd[top]
+                        mj = st_mj[top]
+                        mk = st_mk[top]
+                        top -= 1
+                        f = feature[nd]
+                        if f < 0:
+                            if mk == full_k:
+                                for a in range(gj):
+                                    if (mj >> np.uint64(a)) & one:
+                                        for q in range(K):
+                                            u[q, a] += value[nd, q]
+                            elif mj == full_j:
+                                for b in range(gk):
+                                    if (mk >> np.uint64(b)) & one:
+                                        for q in range(K):
+                                            v[q, b] += value[nd, q]
+                            else:
+                                for a in range(gj):
+                                    if (mj >> np.uint64(a)) & one:
+                                        for b in range(gk):
+                                            if (mk >> np.uint64(b)) & one:
+                                                for q in range(K):
+                                                    M[q, a, b] += value[nd, q]
+                            continue
+                        if f == j or f == k:
+                            lm = lmask[nd]
+                            if f == j:
+                                ml, mr = mj & lm, mj & ~lm
+                                if mr != 0:
+                                    top += 1
+                                    st_nd[top] = right[nd]
+                                    st_mj[top] = mr
+                                    st_mk[top] = mk
+                                if ml != 0:
+                                    top += 1
+                                    st_nd[top] = left[nd]
+                                    st_mj[top] = ml
+                                    st_mk[top] = mk
+                            else:
+                                ml, mr = mk & lm, mk & ~lm
+                                if mr != 0:
+                                    top += 1
+                                    st_nd[top] = right[nd]
+                                    st_mj[top] = mj
+                                    st_mk[top] = mr
+                                if ml != 0:
+                                    top += 1
+                                    st_nd[top] = left[nd]
+                                    st_mj[top] = mj
+                                    st_mk[top] = ml
+                        else:
+                            top += 1
+                            st_mj[top] = mj
+                            st_mk[top] = mk
+                            if go_left(X[i, f], nd, kind, thr, mleft, catbits, catknown):
+                                st_nd[top] = left[nd]
+                            else:
+                                st_nd[top] = right[nd]
+                wi = w[i]
+                kp = keep_pos[i] if keep_set[s] >= 0 else -1
+                for a in range(gj):
+                    for b in range(gk):
+                        for q in range(K):
+                            raw[q] = c[q] + u[q, a] + v[q, b]
+                            if k >= 0:
+                                raw[q] += M[q, a, b]
+                        if link == 0:
+                            for q in range(K):
+                                prob[q] = raw[q]
+                        elif link == 1:
+                            p1 = 1.0 / (1.0 + np.exp(-scale * raw[0]))
+                            prob[0] = 1.0 - p1
+                            prob[1] = p1
+                        elif link == 2:
+                            mx = raw[0]
+                            for q in range(1, K):
+                                mx = max(mx, raw[q])
+                            tot = 0.0
+                            for q in range(K):
+                                prob[q] = np.exp(raw[q] - mx)
+                                tot += prob[q]
+                            for q in range(K):
+                                prob[q] /= tot
+                        else:
+                            for q in range(K):
+                                prob[q] = np.exp(raw[q])
+                        g = a * gk + b
+                        for tt in range(T):
+                            y = prob[cols[tt]]
+                            if first and i == 0:
+                                shift[s, tt, g] = y
+                            d = y - shift[s, tt, g]
+                            s1[s, tt, g] += wi * d
+                            s2[s, tt, g] += wi * d * d
+                            if kp >= 0:
+                                ice[keep_set[s], tt, kp, g] = y
+
+    return own_paths, grid_masks, ice_sets
+
+
+_KERNELS = None
+
+
+def n_threads() -> int:
+    """Threads for the compiled kernels: the CPUs this process may use."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def in_parallel(fn, n: int, *args, pieces_per_thread: int = 4) -> None:
+    """``fn(lo, hi, *args)`` over [0, n) in ranges on a thread pool (the kernels release the GIL).
+
+    Each item is computed by one thread, in order, so results never depend on
+    the number of threads.  Plain threads (not numba's OpenMP layer) so they
+    sleep when idle and leave the CPUs to the model's own OpenMP predictions.
+    """
+    k = min(n_threads(), n)
+    if k <= 1:
+        if n:
+            fn(0, n, *args)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    bounds = np.unique(np.linspace(0, n, min(n, k * pieces_per_thread) + 1).astype(np.int64))
+    with ThreadPoolExecutor(max_workers=k) as pool:
+        list(pool.map(lambda i: fn(int(bounds[i]), int(bounds[i + 1]), *args), range(len(bounds) - 1)))
+
+
+def _get_kernels():
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = _kernels()
+    return _KERNELS
+
+
+class RowKernel:
+    """Exact per-row ICE of one :class:`NodeForest` on one background ``Z`` (rows as the trees see them).
+
+    Parameters
+    ----------
+    forest : NodeForest
+    Z : ndarray (n_rows, n_columns)
+        The background as the trees see it (NaN for missing, category codes).
+    w : ndarray (n_rows,)
+        Row weights.
+    offset : ndarray (K,)
+        The constant part of the raw score.
+    chunk_bytes : float
+        Memory for the per-chunk own-path tables (rows are processed in chunks).
+    """
+
+    def __init__(self, forest: NodeForest, Z: np.ndarray, w: np.ndarray, offset: np.ndarray,
+                 chunk_bytes: float = 64e6):
+        self.forest = forest
+        Z = np.asarray(Z, dtype=np.float64)
+        self.Z = np.ascontiguousarray(Z.astype(np.float32).astype(np.float64) if forest.float32 else Z)
+        self.w = np.ascontiguousarray(w, dtype=np.float64)
+        self.offset = np.ascontiguousarray(offset, dtype=np.float64)
+        self.words = max(1, (self.Z.shape[1] + 63) // 64)
+        per_row = forest.roots.size * (8 + 8 * self.words)
+        self.chunk = max(1, int(chunk_bytes // max(per_row, 1)))
+
+    def own(self, rows: slice):
+        """(own leaf per row and tree, features on each row's path per tree as bitsets) for a chunk."""
+        own_paths, _, _ = _get_kernels()
+        f = self.forest
+        X = self.Z[rows]
+        own_leaf = np.empty((X.shape[0], f.roots.size), dtype=np.int64)
+        own_bits = np.zeros((X.shape[0], f.roots.size, self.words), dtype=np.uint64)
+        in_parallel(own_paths, X.shape[0], X, f.feature, f.kind, f.threshold, f.missing_left, f.left, f.right,
+                    f.catbits, f.catknown, f.roots, own_leaf, own_bits)
+        return own_leaf, own_bits
+
+    def predictions(self) -> np.ndarray:
+        """The reconstructed raw score of every row (n_rows, K)."""
+        out = np.empty((self.Z.shape[0], self.forest.value.shape[1]))
+        for r0 in range(0, self.Z.shape[0], self.chunk):
+            rows = slice(r0, min(self.Z.shape[0], r0 + self.chunk))
+            own_leaf, _ = self.own(rows)
+            out[rows] = self.forest.value[own_leaf].sum(axis=1) + self.offset
+        return out
+
+    def run(self, requests, cols, keep_rows=None, keep=None):
+        """Exact PD, std and (where kept) ICE of ``[(positions, grids), ...]``.
+
+        ``cols``: response columns to report.  ``keep_rows``: row positions whose
+        ICE curves are kept for the requests with ``keep[s]`` true.
+        Returns a list of (average, std, individual or None), shapes
+        (T, *grid_shape) and (T, n_keep, *grid_shape).
+        """
+        _, grid_masks, ice_sets = _get_kernels()
+        f = self.forest
+        p = self.Z.shape[1]
+        gmax = max(len(g) for _, grids in requests for g in grids)
+        if gmax > MAX_GRID:
+            raise TreePathUnavailable(f"a grid has more than {MAX_GRID} points")
+        grids_tab = np.zeros((p, gmax))
+        gn = np.zeros(p, dtype=np.int64)
+        sets = np.full((len(requests), 2), -1, dtype=np.int64)
+        for s, (positions, grids) in enumerate(requests):
+            for m, (c, g) in enumerate(zip(positions, grids)):
+                g = np.asarray(g, dtype=np.float64)
+                if f.float32:
+                    g = g.astype(np.float32).astype(np.float64)
+                if gn[c] and not np.array_equal(grids_tab[c, :gn[c]], g, equal_nan=True):
+                    head = self.run(requests[:s], cols, keep_rows, None if keep is None else keep[:s]) if s else []
+                    return head + self.run(requests[s:], cols, keep_rows, None if keep is None else keep[s:])
+                grids_tab[c, :g.size] = g
+                gn[c] = g.size
+                sets[s, m] = c
+        lmask = np.zeros(f.feature.size, dtype=np.uint64)
+        grid_masks(f.feature, f.kind, f.threshold, f.missing_left, f.catbits, f.catknown, grids_tab, gn, lmask)
+        cols = np.ascontiguousarray(cols, dtype=np.int64)
+        T, S, G = cols.size, len(requests), gmax * gmax
+        shift = np.zeros((S, T, G))
+        s1 = np.zeros((S, T, G))
+        s2 = np.zeros((S, T, G))
+        n = self.Z.shape[0]
+        keep = [False] * S if keep is None or keep_rows is None else list(keep)
+        keep_set = np.full(S, -1, dtype=np.int64)
+        n_keep_sets = 0
+        for s in range(S):
+            if keep[s]:
+                keep_set[s] = n_keep_sets
+                n_keep_sets += 1
+        keep_rows = np.arange(0) if keep_rows is None else np.asarray(keep_rows, dtype=np.int64)
+        ice = np.zeros((max(n_keep_sets, 1) if n_keep_sets else 1, T, max(keep_rows.size, 1), G if n_keep_sets else 1))
+        keep_pos_all = np.full(n, -1, dtype=np.int64)
+        keep_pos_all[keep_rows] = np.arange(keep_rows.size)
+        for r0 in range(0, n, self.chunk):
+            rows = slice(r0, min(n, r0 + self.chunk))
+            own_leaf, own_bits = self.own(rows)
+            in_parallel(ice_sets, S, self.Z[rows], self.w[rows], sets, gn, f.feature, f.kind, f.threshold, f.missing_left, f.left,
+                     f.right, f.catbits, f.catknown, f.value, f.roots, own_leaf, own_bits, self.offset, lmask,
+                     f.link, f.scale, cols, f.max_nodes, r0 == 0, shift, s1, s2,
+                     np.ascontiguousarray(keep_pos_all[rows]), keep_set, ice)
+        total = float(self.w.sum())
+        out = []
+        for s, (positions, grids) in enumerate(requests):
+            shape = tuple(len(g) for g in grids)
+            gj = shape[0]
+            gk = shape[1] if len(shape) == 2 else 1
+            m1 = (s1[s, :, :gj * gk] / total)
+            mean = shift[s, :, :gj * gk] + m1
+            var = np.maximum(s2[s, :, :gj * gk] / total - m1 * m1, 0.0)
+            indiv = None
+            if keep_set[s] >= 0:
+                indiv = ice[keep_set[s], :, :, :gj * gk].reshape((T, keep_rows.size) + shape).copy()
+            out.append((mean.reshape((T,) + shape), np.sqrt(var).reshape((T,) + shape), indiv))
+        return out

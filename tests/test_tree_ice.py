@@ -1,0 +1,133 @@
+"""The per-row exact tree kernel: ICE, PD and std equal brute force on every row.
+
+Boosted classifiers' probabilities (sigmoid/softmax of the sum of trees), native
+categorical splits and missing values, checked against the brute-force engine
+(which predicts every augmented row with the model itself) on all rows.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import (
+    GradientBoostingClassifier, HistGradientBoostingClassifier, HistGradientBoostingRegressor, RandomForestClassifier,
+)
+
+from autopdp import partial_dependence
+
+FEATURES = ["a", "e", "b", ("a", "c"), ("e", "b"), ("d", "e")]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    n = 300
+    X = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("abcd"))
+    X["e"] = pd.Categorical(rng.choice(list("pqrst"), n))
+    score = X.a * X.c + 1.5 * (X.e == "q") - (X.e == "t") + X.b
+    X.loc[rng.choice(n, 30, replace=False), "b"] = np.nan  # missing values the trees route
+    y_bin = (score + rng.normal(0, 0.3, n) > 0.3).astype(int)
+    y_multi = np.digitize(score, [-0.5, 0.8])
+    y_count = rng.poisson(np.exp(0.3 * np.nan_to_num(score.to_numpy())))
+    return X, y_bin, y_multi, y_count
+
+
+def _numeric(X):
+    return X.assign(e=X.e.cat.codes.astype(float), b=X.b.fillna(0.0))
+
+
+def _check(model, X, atol=1e-9, **kw):
+    fast = partial_dependence(model, X, FEATURES, kind="both", method="tree", grid_resolution=8, **kw)
+    brute = partial_dependence(model, X, FEATURES, kind="both", method="brute", grid_resolution=8, **kw)
+    for f, b in zip(fast, brute):
+        assert f.method == "tree" and b.method == "brute"
+        assert f.individual.shape == b.individual.shape == (len(f.targets), len(X), *f.grid_shape)
+        np.testing.assert_allclose(f.individual, b.individual, rtol=0, atol=atol)
+        np.testing.assert_allclose(f.average, b.average, rtol=0, atol=atol)
+        np.testing.assert_allclose(f.std, b.std, rtol=0, atol=atol)
+        np.testing.assert_allclose(f.stderr, b.stderr, rtol=0, atol=atol)
+    return fast
+
+
+def test_hgb_binary_probabilities_native_categorical_and_missing(data):
+    X, y_bin, _, _ = data
+    model = HistGradientBoostingClassifier(max_iter=40, categorical_features="from_dtype", random_state=0)
+    fast = _check(model.fit(X, y_bin), X)
+    assert any("exact" in n for n in fast[0].notes)
+
+
+def test_hgb_multiclass_probabilities(data):
+    X, _, y_multi, _ = data
+    model = HistGradientBoostingClassifier(max_iter=25, categorical_features="from_dtype", random_state=0)
+    fast = _check(model.fit(X, y_multi), X)
+    assert fast[0].average.shape[0] == 3
+    # class probabilities at each grid point sum to one, curve by curve
+    np.testing.assert_allclose(fast[0].individual.sum(axis=0), 1.0, rtol=0, atol=1e-12)
+
+
+def test_hgb_probabilities_with_sample_weights_and_a_chosen_class(data):
+    X, _, y_multi, _ = data
+    model = HistGradientBoostingClassifier(max_iter=15, categorical_features="from_dtype", random_state=0).fit(X, y_multi)
+    w = np.random.default_rng(1).uniform(0.1, 4.0, len(X))
+    _check(model, X, sample_weight=w, target=2)
+
+
+def test_gradient_boosting_classifier_probabilities(data):
+    X, y_bin, y_multi, _ = data
+    Xn = _numeric(X)
+    _check(GradientBoostingClassifier(n_estimators=30, max_depth=3, random_state=0).fit(Xn, y_bin), Xn)
+    _check(GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=0).fit(Xn, y_multi), Xn)
+    _check(GradientBoostingClassifier(n_estimators=20, loss="exponential", random_state=0).fit(Xn, y_bin), Xn)
+
+
+def test_forest_ice_and_std_exact(data):
+    X, _, y_multi, _ = data
+    Xn = _numeric(X)
+    _check(RandomForestClassifier(n_estimators=15, max_depth=6, random_state=0).fit(Xn, y_multi), Xn)
+
+
+def test_poisson_link(data):
+    X, _, _, y_count = data
+    model = HistGradientBoostingRegressor(loss="poisson", max_iter=30, categorical_features="from_dtype", random_state=0)
+    _check(model.fit(X, y_count), X)
+
+
+def test_decision_function_margin_and_ice_subsample(data):
+    X, y_bin, _, _ = data
+    model = HistGradientBoostingClassifier(max_iter=20, categorical_features="from_dtype", random_state=0).fit(X, y_bin)
+    (fast,) = partial_dependence(model, X, [("a", "e")], response="decision_function", subsample=40, random_state=2,
+                                 method="tree")
+    (brute,) = partial_dependence(model, X, [("a", "e")], response="decision_function", method="brute")
+    np.testing.assert_allclose(fast.average, brute.average, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast.individual, brute.individual[:, fast.ice_rows], rtol=0, atol=1e-9)
+
+
+def test_xgboost_classifier_categorical_and_missing(data):
+    xgb = pytest.importorskip("xgboost")
+    X, y_bin, y_multi, _ = data
+    kw = dict(n_estimators=30, max_depth=4, enable_categorical=True, tree_method="hist", random_state=0)
+    # XGBoost sums its trees in float32 (the model's own rounding, ~1e-7 on probabilities)
+    _check(xgb.XGBClassifier(**kw).fit(X, y_bin), X, atol=2e-6)
+    _check(xgb.XGBClassifier(**kw).fit(X, y_multi), X, atol=2e-6)
+
+
+def test_lightgbm_classifier_categorical_and_missing(data):
+    lgb = pytest.importorskip("lightgbm")
+    X, y_bin, y_multi, _ = data
+    kw = dict(n_estimators=30, num_leaves=8, min_child_samples=5, verbose=-1, random_state=0)
+    _check(lgb.LGBMClassifier(**kw).fit(X, y_bin), X)
+    _check(lgb.LGBMClassifier(**kw).fit(X, y_multi), X)
+
+
+def test_extraction_that_does_not_reproduce_the_model_is_refused(data):
+    """A model whose trees are edited after the check still cannot fool the path: the check reads the model."""
+    from autopdp.data import as_frame
+    from autopdp.fastpath import plan_tree_path
+    from autopdp.response import make_adapter
+    from autopdp.trees import TreePathUnavailable
+
+    X, y_bin, _, _ = data
+    model = HistGradientBoostingClassifier(max_iter=5, categorical_features="from_dtype", random_state=0).fit(X, y_bin)
+    plan = plan_tree_path(model, make_adapter(model, probe=X.iloc[:5]), as_frame(X))
+    plan.forest.value[:] *= 2.0  # a wrong extraction
+    with pytest.raises(TreePathUnavailable, match="do not reproduce the model's predictions"):
+        plan.kernel(np.ones(len(X)))
