@@ -87,13 +87,14 @@ class AuditConfig:
         computed) or a list of pairs (``[["age", "hours"]]`` or
         ``"age:hours,a:b"``).  ``features`` (restrict to these columns),
         ``max_rows`` (row subsample for every PD; None = all rows),
-        ``max_rows_2d`` (row subsample for the 2D PDs, default 500; their
-        standard errors show the cost), ``subsample`` (ICE curves kept per 1D
-        PD, default 1000), ``max_batch_mb``, ``method`` ("auto": the exact
-        tree path when it applies, else brute force; "brute"; "tree";
-        "recursion") and ``std_rows`` (rows whose ICE spread gives std on the
-        tree path).  On the tree path the 2D PDs use every row and
-        ``max_rows_2d`` does not apply.
+        ``max_rows_2d`` (row subsample for the 2D PDs on the brute-force path,
+        default 500; the report gives their Monte-Carlo error), ``subsample``
+        (ICE curves kept per 1D PD, default 1000), ``max_batch_mb``, ``method``
+        ("auto": the exact tree path when it applies, else brute force;
+        "brute"; "tree"; "recursion") and ``std_rows`` (see
+        :func:`autopdp.partial_dependence`).  On the tree path every PD, its
+        ICE curves and std are exact on every row and ``max_rows_2d`` does
+        not apply.
     Model
         ``response``, ``target`` (see :func:`autopdp.partial_dependence`),
         ``categorical_features``, ``categories`` ({feature: [levels in

@@ -342,18 +342,18 @@ def _recursion_result(setup: _Setup, specs) -> PDResult:
 def _groups(setup: _Setup, jobs, n_workers: int):
     """Consecutive feature sets packed so each group fills about one model call.
 
-    With several workers the groups are kept small enough that every worker
-    gets a share of the work.
+    The groups never depend on the number of workers (``n_workers`` is not
+    used to cut them): every model call then holds the same rows whatever
+    ``n_jobs`` or the scheduler, so results are identical to the last bit.
+    Large jobs are cut into at least ~8 groups so several workers share them.
     """
     if setup.tree_plan() is not None and not setup.centered:
         # the tree path answers many feature sets in one compiled call: a few large groups
-        per = max(1, -(-len(jobs) // (4 * n_workers))) if n_workers > 1 else len(jobs)
-        per = min(per, 256)
+        per = min(256, max(1, -(-len(jobs) // 8)))
         return [jobs[i:i + per] for i in range(0, len(jobs), per)]
     sizes = [augmented_rows(setup.frame, [setup.spec(p) for p in pos]) for pos, _ in jobs]
     target = rows_per_batch(setup.frame, len(setup.adapter.targets), setup.max_batch_bytes)
-    if n_workers > 1:
-        target = max(1, min(target, sum(sizes) // (4 * n_workers)))
+    target = max(1, min(target, sum(sizes) // 8))
     groups, current, filled = [], [], 0
     for job, size in zip(jobs, sizes):
         if current and filled + size > target:
@@ -403,7 +403,8 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
 
             for group_result in run_on_dask(scheduler, _run_group, setup, groups, bar.update):
                 out.extend(group_result)
-        elif workers == 1 or len(groups) == 1:
+        elif workers == 1 or len(groups) == 1 or (setup.tree_plan() is not None and not setup.centered):
+            # the tree path's compiled kernels already use every CPU (threads); processes would only copy data
             for group in groups:
                 out.extend(_run_group(setup, group))
                 bar.update(len(group))
@@ -499,14 +500,17 @@ def partial_dependence(
         (noted in ``PDResult.notes``); default: every level.
     method : {"auto", "brute", "tree", "recursion"}
         ``"brute"``: predict every augmented row.  ``"tree"``: the exact tree
-        path of :mod:`autopdp.trees` (same values as brute force, without
+        path (:mod:`autopdp.trees` leaf counting, :mod:`autopdp.tree_ice`
+        per-row kernel: same values, ICE curves and std as brute force on
+        every row, probabilities of boosted classifiers included, without
         predicting; an error when it does not apply).  ``"auto"`` (default):
         the tree path when it applies, else brute force.  ``"recursion"``:
         scikit-learn's recursion method, a different (training-weighted)
         estimator, labelled as such.  ``PDResult.method`` says which was used.
     std_rows : int, default 128
-        On the tree path, ICE spread (std, stderr) comes from brute force on
-        the ICE rows (``subsample``) or on this many sampled rows; 0 skips it.
+        Only where the per-row tree kernel does not apply but leaf counting
+        does (grids over 64 points): ICE spread from brute force on the ICE
+        rows (``subsample``) or on this many sampled rows; 0 skips it.
     scheduler : str or distributed.Client, optional
         Run the feature sets on a Dask cluster (``"tcp://host:8786"``); the
         data and model are scattered to the workers once.
