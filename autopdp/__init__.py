@@ -1,16 +1,36 @@
-"""autopdp: curated partial-dependence validation reports (the AutoPDP method)."""
+"""autopdp: curated partial-dependence validation reports (the AutoPDP method).
+
+The public names below load on first use (PEP 562), so ``autopdp --help`` and the command
+line's checks of its arguments (an unusable ``--out``, a missing file) answer before pandas,
+scikit-learn, scipy and cvxpy are imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
 
 from ._version import __version__
-from .partial_dependence import compute_all, partial_dependence
-from .result import PDResult
-from .config import AuditConfig
-from .audit import Audit, audit
-from .selection import SelectedPDP
-from .gate import GateCheck, GatePolicy, GateResult, gate
-from .utilities import UtilityScore
-from .modelfree import ModelFreePD, stratpd
-from .ale import ale
-from . import datasets
+
+# public name -> the submodule that defines it
+_EXPORTS = {
+    "partial_dependence": ".partial_dependence",
+    "compute_all": ".partial_dependence",
+    "PDResult": ".result",
+    "audit": ".audit",
+    "Audit": ".audit",
+    "AuditConfig": ".config",
+    "SelectedPDP": ".selection",
+    "gate": ".gate",
+    "GatePolicy": ".gate",
+    "GateResult": ".gate",
+    "GateCheck": ".gate",
+    "UtilityScore": ".utilities",
+    "stratpd": ".modelfree",
+    "ale": ".ale",
+    "ModelFreePD": ".modelfree",
+}
 
 __all__ = [
     "__version__",
@@ -31,3 +51,32 @@ __all__ = [
     "ModelFreePD",
     "datasets",
 ]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    elif name == "datasets":
+        value = importlib.import_module(".datasets", __name__)
+    else:
+        raise AttributeError(f"module 'autopdp' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package module: ``autopdp.audit``, ``.gate``, ``.ale`` and ``.partial_dependence`` stay the
+    public functions when their same-named submodules are imported (the import system would
+    otherwise rebind the package attribute to the submodule, which stays in ``sys.modules``)."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == "." + name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

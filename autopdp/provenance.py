@@ -23,9 +23,6 @@ from importlib import metadata as _metadata
 from pathlib import Path
 from typing import Any, Mapping
 
-import numpy as np
-import pandas as pd
-
 from ._io import sha256_file
 from ._version import __version__
 
@@ -78,6 +75,9 @@ def content_sha256(X, y=None, sample_weight=None) -> str:
     Not a file hash (the file's sha256 is in ``inputs``): it identifies the values the audit used,
     the same whether they came from CSV or Parquet.
     """
+    import numpy as np  # here, not at module level: the CLI reads the command line before the heavy imports
+    import pandas as pd
+
     h = hashlib.sha256()
     if isinstance(X, pd.DataFrame):
         h.update("\x1f".join(map(str, X.columns)).encode())

@@ -204,3 +204,29 @@ def test_blocked_target_at_commit_replaces_nothing(tmp_path):
             staged.commit()
     (out / "report.html").rmdir()
     assert snapshot(out) == before
+
+
+def test_a_file_as_out_is_refused_before_the_heavy_libraries_load(tmp_path):
+    """The --out check runs before numpy, pandas, scikit-learn, scipy or cvxpy are imported: in a
+    fresh interpreter the error comes back with none of them in sys.modules (no timing needed)."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    script = (
+        "import sys\n"
+        "from autopdp.cli import main\n"
+        "code = main(['report', '--model', 'm.skops', '--data', 'd.csv', '--target', 'y', '--out', sys.argv[1]])\n"
+        "heavy = [m for m in ('numpy', 'pandas', 'sklearn', 'scipy', 'cvxpy', 'matplotlib') if m in sys.modules]\n"
+        "print(code, heavy)\n"
+    )
+    import os
+    import subprocess
+    import sys as _sys
+
+    import autopdp
+
+    # the same autopdp as this test process (installed package under make test, else the tree)
+    env = {**os.environ, "PYTHONPATH": str(Path(autopdp.__file__).resolve().parents[1])}
+    proc = subprocess.run([_sys.executable, "-c", script, str(blocker)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip() == "2 []", (proc.stdout, proc.stderr)
+    assert "is a file, not a directory" in proc.stderr

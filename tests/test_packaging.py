@@ -80,3 +80,22 @@ def test_wheel_runs_in_a_fresh_virtual_environment(wheel, tmp_path):
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "demo" in proc.stdout and "report" in proc.stdout
+
+
+def test_public_names_resolve_and_same_named_submodules_keep_the_functions():
+    """autopdp loads its public names on first use; importing the submodules named like the public
+    functions (audit, gate, ale, partial_dependence) must leave the package attributes the functions."""
+    import importlib
+
+    import autopdp
+
+    for name in ("audit", "gate", "ale", "partial_dependence"):
+        importlib.import_module(f"autopdp.{name}")
+    for name in autopdp.__all__:
+        assert hasattr(autopdp, name), name
+    for name in ("audit", "gate", "ale", "partial_dependence", "compute_all", "stratpd"):
+        assert callable(getattr(autopdp, name)) and getattr(autopdp, name).__name__ == name, name
+    assert isinstance(autopdp.datasets, type(autopdp)) or hasattr(autopdp.datasets, "load_german_credit")
+    assert set(autopdp.__all__) <= set(dir(autopdp))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        autopdp.nope  # noqa: B018
