@@ -31,8 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import raw_floor  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-ADULT = next((p for p in (ROOT.parent / "shared" / "data" / "adult" / "adult.csv",
-                          Path("/work/shared/data/adult/adult.csv")) if p.exists()), None)
+ADULT = next((p for p in (ROOT.parent / "shared" / "data" / "adult" / "adult.csv",) if p.exists()), None)
 
 
 def load_adult(n=None):
