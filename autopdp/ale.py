@@ -21,7 +21,7 @@ from .engine import _as_column
 from .modelfree import ModelFreePD
 from .response import make_adapter
 
-__all__ = ["ale", "ale_2d"]
+__all__ = ["ale", "ale_2d", "ale_curves_exact"]
 
 
 def _edges(values: np.ndarray, bins: int) -> np.ndarray:
@@ -50,26 +50,9 @@ def _bin_index(values, edges):
     return k  # interval (edges[k-1], edges[k]]; values at edges[0] fall in interval 1
 
 
-def ale(model, X, feature, *, bins: int = 20, response="auto", target=None) -> ModelFreePD:
-    """1D ALE of a numeric feature.
-
-    Returns a :class:`ModelFreePD` with ``x`` the interval edges, ``pd`` the
-    centred ALE at those edges and ``counts`` the rows per interval
-    (``len(counts) == len(x) - 1``); the first target of the model is used.
-    """
-    frame = as_frame(X)
-    pos = frame.position_of(feature)
-    name = frame.names[pos]
-    try:
-        values = np.asarray(frame.column(pos), dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"ALE is defined for numeric features; {name!r} is not numeric.") from None
-    adapter = make_adapter(model, response, target, probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
-    edges = _edges(values, bins)
-    ok = np.flatnonzero(np.isfinite(values))
+def _ale_1d_curve(name, values, edges, lo, hi, ok) -> ModelFreePD:
+    """The centred 1D ALE from each usable row's prediction at its interval's two edges."""
     k = _bin_index(values[ok], edges)
-    lo = adapter(_with(frame, ok, {pos: edges[k - 1]}))[:, 0]
-    hi = adapter(_with(frame, ok, {pos: edges[k]}))[:, 0]
     K = edges.size - 1
     counts = np.bincount(k - 1, minlength=K)
     local = np.bincount(k - 1, weights=hi - lo, minlength=K) / np.maximum(counts, 1)
@@ -80,23 +63,38 @@ def ale(model, X, feature, *, bins: int = 20, response="auto", target=None) -> M
     return ModelFreePD(name, "numeric", edges, acc, counts.astype(int), "ale")
 
 
-def ale_2d(model, X, features, *, bins: int = 10, response="auto", target=None) -> ModelFreePD:
-    """Second-order (pure interaction) ALE of a numeric pair, centred.
+def _numeric(frame: Frame, pos: int) -> np.ndarray:
+    try:
+        return np.asarray(frame.column(pos), dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"ALE is defined for numeric features; {frame.names[pos]!r} is not numeric.") from None
 
-    Returns a :class:`ModelFreePD` whose ``x`` holds the two edge arrays and
-    whose ``pd`` has shape ``(len(x[0]), len(x[1]))``; ``counts`` are rows per cell.
+
+def ale(model, X, feature, *, bins: int = 20, response="auto", target=None) -> ModelFreePD:
+    """1D ALE of a numeric feature.
+
+    Returns a :class:`ModelFreePD` with ``x`` the interval edges, ``pd`` the
+    centred ALE at those edges and ``counts`` the rows per interval
+    (``len(counts) == len(x) - 1``); the first target of the model is used.
     """
     frame = as_frame(X)
-    pa, pb = (frame.position_of(f) for f in features)
-    va, vb = (np.asarray(frame.column(p), dtype=float) for p in (pa, pb))
+    pos = frame.position_of(feature)
+    values = _numeric(frame, pos)
     adapter = make_adapter(model, response, target, probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
-    ea, eb = _edges(va, bins), _edges(vb, bins)
-    ok = np.flatnonzero(np.isfinite(va) & np.isfinite(vb))
+    edges = _edges(values, bins)
+    ok = np.flatnonzero(np.isfinite(values))
+    k = _bin_index(values[ok], edges)
+    lo = adapter(_with(frame, ok, {pos: edges[k - 1]}))[:, 0]
+    hi = adapter(_with(frame, ok, {pos: edges[k]}))[:, 0]
+    return _ale_1d_curve(frame.names[pos], values, edges, lo, hi, ok)
+
+
+def _ale_2d_curve(name, va, vb, ea, eb, f, ok) -> ModelFreePD:
+    """The centred pure-interaction 2D ALE from each usable row's predictions at its cell's corners.
+
+    ``f[da, db]``: the predictions at corner (lower + da, lower + db) of each row's cell.
+    """
     ka, kb = _bin_index(va[ok], ea), _bin_index(vb[ok], eb)
-    f = {}
-    for da in (0, 1):
-        for db in (0, 1):
-            f[da, db] = adapter(_with(frame, ok, {pa: ea[ka - 1 + da], pb: eb[kb - 1 + db]}))[:, 0]
     second = f[1, 1] - f[1, 0] - f[0, 1] + f[0, 0]
     Ka, Kb = ea.size - 1, eb.size - 1
     cell = (ka - 1) * Kb + (kb - 1)
@@ -118,4 +116,96 @@ def ale_2d(model, X, features, *, bins: int = 10, response="auto", target=None) 
     acc = acc - np.sum(mids * counts) / max(counts.sum(), 1)
     x = np.empty(2, dtype=object)
     x[0], x[1] = ea, eb
-    return ModelFreePD(f"{frame.names[pa]} x {frame.names[pb]}", "numeric", x, acc, counts.astype(int), "ale2d")
+    return ModelFreePD(name, "numeric", x, acc, counts.astype(int), "ale2d")
+
+
+def ale_2d(model, X, features, *, bins: int = 10, response="auto", target=None) -> ModelFreePD:
+    """Second-order (pure interaction) ALE of a numeric pair, centred.
+
+    Returns a :class:`ModelFreePD` whose ``x`` holds the two edge arrays and
+    whose ``pd`` has shape ``(len(x[0]), len(x[1]))``; ``counts`` are rows per cell.
+    """
+    frame = as_frame(X)
+    pa, pb = (frame.position_of(f) for f in features)
+    va, vb = _numeric(frame, pa), _numeric(frame, pb)
+    adapter = make_adapter(model, response, target, probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
+    ea, eb = _edges(va, bins), _edges(vb, bins)
+    ok = np.flatnonzero(np.isfinite(va) & np.isfinite(vb))
+    ka, kb = _bin_index(va[ok], ea), _bin_index(vb[ok], eb)
+    f = {}
+    for da in (0, 1):
+        for db in (0, 1):
+            f[da, db] = adapter(_with(frame, ok, {pa: ea[ka - 1 + da], pb: eb[kb - 1 + db]}))[:, 0]
+    return _ale_2d_curve(f"{frame.names[pa]} x {frame.names[pb]}", va, vb, ea, eb, f, ok)
+
+
+def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bins_2d: dict, column: int = 0,
+                     max_bytes: float = 128e6) -> dict:
+    """The same ALE curves as :func:`ale` and :func:`ale_2d`, with the model's values at the interval
+    edges read from exact per-row ICE (:class:`autopdp.partial_dependence.ExactICE`) instead of
+    predicting on modified copies of the data.
+
+    Parameters
+    ----------
+    source : ExactICE
+        Exact ICE of the model on ``frame`` (the tree path).
+    features : list of str
+        Numeric features for 1D ALE; ``bins_1d[name]`` intervals each.
+    pairs : list of (str, str)
+        Numeric pairs for 2D ALE; ``bins_2d[pair]`` intervals per axis.
+    column : int
+        Which of the source's response columns to use.
+    max_bytes : float
+        Memory for the ICE of one batch of feature sets.
+
+    Returns
+    -------
+    dict
+        ``{feature or pair: ModelFreePD}``; an item whose ALE is undefined
+        (fewer than two distinct values) is absent.
+    """
+    n = frame.n_rows
+    jobs = []
+    for name in features:
+        pos = frame.position_of(name)
+        v = _numeric(frame, pos)
+        try:
+            edges = _edges(v, bins_1d[name])
+        except ValueError:
+            continue
+        jobs.append((name, (pos,), (edges,), (v,)))
+    for pair in pairs:
+        pa, pb = (frame.position_of(f) for f in pair)
+        va, vb = _numeric(frame, pa), _numeric(frame, pb)
+        try:
+            ea, eb = _edges(va, bins_2d[pair]), _edges(vb, bins_2d[pair])
+        except ValueError:
+            continue
+        jobs.append((pair, (pa, pb), (ea, eb), (va, vb)))
+    width = max(len(source.targets), 1)
+    cost = [n * 8.0 * width * float(np.prod([e.size for e in grids])) for _, _, grids, _ in jobs]
+    out = {}
+    i = 0
+    while i < len(jobs):
+        j, size = i + 1, cost[i]
+        while j < len(jobs) and size + cost[j] <= max_bytes and len(jobs[j][1]) == len(jobs[i][1]):
+            size += cost[j]
+            j += 1
+        batch = jobs[i:j]
+        ices = source.ice([positions for _, positions, _, _ in batch], [grids for _, _, grids, _ in batch])
+        for (key, positions, grids, values), ice in zip(batch, ices):
+            ice = np.asarray(ice[column], dtype=float)  # (n, *edges)
+            if len(positions) == 1:
+                (edges,), (v,) = grids, values
+                ok = np.flatnonzero(np.isfinite(v))
+                k = _bin_index(v[ok], edges)
+                out[key] = _ale_1d_curve(frame.names[positions[0]], v, edges, ice[ok, k - 1], ice[ok, k], ok)
+            else:
+                (ea, eb), (va, vb) = grids, values
+                ok = np.flatnonzero(np.isfinite(va) & np.isfinite(vb))
+                ka, kb = _bin_index(va[ok], ea), _bin_index(vb[ok], eb)
+                f = {(da, db): ice[ok, ka - 1 + da, kb - 1 + db] for da in (0, 1) for db in (0, 1)}
+                out[key] = _ale_2d_curve(f"{frame.names[positions[0]]} x {frame.names[positions[1]]}", va, vb, ea, eb,
+                                         f, ok)
+        i = j
+    return out

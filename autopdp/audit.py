@@ -25,7 +25,7 @@ from ._progress import announce, say
 from .loading import column_error
 from .provenance import content_sha256, library_versions, platform_info
 from .partial_dependence import _reject_infinite, feature_grids, partial_dependence
-from .fastpath import plan_tree_path
+from .fastpath import plan_tree_path, shared_plans
 from .response import make_adapter
 from .trees import TreePathUnavailable
 from .trust import trust_scores
@@ -548,6 +548,33 @@ def _na_notes(utility_scores) -> list[str]:
 
 
 # ---------------------------------------------------------------- audit
+def _ood_note(trust: dict, n_rows: int) -> list[str]:
+    """Which rows the out-of-distribution shares were computed on."""
+    for by_id in trust.values():
+        s = by_id.get("ood_share")
+        if s is not None and s.available and "rows" in s.details:
+            if s.details["sampled"]:
+                return [f"Out-of-distribution shares from a random sample of {s.details['rows']:,} of the {n_rows:,} "
+                        f"rows (each moved to every grid value; neighbours among the same rows); standard error of "
+                        f"a share at most {s.details['standard_error']:.1%}."]
+            return [f"Out-of-distribution shares on all {n_rows:,} rows: every row moved to every grid value, "
+                    f"neighbours among all rows."]
+    return []
+
+
+def _one_tree_plan(fn):
+    """Run ``fn`` with one exact tree plan per model and data (see :func:`autopdp.fastpath.shared_plans`)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with shared_plans():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_one_tree_plan
 def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None,
           scheduler=None, sample_weight=None) -> Audit:
     """Compute every 1D and 2D PD of ``model`` on ``X``, score, rank and select them.
@@ -754,6 +781,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
                                            random_state=random_state)
     for key, by_id in trust.items():
         utility_scores[key].update(by_id)
+    notes.extend(_ood_note(trust, frame.n_rows))
     if surrogate is not None:
         for r in res2:
             ia, ib = (surrogate.importance.get(f, np.nan) for f in r.features)

@@ -10,6 +10,8 @@ That is checked numerically on the data, not assumed from the step types.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pandas as pd
 
@@ -18,7 +20,7 @@ from .engine import Augmenter
 from .tree_ice import RowKernel, extract_forest
 from .trees import TreePathUnavailable, TreePD, boosting_offset, extract_ensemble
 
-__all__ = ["TreePlan", "plan_tree_path", "METHODS"]
+__all__ = ["TreePlan", "plan_tree_path", "shared_plans", "METHODS"]
 
 METHODS = ("auto", "brute", "tree", "recursion")
 
@@ -206,7 +208,7 @@ class TreePlan:
         if self.ensemble is None:
             raise TreePathUnavailable(self.counting_unavailable)
         requests = self._requests(spec_sets)
-        if self._engine is None or self._engine[0] is not w:
+        if self._engine is None or not _same_weights(self._engine[0], w):
             self._engine = (w, TreePD(self.ensemble, self.Z, w), self._offset())
         _, engine, offset = self._engine
         return [pdv + offset.reshape((-1,) + (1,) * len(positions))
@@ -216,7 +218,7 @@ class TreePlan:
         """The per-row kernel on this background, checked against the model's own predictions."""
         if self.forest is None:
             raise TreePathUnavailable(self.rows_unavailable)
-        if self._kernel is not None and self._kernel[0] is w:
+        if self._kernel is not None and _same_weights(self._kernel[0], w):
             return self._kernel[1]
         kernel = RowKernel(self.forest, self.Z, w, np.zeros(self.forest.value.shape[1]))
         recon = kernel.predictions()  # raw scores without the constant
@@ -302,8 +304,48 @@ def _verify(kernel, raw, adapter, frame, n_out):
             f"the extracted trees do not reproduce the model's predictions (largest gap {gap:.2e})")
 
 
+_SHARED: list | None = None  # [(key, model, data, plan or the reason it is unavailable)] inside shared_plans()
+
+
+@contextmanager
+def shared_plans():
+    """Within the block, :func:`plan_tree_path` builds one plan per model, response and data.
+
+    An audit computes 1D PDs, 2D PDs and ALE of the same model on the same
+    rows: the trees are extracted and checked against the model's predictions
+    once instead of for every call.  Data and model are matched by identity
+    (the same objects), and the plans are dropped when the block ends.
+    """
+    global _SHARED
+    outer = _SHARED
+    _SHARED = [] if outer is None else outer
+    try:
+        yield
+    finally:
+        if outer is None:
+            _SHARED = None
+
+
+def _same_weights(a, b) -> bool:
+    return a is b or (np.shape(a) == np.shape(b) and np.array_equal(a, b))
+
+
 def plan_tree_path(model, adapter, frame: Frame) -> TreePlan:
     """A :class:`TreePlan`, or :class:`TreePathUnavailable` with the reason."""
     if adapter.response in ("crisp", "callable"):
         raise TreePathUnavailable(f"response {adapter.response!r}")
-    return TreePlan(model, adapter, frame)
+    if _SHARED is None:
+        return TreePlan(model, adapter, frame)
+    key = (adapter.response, None if adapter.columns is None else tuple(np.asarray(adapter.columns).tolist()))
+    for k, m, data, plan in _SHARED:
+        if k == key and m is model and data is frame.data:
+            if isinstance(plan, str):
+                raise TreePathUnavailable(plan)
+            return plan
+    try:
+        plan = TreePlan(model, adapter, frame)
+    except TreePathUnavailable as exc:
+        _SHARED.append((key, model, frame.data, str(exc)))
+        raise
+    _SHARED.append((key, model, frame.data, plan))
+    return plan

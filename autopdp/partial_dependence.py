@@ -420,6 +420,51 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
     return out
 
 
+class ExactICE:
+    """Exact per-row ICE of a tree model on any numeric grids, without predicting.
+
+    The trees are extracted and checked against the model once; :meth:`ice`
+    then answers any feature sets and grids from the per-row kernel.  Used by
+    the trust stage to read ALE's edge values (:func:`autopdp.ale.ale_curves_exact`).
+
+    Raises
+    ------
+    TreePathUnavailable
+        When the per-row tree path does not apply to the model (the reason says why).
+    """
+
+    def __init__(self, model, X, *, response="auto", target=None):
+        self.setup = _Setup(
+            model, X, response=response, target=target, grid_resolution=2, percentiles=(0.05, 0.95),
+            custom_values=None, categorical_features=None, sample_weight=None, kind="individual",
+            grid_method="quantile", integer_as_categorical=0, max_batch_mb=256, subsample=None, random_state=0,
+            centered=False, std=False,
+        )
+        plan = self.setup.tree_plan()
+        if plan is None:
+            raise TreePathUnavailable(self.setup.tree_unavailable)
+        plan.prepare(self.setup.weights)
+        if not plan.per_row:
+            raise TreePathUnavailable(plan.rows_unavailable)
+        self.plan = plan
+        self.targets = self.setup.adapter.targets
+
+    def ice(self, feature_sets, grids) -> list[np.ndarray]:
+        """ICE of every row, one array ``(n_targets, n_rows, *grid_shape)`` per feature set.
+
+        ``feature_sets``: column positions, 1 or 2 per set; ``grids``: one numeric grid per position.
+        """
+        frame = self.setup.frame
+        spec_sets = [
+            [build_spec(frame, p, categorical=False, grid_resolution=2, percentiles=(0.05, 0.95),
+                        grid_method="quantile", custom_values=g) for p, g in zip(positions, gs)]
+            for positions, gs in zip(feature_sets, grids)
+        ]
+        rows = np.arange(frame.n_rows)
+        exact = self.plan.exact(spec_sets, self.setup.weights, rows, [True] * len(spec_sets))
+        return [individual for _, _, individual in exact]
+
+
 def partial_dependence(
     model,
     X,

@@ -381,214 +381,6 @@ def apply_link(raw: np.ndarray, link: int, scale: float = 1.0) -> np.ndarray:
     return np.exp(raw)
 
 
-# ---------------------------------------------------------------- compiled kernels
-def _kernels():
-    from numba import njit
-
-    @njit(cache=True, inline="always", nogil=True)
-    def go_left(x, nd, kind, thr, mleft, catbits, catknown):  # pragma: no cover - compiled
-        if np.isnan(x):
-            return mleft[nd]
-        kd = kind[nd]
-        if kd == 0:
-            return x <= thr[nd]
-        if kd == 2:
-            if abs(x) <= 1e-35:
-                return mleft[nd]
-            return x <= thr[nd]
-        if x < 0:
-            return mleft[nd]
-        c = int(x)
-        if c >= catbits.shape[1] * 32:
-            return mleft[nd]
-        word = c >> 5
-        bit = c & 31
-        if (catbits[nd, word] >> bit) & 1:
-            return True
-        if (catknown[nd, word] >> bit) & 1:
-            return False
-        return mleft[nd]
-
-    @njit(cache=True, nogil=True)
-    def own_paths(lo_, hi_, X, feature, kind, thr, mleft, left, right, catbits, catknown, roots, own_leaf, own_bits):
-        # pragma: no cover - compiled
-        for i in range(lo_, hi_):
-            for t in range(roots.shape[0]):
-                nd = roots[t]
-                while feature[nd] >= 0:
-                    f = feature[nd]
-                    own_bits[i, t, f >> 6] |= np.uint64(1) << np.uint64(f & 63)
-                    if go_left(X[i, f], nd, kind, thr, mleft, catbits, catknown):
-                        nd = left[nd]
-                    else:
-                        nd = right[nd]
-                own_leaf[i, t] = nd
-
-    @njit(cache=True, nogil=True)
-    def grid_masks(feature, kind, thr, mleft, catbits, catknown, grids, gn, out):  # pragma: no cover
-        for nd in range(feature.shape[0]):
-            f = feature[nd]
-            if f < 0 or gn[f] == 0:
-                continue
-            m = np.uint64(0)
-            for a in range(gn[f]):
-                if go_left(grids[f, a], nd, kind, thr, mleft, catbits, catknown):
-                    m |= np.uint64(1) << np.uint64(a)
-            out[nd] = m
-
-    @njit(cache=True, nogil=True)
-    def ice_sets(lo_, hi_, X, w, sets, gn, feature, kind, thr, mleft, left, right, catbits, catknown, value, roots,
-                 own_leaf, own_bits, offset, lmask, link, scale, cols, max_nodes, first,
-                 shift, s1, s2, keep_pos, keep_set, ice):  # pragma: no cover - compiled
-        n = X.shape[0]
-        K = value.shape[1]
-        T = cols.shape[0]
-        n_out = 2 if link == 1 else K
-        one = np.uint64(1)
-        for s in range(lo_, hi_):
-            j = sets[s, 0]
-            k = sets[s, 1]
-            gj = gn[j]
-            gk = gn[k] if k >= 0 else 1
-            full_j = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gj)
-            full_k = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gk)
-            c = np.empty(K)
-            u = np.empty((K, gj))
-            v = np.empty((K, gk))
-            M = np.empty((K, gj, gk))
-            raw = np.empty(K)
-            prob = np.empty(n_out)
-            st_nd = np.empty(max_nodes + 1, dtype=np.int64)
-            st_mj = np.empty(max_nodes + 1, dtype=np.uint64)
-            st_mk = np.empty(max_nodes + 1, dtype=np.uint64)
-            wj = j >> 6
-            bj = np.uint64(j & 63)
-            wk = k >> 6 if k >= 0 else 0
-            bk = np.uint64(k & 63) if k >= 0 else np.uint64(0)
-            for i in range(n):
-                for q in range(K):
-                    c[q] = offset[q]
-                u[:, :] = 0.0
-                v[:, :] = 0.0
-                if k >= 0:
-                    M[:, :, :] = 0.0
-                for t in range(roots.shape[0]):
-                    involved = (own_bits[i, t, wj] >> bj) & one
-                    if k >= 0:
-                        involved |= (own_bits[i, t, wk] >> bk) & one
-                    if involved == 0:
-                        ol = own_leaf[i, t]
-                        for q in range(K):
-                            c[q] += value[ol, q]
-                        continue
-                    top = 0
-                    st_nd[0] = roots[t]
-                    st_mj[0] = full_j
-                    st_mk[0] = full_k
-                    while top >= 0:
-                        nd = st_nd[top]
-                        mj = st_mj[top]
-                        mk = st_mk[top]
-                        top -= 1
-                        f = feature[nd]
-                        if f < 0:
-                            if mk == full_k:
-                                for a in range(gj):
-                                    if (mj >> np.uint64(a)) & one:
-                                        for q in range(K):
-                                            u[q, a] += value[nd, q]
-                            elif mj == full_j:
-                                for b in range(gk):
-                                    if (mk >> np.uint64(b)) & one:
-                                        for q in range(K):
-                                            v[q, b] += value[nd, q]
-                            else:
-                                for a in range(gj):
-                                    if (mj >> np.uint64(a)) & one:
-                                        for b in range(gk):
-                                            if (mk >> np.uint64(b)) & one:
-                                                for q in range(K):
-                                                    M[q, a, b] += value[nd, q]
-                            continue
-                        if f == j or f == k:
-                            lm = lmask[nd]
-                            if f == j:
-                                ml, mr = mj & lm, mj & ~lm
-                                if mr != 0:
-                                    top += 1
-                                    st_nd[top] = right[nd]
-                                    st_mj[top] = mr
-                                    st_mk[top] = mk
-                                if ml != 0:
-                                    top += 1
-                                    st_nd[top] = left[nd]
-                                    st_mj[top] = ml
-                                    st_mk[top] = mk
-                            else:
-                                ml, mr = mk & lm, mk & ~lm
-                                if mr != 0:
-                                    top += 1
-                                    st_nd[top] = right[nd]
-                                    st_mj[top] = mj
-                                    st_mk[top] = mr
-                                if ml != 0:
-                                    top += 1
-                                    st_nd[top] = left[nd]
-                                    st_mj[top] = mj
-                                    st_mk[top] = ml
-                        else:
-                            top += 1
-                            st_mj[top] = mj
-                            st_mk[top] = mk
-                            if go_left(X[i, f], nd, kind, thr, mleft, catbits, catknown):
-                                st_nd[top] = left[nd]
-                            else:
-                                st_nd[top] = right[nd]
-                wi = w[i]
-                kp = keep_pos[i] if keep_set[s] >= 0 else -1
-                for a in range(gj):
-                    for b in range(gk):
-                        for q in range(K):
-                            raw[q] = c[q] + u[q, a] + v[q, b]
-                            if k >= 0:
-                                raw[q] += M[q, a, b]
-                        if link == 0:
-                            for q in range(K):
-                                prob[q] = raw[q]
-                        elif link == 1:
-                            p1 = 1.0 / (1.0 + np.exp(-scale * raw[0]))
-                            prob[0] = 1.0 - p1
-                            prob[1] = p1
-                        elif link == 2:
-                            mx = raw[0]
-                            for q in range(1, K):
-                                mx = max(mx, raw[q])
-                            tot = 0.0
-                            for q in range(K):
-                                prob[q] = np.exp(raw[q] - mx)
-                                tot += prob[q]
-                            for q in range(K):
-                                prob[q] /= tot
-                        else:
-                            for q in range(K):
-                                prob[q] = np.exp(raw[q])
-                        g = a * gk + b
-                        for tt in range(T):
-                            y = prob[cols[tt]]
-                            if first and i == 0:
-                                shift[s, tt, g] = y
-                            d = y - shift[s, tt, g]
-                            s1[s, tt, g] += wi * d
-                            s2[s, tt, g] += wi * d * d
-                            if kp >= 0:
-                                ice[keep_set[s], tt, kp, g] = y
-
-    return own_paths, grid_masks, ice_sets
-
-
-_KERNELS = None
-
-
 def n_threads() -> int:
     """Threads for the compiled kernels: the CPUs this process may use."""
     import os
@@ -619,10 +411,9 @@ def in_parallel(fn, n: int, *args, pieces_per_thread: int = 4) -> None:
 
 
 def _get_kernels():
-    global _KERNELS
-    if _KERNELS is None:
-        _KERNELS = _kernels()
-    return _KERNELS
+    from .tree_kernels import grid_masks, ice_sets, own_paths
+
+    return own_paths, grid_masks, ice_sets
 
 
 class RowKernel:
@@ -653,7 +444,13 @@ class RowKernel:
         self.chunk = max(1, int(chunk_bytes // max(per_row, 1)))
 
     def own(self, rows: slice):
-        """(own leaf per row and tree, features on each row's path per tree as bitsets) for a chunk."""
+        """(own leaf per row and tree, features on each row's path per tree as bitsets) for a chunk.
+
+        When every row fits in one chunk the tables are computed once and kept.
+        """
+        everything = rows.start == 0 and rows.stop >= self.Z.shape[0]
+        if everything and getattr(self, "_own_all", None) is not None:
+            return self._own_all
         own_paths, _, _ = _get_kernels()
         f = self.forest
         X = self.Z[rows]
@@ -661,6 +458,8 @@ class RowKernel:
         own_bits = np.zeros((X.shape[0], f.roots.size, self.words), dtype=np.uint64)
         in_parallel(own_paths, X.shape[0], X, f.feature, f.kind, f.threshold, f.missing_left, f.left, f.right,
                     f.catbits, f.catknown, f.roots, own_leaf, own_bits)
+        if everything:
+            self._own_all = (own_leaf, own_bits)
         return own_leaf, own_bits
 
     def predictions(self) -> np.ndarray:
@@ -703,6 +502,11 @@ class RowKernel:
         lmask = np.zeros(f.feature.size, dtype=np.uint64)
         grid_masks(f.feature, f.kind, f.threshold, f.missing_left, f.catbits, f.catknown, grids_tab, gn, lmask)
         cols = np.ascontiguousarray(cols, dtype=np.int64)
+        value, offset = f.value, self.offset
+        if f.link in (0, 3) and cols.size < value.shape[1]:
+            # an elementwise link: the raw outputs that are not reported need not be summed
+            value, offset = np.ascontiguousarray(value[:, cols]), np.ascontiguousarray(offset[cols])
+            cols = np.arange(cols.size, dtype=np.int64)
         T, S, G = cols.size, len(requests), gmax * gmax
         shift = np.zeros((S, T, G))
         s1 = np.zeros((S, T, G))
@@ -723,7 +527,7 @@ class RowKernel:
             rows = slice(r0, min(n, r0 + self.chunk))
             own_leaf, own_bits = self.own(rows)
             in_parallel(ice_sets, S, self.Z[rows], self.w[rows], sets, gn, f.feature, f.kind, f.threshold, f.missing_left, f.left,
-                     f.right, f.catbits, f.catknown, f.value, f.roots, own_leaf, own_bits, self.offset, lmask,
+                     f.right, f.catbits, f.catknown, value, f.roots, own_leaf, own_bits, offset, lmask,
                      f.link, f.scale, cols, f.max_nodes, r0 == 0, shift, s1, s2,
                      np.ascontiguousarray(keep_pos_all[rows]), keep_set, ice)
         total = float(self.w.sum())

@@ -290,46 +290,11 @@ def _lightgbm(model, adapter, n_features):
     return _pack(boxes, np.asarray(values), n_features, np.full(1, np.nan), float32=False)
 
 
-def _kernel():
-    from numba import njit
-
-    @njit(cache=True, nogil=True)
-    def count(lo_, hi_, X, w, feat, lo, hi, nf, c0, c1, c2):  # pragma: no cover - compiled
-        n = X.shape[0]
-        for leaf in range(lo_, hi_):
-            k = nf[leaf]
-            for i in range(n):
-                nv = 0
-                m1 = -1
-                m2 = -1
-                for m in range(k):
-                    x = X[i, feat[leaf, m]]
-                    if not (x > lo[leaf, m] and x <= hi[leaf, m]):
-                        nv += 1
-                        if nv == 1:
-                            m1 = m
-                        elif nv == 2:
-                            m2 = m
-                        else:
-                            break
-                if nv == 0:
-                    c0[leaf] += w[i]
-                elif nv == 1:
-                    c1[leaf, m1] += w[i]
-                elif nv == 2:
-                    c2[leaf, m1, m2] += w[i]
-
-    return count
-
-
-_COUNT = None
 
 
 def leaf_counts(ens: TreeEnsemble, Z: np.ndarray, w: np.ndarray):
     """c0 (leaves,), c1 (leaves, width), c2 (leaves, width, width): background weight by violations."""
-    global _COUNT
-    if _COUNT is None:
-        _COUNT = _kernel()
+    from .tree_kernels import count
     X = np.ascontiguousarray(Z.astype(np.float32).astype(np.float64) if ens.float32 else Z.astype(np.float64))
     width = ens.feat.shape[1]
     c0 = np.zeros(ens.feat.shape[0])
@@ -337,72 +302,11 @@ def leaf_counts(ens: TreeEnsemble, Z: np.ndarray, w: np.ndarray):
     c2 = np.zeros((ens.feat.shape[0], width, width))
     from .tree_ice import in_parallel
 
-    in_parallel(_COUNT, ens.feat.shape[0], X, np.ascontiguousarray(w, dtype=np.float64), ens.feat, ens.lo, ens.hi,
+    in_parallel(count, ens.feat.shape[0], X, np.ascontiguousarray(w, dtype=np.float64), ens.feat, ens.lo, ens.hi,
                 ens.nf, c0, c1, c2)
     return c0, c1, c2
 
 
-def _sets_kernel():
-    from numba import njit
-
-    @njit(cache=True)
-    def _interval(grid, n, lo, hi):  # pragma: no cover - compiled
-        """Grid indices [a0, a1) of the sorted grid inside (lo, hi]."""
-        a0 = np.searchsorted(grid[:n], lo, side="right")
-        a1 = np.searchsorted(grid[:n], hi, side="right")
-        return a0, a1
-
-    @njit(cache=True, nogil=True)
-    def pd_sets(lo_, hi_, sets, slot, lo, hi, c0, c1, c2, value, grids, gn, out):  # pragma: no cover - compiled
-        n_leaves, T = value.shape
-        for s in range(lo_, hi_):
-            j = sets[s, 0]
-            k = sets[s, 1]
-            gj = gn[j]
-            gk = gn[k] if k >= 0 else 1
-            diff = np.zeros((T, gj + 1, gk + 1))
-            fixed = np.zeros(T)
-            for leaf in range(n_leaves):
-                sj = slot[leaf, j]
-                sk = slot[leaf, k] if k >= 0 else -1
-                if sj < 0 and sk < 0:
-                    for t in range(T):
-                        fixed[t] += value[leaf, t] * c0[leaf]
-                    continue
-                wgt = c0[leaf]
-                a0, a1, b0, b1 = 0, gj, 0, gk
-                if sj >= 0:
-                    wgt += c1[leaf, sj]
-                    a0, a1 = _interval(grids[j], gj, lo[leaf, sj], hi[leaf, sj])
-                if sk >= 0:
-                    wgt += c1[leaf, sk]
-                    b0, b1 = _interval(grids[k], gk, lo[leaf, sk], hi[leaf, sk])
-                if sj >= 0 and sk >= 0:
-                    wgt += c2[leaf, min(sj, sk), max(sj, sk)]
-                if wgt == 0.0 or a0 >= a1 or b0 >= b1:
-                    continue
-                for t in range(T):
-                    v = value[leaf, t] * wgt
-                    diff[t, a0, b0] += v
-                    diff[t, a1, b0] -= v
-                    diff[t, a0, b1] -= v
-                    diff[t, a1, b1] += v
-            for t in range(T):
-                for a in range(gj):
-                    run = 0.0
-                    for b in range(gk):
-                        run += diff[t, a, b]
-                        diff[t, a, b] = run
-                for b in range(gk):
-                    run = 0.0
-                    for a in range(gj):
-                        run += diff[t, a, b]
-                        out[s, t, a, b] = run + fixed[t]
-
-    return pd_sets
-
-
-_SETS = None
 
 
 class TreePD:
@@ -428,11 +332,8 @@ class TreePD:
 
         Grids must be sorted ascending (numeric grids are).
         """
-        global _SETS
         if not requests:
             return []
-        if _SETS is None:
-            _SETS = _sets_kernel()
         p = self.ens.n_features
         gmax = max(len(g) for _, grids in requests for g in grids)
         grids_tab = np.full((p, gmax), np.inf)
@@ -452,8 +353,9 @@ class TreePD:
         T = self.ens.value.shape[1]
         out = np.zeros((len(requests), T, gmax, gmax))
         from .tree_ice import in_parallel
+        from .tree_kernels import pd_sets
 
-        in_parallel(_SETS, len(requests), sets, self.slot, self.ens.lo, self.ens.hi, self.c0, self.c1, self.c2,
+        in_parallel(pd_sets, len(requests), sets, self.slot, self.ens.lo, self.ens.hi, self.c0, self.c1, self.c2,
                     self.ens.value, grids_tab, gn, out)
         res = []
         for s, (positions, grids) in enumerate(requests):

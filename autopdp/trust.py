@@ -67,8 +67,10 @@ def _interaction_part(f, w):
     return f - rows[:, None] - cols[None, :] + (w * f).sum() / total
 
 
-def _ale_2d_gap(model, adapter, frame, r, t, config, target):
-    """2D: the PD's interaction part against the 2D ALE (pure interaction), both centred."""
+def _ale_2d_gap(model, adapter, frame, r, t, config, target, curve=None):
+    """2D: the PD's interaction part against the 2D ALE (pure interaction), both centred.
+
+    ``curve``: the 2D ALE when it was computed already (from exact ICE)."""
     from scipy.interpolate import RegularGridInterpolator
 
     from .ale import ale_2d
@@ -76,8 +78,9 @@ def _ale_2d_gap(model, adapter, frame, r, t, config, target):
     if r.kinds != ("numeric", "numeric"):
         return not_applicable("ale_divergence", "2D ALE needs two numeric features.", target)
     try:
-        curve = ale_2d(model, frame.data, r.features, bins=max(2, min(10, *r.grid_shape)), response=config.response,
-                       target=target if adapter.is_classifier else None)
+        if curve is None:
+            curve = ale_2d(model, frame.data, r.features, bins=_ale_bins_2d(r), response=config.response,
+                           target=target if adapter.is_classifier else None)
         ea, eb = curve.x
         interp = RegularGridInterpolator((ea, eb), curve.pd, bounds_error=False, fill_value=np.nan)
         ga, gb = (np.asarray(g, dtype=float) for g in r.grid)
@@ -88,6 +91,46 @@ def _ale_2d_gap(model, adapter, frame, r, t, config, target):
         return _centred_gap("ale_divergence", f, g, w, config.loss, target, {"what": "2D ALE (interaction)"})
     except Exception as exc:  # noqa: BLE001
         return not_applicable("ale_divergence", f"failed: {type(exc).__name__}: {exc}", target)
+
+
+def _ale_bins_1d(r) -> int:
+    return min(20, max(2, r.grid_shape[0]))
+
+
+def _ale_bins_2d(r) -> int:
+    return max(2, min(10, *r.grid_shape))
+
+
+def _exact_ale_curves(model, frame, results, config) -> dict:
+    """ALE curves of the numeric 1D and 2D PDPs from exact per-row ICE when the tree path applies.
+
+    The same curves :func:`autopdp.ale.ale` and :func:`autopdp.ale.ale_2d` give, without predicting on
+    modified copies of the data; ``{}`` when the tree path does not apply (they are then computed by
+    prediction, one PDP at a time).  Keys: ``(feature,)`` or ``(feature, feature)`` and the target.
+    """
+    from .ale import ale_curves_exact
+    from .partial_dependence import ExactICE
+    from .trees import TreePathUnavailable
+
+    numeric_1d = [r for r in results if r.ndim == 1 and r.kinds[0] == "numeric"]
+    numeric_2d = [r for r in results if r.ndim == 2 and r.kinds == ("numeric", "numeric")]
+    if not numeric_1d and not numeric_2d or config.method not in ("auto", "tree"):
+        return {}
+    try:
+        source = ExactICE(model, frame.data, response=config.response, target=config.target)
+    except TreePathUnavailable:
+        return {}
+    out = {}
+    for t, target in enumerate(source.targets or (None,)):
+        wanted_1d = [r for r in numeric_1d if r.targets[r.target_index(None)] == target or target is None]
+        wanted_2d = [r for r in numeric_2d if r.targets[r.target_index(None)] == target or target is None]
+        curves = ale_curves_exact(
+            source, frame, [r.features[0] for r in wanted_1d], [r.features for r in wanted_2d],
+            bins_1d={r.features[0]: _ale_bins_1d(r) for r in wanted_1d},
+            bins_2d={r.features: _ale_bins_2d(r) for r in wanted_2d}, column=t,
+        )
+        out.update({((k,) if isinstance(k, str) else tuple(k), target): v for k, v in curves.items()})
+    return out
 
 
 def trust_scores(model, adapter, frame, y, results, config, *, predictions=None, random_state: int = 0):
@@ -101,6 +144,7 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     kinds = {r.features[0]: r.kinds[0] for r in results if r.ndim == 1}
     loss = config.loss
     support = SupportModel(frame, kinds, random_state=random_state) if "ood_share" in wanted and kinds else None
+    exact_ale = _exact_ale_curves(model, frame, results, config) if "ale_divergence" in wanted else {}
     for r in results:
         t = r.target_index(None)
         target = r.targets[t]
@@ -111,7 +155,9 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                 share = support.share(r.features, r.grid)
                 out[r.features]["ood_share"] = UtilityScore(
                     utility="ood_share", value=float(np.mean(share)), target=target,
-                    details={"ood": share, "edge": support.edge, "mostly_unrealistic": float(np.mean(share > 0.5))},
+                    details={"ood": share, "edge": support.edge, "mostly_unrealistic": float(np.mean(share > 0.5)),
+                             "rows": int(support.rows.size), "sampled": bool(support.sampled),
+                             "standard_error": support.standard_error},
                 )
             except Exception as exc:  # noqa: BLE001 - one PDP's failure is reported, not raised
                 out[r.features]["ood_share"] = not_applicable("ood_share", f"failed: {type(exc).__name__}: {exc}", target)
@@ -119,7 +165,8 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
             if "stratpd" in wanted:
                 out[r.features]["stratpd"] = not_applicable("stratpd", "computed for 1D PDPs.", target)
             if "ale_divergence" in wanted:
-                out[r.features]["ale_divergence"] = _ale_2d_gap(model, adapter, frame, r, t, config, target)
+                out[r.features]["ale_divergence"] = _ale_2d_gap(model, adapter, frame, r, t, config, target,
+                                                                exact_ale.get((r.features, target)))
             continue
         name = r.features[0]
         if "stratpd" in wanted:
@@ -142,8 +189,10 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                 out[r.features]["ale_divergence"] = not_applicable("ale_divergence", "ALE needs a numeric feature.", target)
             else:
                 try:
-                    curve = ale(model, frame.data, name, bins=min(20, max(2, r.grid_shape[0])), response=config.response,
-                                target=target if adapter.targets and adapter.is_classifier else None)
+                    curve = exact_ale.get((r.features, target))
+                    if curve is None:
+                        curve = ale(model, frame.data, name, bins=_ale_bins_1d(r), response=config.response,
+                                    target=target if adapter.targets and adapter.is_classifier else None)
                     curves[r.features]["ale"] = curve
                     out[r.features]["ale_divergence"] = _centred_gap("ale_divergence", f, _on_grid(curve, r), w, loss,
                                                                      target, {"what": "ALE"})

@@ -58,7 +58,7 @@ def svg_of(fig) -> str:
     plt = _plt()
     try:
         buf = io.StringIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+        fig.savefig(buf, format="svg", bbox_inches="tight", dpi=150, metadata={"Date": None, "Creator": None})
         svg = buf.getvalue()
     finally:
         plt.close(fig)
@@ -222,7 +222,9 @@ def plot_pd_2d(result, *, target_index=0, points=None, title=None, ood=None, wid
             rng = np.random.default_rng(0)
             px = _axis_coordinates(points[0], result, 0, rng)
             py = _axis_coordinates(points[1], result, 1, rng)
-            ax.scatter(px, py, s=4, c="white", edgecolors="black", linewidths=0.3, alpha=0.7, label="data rows")
+            # drawn as one embedded image (at the figure's dpi): hundreds of SVG markers slow PDF rendering
+            ax.scatter(px, py, s=4, c="white", edgecolors="black", linewidths=0.3, alpha=0.7, label="data rows",
+                       rasterized=True)
             ax.legend(loc="upper right", fontsize=7, framealpha=0.7)
         _ticks(ax.set_xticks, ax.set_xticklabels, result, 0)
         _ticks(ax.set_yticks, ax.set_yticklabels, result, 1)

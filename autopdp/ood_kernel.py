@@ -1,0 +1,79 @@
+"""The compiled counting kernel of :mod:`autopdp.ood` (module level so numba's disk cache is reused)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["count_outside"]
+
+
+@njit(cache=True, inline="always", nogil=True)
+def _term(kind, a, b):  # pragma: no cover - compiled
+    if kind == 0:
+        return (a - b) * (a - b)
+    return 0.0 if a == b else 1.0
+
+
+@njit(cache=True, inline="always", nogil=True)
+def _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, n_full):  # pragma: no cover - compiled
+    """Count row r as a neighbour of row i's augmented rows within the edge; returns the new ``n_full``."""
+    base = d2[i, r] - _term(kinds[0], values[0, i], values[0, r])
+    if n_features == 2:
+        base -= _term(kinds[1], values[1, i], values[1, r])
+    if base > edge2:
+        return n_full
+    A, B = cnt.shape
+    for a in range(A):
+        da = base + _term(kinds[0], ga[a], values[0, r])
+        if da > edge2:
+            continue
+        for b in range(B):
+            if cnt[a, b] >= k:
+                continue
+            if n_features == 2 and da + _term(kinds[1], gb[b], values[1, r]) > edge2:
+                continue
+            cnt[a, b] += 1
+            if cnt[a, b] == k:
+                n_full += 1
+    return n_full
+
+
+@njit(cache=True, nogil=True)
+def count_outside(lo_, hi_, bounds, d2, near, values, kinds, n_features, ga, gb, edge2, k, outside):
+    """For blocks [lo_, hi_) of augmented rows: how many have fewer than k other rows within the edge.
+
+    ``d2``: squared distances between the rows (m, m); ``near``: each row's
+    nearest other rows (m, L), visited first so that most grid cells fill early;
+    ``values``: the explained features' embedded values (n_features, m);
+    ``ga``/``gb``: their grid values (``gb`` unused in 1D);
+    ``outside[block, a, b]`` counts the OOD augmented rows.
+    """
+    m = d2.shape[0]
+    A = ga.shape[0]
+    B = gb.shape[0] if n_features == 2 else 1
+    G = A * B
+    cnt = np.zeros((A, B), dtype=np.int64)
+    seen = np.zeros(m, dtype=np.bool_)
+    for blk in range(lo_, hi_):
+        for i in range(bounds[blk], bounds[blk + 1]):
+            cnt[:, :] = 0
+            n_full = 0
+            for q in range(near.shape[1]):
+                r = near[i, q]
+                seen[r] = True
+                if n_full < G:
+                    n_full = _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, n_full)
+            if n_full < G:
+                for r in range(m):
+                    if r == i or seen[r]:
+                        continue
+                    n_full = _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, n_full)
+                    if n_full == G:
+                        break
+            for q in range(near.shape[1]):
+                seen[near[i, q]] = False
+            for a in range(A):
+                for b in range(B):
+                    if cnt[a, b] < k:
+                        outside[blk, a, b] += 1

@@ -1,0 +1,114 @@
+"""The trust stage on the exact tree path: ALE from exact per-row ICE, one tree plan per audit.
+
+ALE needs the model's value at the two edges of each row's interval (1D) or the
+four corners of its cell (2D).  On the tree path those values are read from the
+exact per-row kernel instead of predicting on modified copies of the data; the
+curves must equal the predicted ones to floating-point accuracy.
+"""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import make_column_transformer
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier, RandomForestRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OrdinalEncoder
+
+import autopdp
+from autopdp import fastpath
+from autopdp.ale import ale, ale_2d, ale_curves_exact
+from autopdp.config import AuditConfig
+from autopdp.data import as_frame
+from autopdp.partial_dependence import ExactICE
+from autopdp.trees import TreePathUnavailable
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    rng = np.random.default_rng(11)
+    n = 400
+    X = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    X["d"] = rng.integers(0, 6, n).astype(float)
+    X["g"] = pd.Categorical(rng.choice(list("xyz"), n))
+    X.loc[rng.choice(n, 25, replace=False), "b"] = np.nan  # missing values the trees route
+    y = ((X.a * X.d + np.nan_to_num(X.b) + (X.g == "y") + rng.normal(0, 0.3, n)) > 1).astype(int)
+    return X, y
+
+
+def _compare(model, X, numeric, atol=1e-9):
+    frame = as_frame(X)
+    source = ExactICE(model, X)
+    pairs = list(itertools.combinations(numeric, 2))
+    curves = ale_curves_exact(source, frame, numeric, pairs, bins_1d={c: 12 for c in numeric},
+                              bins_2d={p: 6 for p in pairs})
+    assert set(curves) == set(numeric) | set(pairs)
+    for c in numeric:
+        ref = ale(model, X, c, bins=12)
+        np.testing.assert_array_equal(curves[c].x, ref.x)
+        np.testing.assert_array_equal(curves[c].counts, ref.counts)
+        np.testing.assert_allclose(curves[c].pd, ref.pd, rtol=0, atol=atol)
+    for p in pairs:
+        ref = ale_2d(model, X, p, bins=6)
+        np.testing.assert_array_equal(curves[p].counts, ref.counts)
+        np.testing.assert_allclose(curves[p].pd, ref.pd, rtol=0, atol=atol)
+    # not a constant: the comparison has something to compare
+    assert max(np.ptp(curves[c].pd) for c in numeric) > 0.05
+    return curves
+
+
+def test_exact_ale_equals_predicted_ale_hgb_native_categorical_and_missing(mixed):
+    X, y = mixed
+    model = HistGradientBoostingClassifier(max_iter=30, categorical_features="from_dtype", random_state=0).fit(X, y)
+    _compare(model, X, ["a", "b", "d"])
+
+
+def test_exact_ale_equals_predicted_ale_forest_behind_an_ordinal_encoder(mixed):
+    X, y = mixed
+    X = X.assign(b=X.b.fillna(0.0))
+    enc = make_column_transformer((OrdinalEncoder(), ["g"]), remainder="passthrough", verbose_feature_names_out=False)
+    model = make_pipeline(enc, RandomForestClassifier(n_estimators=30, min_samples_leaf=3, random_state=0)).fit(X, y)
+    _compare(model, X, ["a", "c", "d"])
+
+
+def test_exact_ice_refuses_a_model_without_trees(mixed):
+    X, y = mixed
+    with pytest.raises(TreePathUnavailable):
+        ExactICE(lambda Z: np.zeros(len(Z)), X)
+
+
+def test_audit_ale_divergence_same_on_tree_and_brute_paths():
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame(rng.uniform(-1, 1, size=(300, 4)), columns=list("pqrs"))
+    y = X.p * X.q + X.r ** 2 + rng.normal(0, 0.05, 300)
+    model = RandomForestRegressor(n_estimators=25, min_samples_leaf=4, random_state=0).fit(X, y)
+    base = dict(utilities=("monotonicity", "ale_divergence"), grid_resolution=8, grid_resolution_2d=5)
+    tree = autopdp.audit(model, X, y, config=AuditConfig(**base))
+    brute = autopdp.audit(model, X, y, config=AuditConfig(method="brute", **base))
+    a = tree.scores["ale_divergence"].to_numpy(dtype=float)
+    b = brute.scores["ale_divergence"].to_numpy(dtype=float)
+    assert np.isfinite(a).all() and len(a) == 4 + 6
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
+
+
+def test_one_tree_plan_per_audit(monkeypatch):
+    """1D PDs, 2D PDs, the outside-grid check and ALE share one extracted and verified plan."""
+    built = []
+    original = fastpath.TreePlan.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(fastpath.TreePlan, "__init__", counting)
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame(rng.normal(size=(200, 3)), columns=list("uvw"))
+    y = (X.u + X.v * X.w > 0).astype(int)
+    model = RandomForestClassifier(n_estimators=10, random_state=0).fit(X, y)
+    a = autopdp.audit(model, X, y, config=AuditConfig(grid_resolution=6, grid_resolution_2d=4))
+    assert len(a.results_2d) == 3
+    assert len(built) == 1
+    # outside an audit every call plans for itself (nothing is kept)
+    autopdp.partial_dependence(model, X, ["u"], kind="average")
+    assert len(built) == 2
