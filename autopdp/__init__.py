@@ -30,6 +30,8 @@ _EXPORTS = {
     "stratpd": ".modelfree",
     "ale": ".ale",
     "ModelFreePD": ".modelfree",
+    "StageFailure": ".stage_failures",
+    "StageFailureWarning": ".stage_failures",
 }
 
 __all__ = [
@@ -49,6 +51,8 @@ __all__ = [
     "stratpd",
     "ale",
     "ModelFreePD",
+    "StageFailure",
+    "StageFailureWarning",
     "datasets",
 ]
 

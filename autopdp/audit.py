@@ -10,6 +10,7 @@ import datetime as _dt
 import itertools
 import json
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -35,6 +36,7 @@ from .coverage import outside_grid
 from .evidence import assess
 from .scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from .selection import SelectedPDP, curate, intersection_scores, rank_scores, score_columns
+from .stage_failures import DETAIL_KEY, StageFailureWarning, collect_stage_failures
 from .utilities import UtilityScore
 
 __all__ = ["audit", "Audit"]
@@ -80,6 +82,12 @@ class Audit:
     run : mapping
         Date, timings per stage and (from the CLI) the command line: the only part that differs
         between runs.
+    evidence : mapping
+        Per criterion, each PDP's :class:`~autopdp.significance.Evidence`.
+    stage_failures : tuple of StageFailure
+        Unexpected errors of a utility or trust statistic on one PDP (a bug, not an expected
+        "n/a"; see :mod:`autopdp.stage_failures`).  Empty in a sound audit; the CLI exits 3
+        when it is not.
     """
 
     config: AuditConfig
@@ -94,6 +102,7 @@ class Audit:
     data_summary: Mapping[str, Any] = field(default_factory=dict)
     run: Mapping[str, Any] = field(default_factory=dict)
     evidence: Mapping[str, Mapping[tuple, Any]] = field(default_factory=dict)
+    stage_failures: tuple = ()
 
     # ------------------------------------------------------------ queries
     def ranking(self, name: str, ascending: bool = False, kind: str | None = None) -> pd.DataFrame:
@@ -180,6 +189,7 @@ class Audit:
             "config": _plain(self.config.to_dict()),
             "metadata": _plain(dict(self.metadata)),
             "notes": list(self.notes),
+            "stage_failures": [f.to_dict() for f in self.stage_failures],
             "scores": scores,
             "selection": [
                 {"features": list(s.features), "kind": s.kind, "reasons": [list(r) for r in s.reasons],
@@ -527,7 +537,7 @@ def _na_notes(utility_scores) -> list[str]:
         if len(feats) != 1:
             continue
         for uid, s in by_id.items():
-            if s.available or not s.reason:
+            if s.available or not s.reason or DETAIL_KEY in s.details:  # stage failures have their own section
                 continue
             if "unordered categorical" in s.reason:
                 unordered[feats[0]] = None
@@ -791,6 +801,13 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             + ("; its importances say little about a model this far from additive." if surrogate.fidelity < 0.5 else ".")
         )
     timings["trust"] = time.perf_counter() - t0
+    stage_failures = collect_stage_failures(utility_scores)
+    if stage_failures:
+        warnings.warn(
+            f"{len(stage_failures)} score(s) failed with an unexpected error (a bug, not an expected n/a): "
+            f"{stage_failures[0].text}{' ...' if len(stage_failures) > 1 else ''}; see Audit.stage_failures.",
+            StageFailureWarning, stacklevel=2,
+        )
 
     # ---- table
     imp_max = importance.max(axis=1) if not importance.empty else pd.Series(dtype=float)
@@ -886,5 +903,5 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     return Audit(
         config=config, results=tuple(results), comparisons=comparisons, utility_scores=utility_scores,
         scores=scores, importance=importance, interaction=interaction, notes=tuple(notes),
-        metadata=metadata, data_summary=data_summary, run=run, evidence=evidence,
+        metadata=metadata, data_summary=data_summary, run=run, evidence=evidence, stage_failures=stage_failures,
     )

@@ -6,9 +6,15 @@ Exit codes (the same table is in ``--help``, the README and the user guide):
 0    success (``gate``: every check passed)
 1    ``gate`` only: at least one check failed (the outputs are written)
 2    bad input: one line naming the problem and what to do, no traceback
-3    internal failure: one line naming the stage that failed
+3    internal failure: one line naming the stage that failed, or stage failures
+     (a score that failed unexpectedly; the outputs are written and list them)
 130  interrupted (Ctrl-C): the outputs of an earlier run are left untouched
 ===  ==========================================================================
+
+A stage failure (:mod:`autopdp.stage_failures`) is a bug inside one PDP's
+utility or trust statistic: the run completes, the report and results.json list
+it in "Stage failures", one line per failure goes to stderr, and the exit code
+is 3 (also for ``gate``, whose verdict then rests on incomplete scores).
 
 Every output of a run (results.json, report.html, report.pdf, gate.json,
 gate.xml, manifest.json) is staged and replaces the previous set only when all
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -36,7 +43,8 @@ EXIT_CODES_HELP = """exit codes:
   0    success (gate: every check passed)
   1    gate only: at least one check failed (outputs are written)
   2    bad input: one line naming the problem, no traceback
-  3    internal failure: one line naming the stage that failed
+  3    internal failure: one line naming the stage that failed, or stage
+       failures (outputs written, listed under "Stage failures")
   130  interrupted (Ctrl-C): an earlier run's outputs are left untouched
 """
 
@@ -113,6 +121,18 @@ def _write(audit, out, formats, page_size, started, *, extra_files=None, gate=No
     paths = ", ".join(str(p) for p in written["paths"])
     print(f"autopdp: wrote {paths} ({n1} 1D + {n2} 2D PDPs, {len(audit.selection)} selected) in {time.perf_counter() - started:.1f} s")
     return written["paths"]
+
+
+def _exit_code(audit, code: int) -> int:
+    """``code``, or 3 when the audit has stage failures (each printed as one line on stderr)."""
+    failures = getattr(audit, "stage_failures", ())
+    if not failures:
+        return code
+    for f in failures:
+        print(f"autopdp: stage failure: {_one_line(f.text)}", file=sys.stderr)
+    print(f"autopdp: error: {len(failures)} score(s) failed unexpectedly (listed under 'Stage failures' in the "
+          "outputs; please report this)", file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def _load_data(args):
@@ -192,7 +212,7 @@ def _cmd_demo(args) -> int:
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, config=DEMO_CONFIG, n_jobs=args.n_jobs, scheduler=args.scheduler)
     _write(result, Path(args.out), formats, page_size, started)
-    return EXIT_OK
+    return _exit_code(result, EXIT_OK)
 
 
 def _parse_compare(items, flag="--compare"):
@@ -227,7 +247,7 @@ def _cmd_report(args) -> int:
                        sample_weight=weights)
     result = _with_provenance(result, args, inputs)
     _write(result, Path(args.out), formats, page_size, started)
-    return EXIT_OK
+    return _exit_code(result, EXIT_OK)
 
 
 def _cmd_gate(args) -> int:
@@ -263,12 +283,12 @@ def _cmd_gate(args) -> int:
     _write(result, out, formats, page_size, started, extra_files=extra, gate=verdict)
     if verdict.passed:
         print(f"autopdp gate: PASSED all {len(verdict.checks)} checks ({out / 'gate.xml'})")
-        return EXIT_OK
+        return _exit_code(result, EXIT_OK)
     from .report.findings import fmt
 
     failed = "; ".join(f"{c.name} measured {fmt(c.measured)} allowed {c.relation} {fmt(c.threshold)}" for c in verdict.failures)
     print(f"autopdp gate: FAILED {len(verdict.failures)} of {len(verdict.checks)} checks: {failed}")
-    return EXIT_GATE_FAILED
+    return _exit_code(result, EXIT_GATE_FAILED)
 
 
 def _cmd_compare(args) -> int:
@@ -293,7 +313,7 @@ def _cmd_compare(args) -> int:
                        n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights)
     result = _with_provenance(result, args, inputs)
     _write(result, Path(args.out), formats, page_size, started, comparison=names[0])
-    return EXIT_OK
+    return _exit_code(result, EXIT_OK)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -397,7 +417,11 @@ def main(argv=None) -> int:
             from ._io import check_output_dir
 
             check_output_dir(out)  # before any work: a bad --out costs a second, not the whole run
-        code = args.func(args)
+        from .stage_failures import StageFailureWarning
+
+        with warnings.catch_warnings():  # stage failures are printed by _exit_code, once per failure
+            warnings.simplefilter("ignore", StageFailureWarning)
+            code = args.func(args)
     except (ValueError, TypeError, OSError) as exc:
         print(f"autopdp: error: {_one_line(exc)}", file=sys.stderr)
         code = EXIT_BAD_INPUT

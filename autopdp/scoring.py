@@ -22,8 +22,9 @@ from .utilities import (
     similarity_id,
 )
 from .utilities import TRUST_IDS
-from .utilities.base import UtilityScore, axis_positions, best_over_targets, not_applicable
+from .utilities.base import UtilityScore, axis_positions, best_over_targets
 from .utilities.lipschitz import default_bound
+from .stage_failures import failed_score
 
 __all__ = ["ScoringInputs", "score_result", "grid_cells", "importance_table", "interaction_table", "pair_criteria"]
 
@@ -90,8 +91,10 @@ def _slopes(inputs: ScoringInputs, result, target_index: int) -> list[float]:
 def score_result(inputs: ScoringInputs, result) -> dict[str, UtilityScore]:
     """Every configured utility of one PDP, best over targets.
 
-    A utility that fails on one PDP is marked "n/a" with the error for that PDP
-    only: one bad PDP never sinks the audit.
+    A utility returns "n/a" with a named reason for the conditions it expects
+    (see each utility).  Any other error is a bug: it is kept for that PDP and
+    utility as a stage failure (:mod:`autopdp.stage_failures`), which the audit
+    collects, the report lists and the CLI turns into exit code 3.
     """
     cells = grid_cells(inputs, result)
     w = _weights(cells, result.grid_shape, inputs.sample_weight)
@@ -101,10 +104,10 @@ def score_result(inputs: ScoringInputs, result) -> dict[str, UtilityScore]:
             continue
         try:
             out.update(_score_utility(inputs, result, utility, cells, w))
-        except Exception as exc:  # noqa: BLE001 - reported in the score, not raised
+        except Exception as exc:  # noqa: BLE001 - not an expected condition: collected as a stage failure
             uids = [similarity_id(n) for n in inputs.comparisons] if utility == "similarity" else [utility]
             for uid in uids:
-                out[uid] = not_applicable(uid, f"failed: {type(exc).__name__}: {exc}", result.targets[0])
+                out[uid] = failed_score(uid, "scoring", exc, result.targets[0])
     return out
 
 

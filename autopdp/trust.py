@@ -89,8 +89,10 @@ def _ale_2d_gap(model, adapter, frame, r, t, config, target, curve=None):
         w = r.density
         f = _interaction_part(np.asarray(r.average[t], dtype=float), w)
         return _centred_gap("ale_divergence", f, g, w, config.loss, target, {"what": "2D ALE (interaction)"})
-    except Exception as exc:  # noqa: BLE001
-        return not_applicable("ale_divergence", f"failed: {type(exc).__name__}: {exc}", target)
+    except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
+        from .stage_failures import failed_score
+
+        return failed_score("ale_divergence", "trust", exc, target)
 
 
 def _ale_bins_1d(r) -> int:
@@ -159,8 +161,10 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                              "rows": int(support.rows.size), "sampled": bool(support.sampled),
                              "standard_error": support.standard_error},
                 )
-            except Exception as exc:  # noqa: BLE001 - one PDP's failure is reported, not raised
-                out[r.features]["ood_share"] = not_applicable("ood_share", f"failed: {type(exc).__name__}: {exc}", target)
+            except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
+                from .stage_failures import failed_score
+
+                out[r.features]["ood_share"] = failed_score("ood_share", "trust", exc, target)
         if r.ndim != 1:
             if "stratpd" in wanted:
                 out[r.features]["stratpd"] = not_applicable("stratpd", "computed for 1D PDPs.", target)
@@ -182,8 +186,15 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                     curves[r.features]["stratpd"] = curve
                     out[r.features]["stratpd"] = _centred_gap("stratpd", f, _on_grid(curve, r), w, loss, target,
                                                               {"what": "StratPD (model-free)"})
-                except Exception as exc:  # noqa: BLE001
-                    out[r.features]["stratpd"] = not_applicable("stratpd", f"failed: {type(exc).__name__}: {exc}", target)
+                except Exception as exc:  # noqa: BLE001 - expected: a regressor's y that is not numeric; else a bug
+                    from .stage_failures import failed_score
+
+                    numeric_y = np.asarray(y).dtype.kind in "biuf"
+                    if isinstance(exc, ValueError) and not adapter.is_classifier and not numeric_y:
+                        out[r.features]["stratpd"] = not_applicable(
+                            "stratpd", "the target y is not numeric, so StratPD has no mean to follow.", target)
+                    else:
+                        out[r.features]["stratpd"] = failed_score("stratpd", "trust", exc, target)
         if "ale_divergence" in wanted:
             if r.kinds[0] != "numeric":
                 out[r.features]["ale_divergence"] = not_applicable("ale_divergence", "ALE needs a numeric feature.", target)
@@ -196,9 +207,10 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                     curves[r.features]["ale"] = curve
                     out[r.features]["ale_divergence"] = _centred_gap("ale_divergence", f, _on_grid(curve, r), w, loss,
                                                                      target, {"what": "ALE"})
-                except Exception as exc:  # noqa: BLE001
-                    out[r.features]["ale_divergence"] = not_applicable(
-                        "ale_divergence", f"failed: {type(exc).__name__}: {exc}", target)
+                except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
+                    from .stage_failures import failed_score
+
+                    out[r.features]["ale_divergence"] = failed_score("ale_divergence", "trust", exc, target)
     surrogate = None
     if "surrogate_importance" in config.criteria_2d and kinds:
         preds = adapter(frame.data) if predictions is None else predictions

@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import findings_cases as cases  # noqa: E402
 
 from autopdp import AuditConfig, audit  # noqa: E402
+from score_checks import check_no_failed_scores  # noqa: E402
 
 
 def _exact(a, truth):
@@ -21,6 +22,7 @@ def _exact(a, truth):
 def test_planted_effects_precision_and_recall_are_one():
     a, truth = cases.planted()
     _exact(a, truth)
+    check_no_failed_scores(a.to_dict(), expected_na={"incidence", "stratpd"})  # no y: both need it
     # and the curated selection never holds the line, the unused or the independent feature for shape criteria
     for s in a.selection:
         for crit, _ in s.reasons:
@@ -31,6 +33,7 @@ def test_planted_effects_precision_and_recall_are_one():
 def test_exactly_additive_model_has_no_interaction_or_heterogeneity_finding():
     a, truth = cases.additive()
     _exact(a, truth)
+    check_no_failed_scores(a.to_dict())
     assert max(e.value for e in a.evidence["interaction"].values()) < 1e-12
     assert max(e.value for e in a.evidence["ice_variance"].values()) < 1e-12
 
@@ -38,6 +41,7 @@ def test_exactly_additive_model_has_no_interaction_or_heterogeneity_finding():
 def test_swapped_levels_are_the_top_incidence_finding():
     a, truth = cases.swapped_levels()
     _exact(a, truth)
+    check_no_failed_scores(a.to_dict())
     assert a.ranking("incidence")["features"].iloc[0] == ("grade",)
     sel = [s for s in a.selection if "incidence" in dict(s.reasons)]
     assert sel[0].features == ("grade",)

@@ -31,6 +31,13 @@ def test_demo_writes_three_files(demo_dir):
         assert (demo_dir / name).stat().st_size > 10_000, name
 
 
+def test_demo_has_no_failed_score_and_every_score_column_has_values(demo_dir):
+    from score_checks import check_no_failed_scores
+
+    check_no_failed_scores(json.loads((demo_dir / "results.json").read_text()))
+    assert "Stage failures" not in (demo_dir / "report.html").read_text()
+
+
 def test_pdf_has_sections_and_sane_page_count(demo_dir):
     from pypdf import PdfReader
 

@@ -406,6 +406,10 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
             "rows_2d": f"{audit.metadata.get('data', {}).get('rows_used_2d', 0):,}",
         },
         "notes": list(audit.notes),
+        "stage_failures": [
+            {"stage": f.stage, "item": f.item, "features": " × ".join(f.features), "error": f.error, "where": f.where}
+            for f in getattr(audit, "stage_failures", ())
+        ],
         "importance_svg": importance_svg,
         "interaction_svg": interaction_svg,
         "importance_table": _table(audit.importance, "feature") if not audit.importance.empty else None,

@@ -10,8 +10,9 @@ For a 2D surface the bound holds along both grid axes (each axis with its own
 feature's ``l``).  The problem is solved with cvxpy: it is built once per grid
 shape with ``Parameter``s for the PD and the bounds (a DPP problem, checked),
 cached, and re-solved by setting the parameters' values.  Clarabel solves it;
-OSQP is the fallback; when both fail the score is "n/a" with the solver's
-status.  A PD that already satisfies the bounds is its own fit (score 0) and
+OSQP is the fallback; when both fail (cvxpy ``SolverError``, or a status other
+than optimal) the score is "n/a" with each solver's error or status.  Any
+other error is a bug and is not caught here (see :mod:`autopdp.stage_failures`).  A PD that already satisfies the bounds is its own fit (score 0) and
 needs no solve.
 
 The bound ``l``
@@ -77,6 +78,8 @@ class _Problem:
         self.lock = threading.Lock()
 
     def solve(self, f: np.ndarray, bounds: list[np.ndarray | None]) -> tuple[np.ndarray, str]:
+        from cvxpy.error import SolverError
+
         with self.lock:
             self.f.value = f
             for p, b in zip(self.bounds, bounds):
@@ -88,8 +91,8 @@ class _Problem:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         self.problem.solve(solver=solver, **options)
-                except Exception as exc:  # solver error: try the next one
-                    statuses.append(f"{solver}: {type(exc).__name__}: {exc}")
+                except SolverError as exc:  # the solver failed (or is not installed): try the next one
+                    statuses.append(f"{solver}: SolverError: {exc}")
                     continue
                 if self.problem.status in _OK and self.g.value is not None:
                     return np.array(self.g.value, dtype=float), solver

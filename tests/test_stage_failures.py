@@ -1,0 +1,147 @@
+"""Failures are visible: an expected condition is a named n/a, anything else a stage failure (CLI exit 3)."""
+
+import importlib
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LinearRegression
+
+import autopdp.scoring as scoring_module
+import autopdp.trust as trust_module
+import autopdp.utilities.lipschitz as lipschitz_module
+from autopdp import AuditConfig, StageFailure, StageFailureWarning, audit
+from autopdp.cli import main
+
+from score_checks import check_no_failed_scores
+
+CFG = AuditConfig(grid_resolution=8, grid_resolution_2d=4, top_k=1)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"a": rng.uniform(-1, 1, 300), "b": rng.uniform(0, 2, 300), "c": rng.normal(size=300)})
+    y = 2 * X.a + np.sin(3 * X.b) + 0.1 * rng.normal(size=300)
+    model = lambda Z: 2 * Z["a"].to_numpy() + np.sin(3 * Z["b"].to_numpy())  # noqa: E731
+    return model, X, y
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("planted bug")
+
+
+def test_sound_audit_has_no_failed_score(data):
+    model, X, y = data
+    with pytest.warns() as record:
+        a = audit(model, X, y, config=CFG)
+        import warnings
+
+        warnings.warn("sentinel", UserWarning)  # pytest.warns needs one warning; a StageFailureWarning must not be one
+    assert not [w for w in record if issubclass(w.category, StageFailureWarning)]
+    assert a.stage_failures == ()
+    check_no_failed_scores(a.to_dict())
+
+
+def test_planted_failing_utility_is_a_stage_failure_not_a_silent_na(data, monkeypatch):
+    model, X, y = data
+    monkeypatch.setattr(scoring_module, "score_slope", _boom)
+    with pytest.warns(StageFailureWarning, match="3 score"):
+        a = audit(model, X, y, config=CFG.replace(pairs=False))
+    assert [(f.stage, f.features, f.item, f.error) for f in a.stage_failures] == [
+        ("scoring", (c,), "slope", "RuntimeError: planted bug") for c in ("a", "b", "c")
+    ]
+    assert all(f.where.startswith("test_stage_failures.py:") and f.where.endswith("in _boom") for f in a.stage_failures)
+    assert a.scores["slope"].isna().all()
+    assert a.score("a", "slope").reason.startswith("stage failure (scoring): RuntimeError: planted bug")
+    # the other utilities are untouched, and the failure is not repeated as an n/a note
+    assert a.scores["monotonicity"].notna().all() and a.scores["lipschitz"].notna().all()
+    assert not any("planted bug" in n for n in a.notes)
+    # results.json carries the list and it round-trips
+    d = json.loads(a.to_json())
+    assert [StageFailure.from_dict(x) for x in d["stage_failures"]] == list(a.stage_failures)
+    with pytest.raises(AssertionError):
+        check_no_failed_scores(d)
+    html = a.to_html()
+    assert 'id="stage-failures"' in html and "RuntimeError: planted bug" in html
+
+
+def test_planted_failing_trust_statistic_is_a_stage_failure(data, monkeypatch):
+    model, X, y = data
+    monkeypatch.setattr(trust_module, "stratpd", _boom)
+    with pytest.warns(StageFailureWarning):
+        a = audit(model, X, y, config=CFG.replace(pairs=False))
+    assert {(f.stage, f.item) for f in a.stage_failures} == {("trust", "stratpd")}
+    assert [f.features for f in a.stage_failures] == [("a",), ("b",), ("c",)]
+    assert a.scores["ale_divergence"].notna().all()
+
+
+def test_solver_failure_is_an_expected_na_naming_the_solver_error(data, monkeypatch):
+    model, X, y = data
+    monkeypatch.setattr(lipschitz_module, "SOLVERS", (("NO_SUCH_SOLVER", {}), ("NOR_THIS_ONE", {})))
+    a = audit(model, X, y, config=CFG.replace(pairs=False, lipschitz_scale=0.5))  # 0.5: every PD breaks its bound
+    assert a.stage_failures == ()
+    flat = a.score("c", "lipschitz")  # the model ignores c: a flat PD is its own fit and needs no solver
+    assert flat.value == 0.0 and flat.details["solved_by"] == "feasible"
+    for c in ("a", "b"):
+        s = a.score(c, "lipschitz")
+        assert not s.available
+        assert s.reason == ("Lipschitz fit failed (NO_SUCH_SOLVER: SolverError: The solver NO_SUCH_SOLVER is not "
+                            "installed.; NOR_THIS_ONE: SolverError: The solver NOR_THIS_ONE is not installed.)")
+
+
+def test_unexpected_solver_error_is_not_swallowed(monkeypatch):
+    problem = lipschitz_module._problem((5,))
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("inside the solver")
+
+    monkeypatch.setattr(problem.problem, "solve", broken)
+    f = np.array([0.0, 1.0, 0.0, 1.0, 0.0])
+    with pytest.raises(ZeroDivisionError):
+        lipschitz_module.lipschitz_fit(f, [np.arange(5.0)], [0.1])
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, data):
+    import skops.io as sio
+
+    _, X, y = data
+    d = tmp_path_factory.mktemp("stage_failures")
+    X.assign(target=y).to_csv(d / "data.csv", index=False)
+    sio.dump(LinearRegression().fit(X, y), d / "model.skops")
+    (d / "small.toml").write_text("grid_resolution = 6\ngrid_resolution_2d = 4\ntop_k = 1\npairs = false\n")
+    return d
+
+
+def _args(files, out, command="report"):
+    return [command, "--model", str(files / "model.skops"), "--data", str(files / "data.csv"), "--target", "target",
+            "--out", str(out), "--formats", "json,html", "--config", str(files / "small.toml")]
+
+
+def test_cli_exits_0_without_stage_failures(files, tmp_path):
+    assert main(_args(files, tmp_path / "ok")) == 0
+    check_no_failed_scores(json.loads((tmp_path / "ok" / "results.json").read_text()))
+
+
+def test_cli_exits_3_on_a_stage_failure_and_writes_the_list(files, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(scoring_module, "score_slope", _boom)
+    assert main(_args(files, tmp_path / "o")) == 3
+    err = capsys.readouterr().err
+    assert err.count("autopdp: stage failure: scoring: slope of ") == 3
+    assert "3 score(s) failed unexpectedly" in err
+    d = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert [(x["stage"], x["item"], x["features"]) for x in d["stage_failures"]] == [
+        ("scoring", "slope", [c]) for c in ("a", "b", "c")
+    ]
+    html = (tmp_path / "o" / "report.html").read_text()
+    assert "Stage failures" in html and html.count("planted bug") >= 3
+
+
+def test_gate_exits_3_on_a_stage_failure_even_when_the_checks_pass(files, tmp_path, monkeypatch):
+    (tmp_path / "policy.toml").write_text("[features.a]\nmax_monotonicity = 1e9\n")
+    monkeypatch.setattr(scoring_module, "score_slope", _boom)
+    args = _args(files, tmp_path / "g", "gate") + ["--policy", str(tmp_path / "policy.toml")]
+    assert main(args) == 3
+    assert json.loads((tmp_path / "g" / "gate.json").read_text())["passed"] is True
