@@ -6,7 +6,8 @@ gate.json, gate.xml) goes through :func:`output_set`: every file is written
 into a staging directory inside the output directory first, and only when all
 of them succeeded are they renamed over the previous set, together with a
 ``manifest.json`` that lists the set and each file's sha256.  A failed or
-interrupted run leaves the previous set whole and no temporary files behind.
+interrupted run leaves the previous set whole and no temporary files behind,
+also when it fails while renaming (the files already renamed are put back).
 """
 
 from __future__ import annotations
@@ -153,9 +154,29 @@ class OutputSet:
             manifest["provenance"] = provenance
         (self.staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         os.chmod(self.staging / MANIFEST, 0o666 & ~_umask())
-        for name in self.names:
-            os.replace(self.staging / name, self.out_dir / name)
-        os.replace(self.staging / MANIFEST, self.out_dir / MANIFEST)
+        # each file is renamed into place atomically; the earlier version is kept (a hard link, else a
+        # copy) until every file is in, so a failure half-way puts the earlier set back
+        backup = self.staging / ".previous"
+        backup.mkdir()
+        kept, placed = set(), []
+        try:
+            for name in [*self.names, MANIFEST]:
+                target = self.out_dir / name
+                if target.is_file():
+                    _keep(target, backup / name)
+                    kept.add(name)
+                os.replace(self.staging / name, target)
+                placed.append(name)
+        except BaseException:
+            for name in reversed(placed):
+                try:
+                    if name in kept:
+                        os.replace(backup / name, self.out_dir / name)
+                    else:
+                        os.unlink(self.out_dir / name)
+                except OSError:
+                    pass
+            raise
         for name in previous:
             if name not in files and (self.out_dir / name).is_file():
                 try:
@@ -163,6 +184,14 @@ class OutputSet:
                 except OSError:
                     pass
         return [self.out_dir / n for n in self.names]
+
+
+def _keep(path: Path, backup: Path) -> None:
+    """A second name (hard link) for ``path``, or a copy where the file system has no hard links."""
+    try:
+        os.link(path, backup)
+    except OSError:
+        shutil.copy2(path, backup)
 
 
 def _read_manifest(out_dir: Path) -> list[str]:

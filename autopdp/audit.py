@@ -440,7 +440,8 @@ def describe_model(model) -> dict:
     if hasattr(params_of, "get_params"):
         try:
             params = params_of.get_params(deep=False)
-        except Exception:  # an estimator whose get_params fails still gets audited
+        except (AttributeError, TypeError, RuntimeError):  # a custom estimator whose get_params fails (a parameter
+            # not stored as an attribute, or *args in __init__) still gets audited
             params = {}
         out["params"] = {k: _short(v) for k, v in sorted(params.items())}
     if hasattr(model, "classes_"):

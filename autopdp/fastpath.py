@@ -122,7 +122,8 @@ class TreePlan:
             return X
         try:
             return self.pre.transform(X)
-        except Exception as exc:  # the brute path will report the model's own error if it matters
+        except (ValueError, TypeError) as exc:  # the preprocessing refuses this input (scikit-learn's input errors);
+            # the brute path then calls the whole model, which reports that error if it matters
             raise TreePathUnavailable(f"the preprocessing failed: {type(exc).__name__}: {exc}") from None
 
     def _to_Z(self, X) -> np.ndarray:
@@ -166,8 +167,8 @@ class TreePlan:
             Zp = self._to_Z(Xp).reshape(m, G, -1)
         except TreePathUnavailable:
             raise
-        except Exception as exc:
-            raise TreePathUnavailable(f"the preprocessing failed on grid values: {exc}") from None
+        except (ValueError, TypeError) as exc:  # the preprocessing refuses grid values (e.g. an unknown category)
+            raise TreePathUnavailable(f"the preprocessing failed on grid values: {type(exc).__name__}: {exc}") from None
         same = (Zp == Zp[:, :1, :]) | (np.isnan(Zp) & np.isnan(Zp[:, :1, :]))
         varies = ~np.all(same, axis=(0, 1))
         base = self.Z[rows]

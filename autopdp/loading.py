@@ -11,6 +11,8 @@ Data
 
 from __future__ import annotations
 
+import pickle
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +20,16 @@ import pandas as pd
 __all__ = ["load_model", "load_data", "split_target", "did_you_mean", "PICKLE_SUFFIXES"]
 
 PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
+
+#: What reading a file that is not a valid skops archive raises: not a zip, no schema, bad JSON, I/O.
+SKOPS_READ_ERRORS = (zipfile.BadZipFile, KeyError, ValueError, OSError)
+#: What rebuilding the objects of a skops file raises: the above, plus types or modules this
+#: environment lacks or does not trust.
+SKOPS_LOAD_ERRORS = SKOPS_READ_ERRORS + (TypeError, ImportError, AttributeError)
+#: What unpickling a damaged or foreign file raises (the pickle module's documented errors, and
+#: joblib's ValueError for a file it does not recognise).
+PICKLE_ERRORS = (pickle.UnpicklingError, EOFError, ImportError, AttributeError, IndexError, KeyError, ValueError,
+                 TypeError, OSError)
 
 
 def load_model(path, *, trust_model: bool = False):
@@ -33,7 +45,7 @@ def load_model(path, *, trust_model: bool = False):
 
         try:
             untrusted = sio.get_untrusted_types(file=p)
-        except Exception as exc:
+        except SKOPS_READ_ERRORS as exc:
             raise ValueError(f"cannot read model file {str(p)!r} as skops: {type(exc).__name__}: {exc}.") from None
         if untrusted and not trust_model:
             raise ValueError(
@@ -42,7 +54,7 @@ def load_model(path, *, trust_model: bool = False):
             )
         try:
             return sio.load(p, trusted=untrusted or None)
-        except Exception as exc:
+        except SKOPS_LOAD_ERRORS as exc:
             raise ValueError(f"cannot load model file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
     if suffix in PICKLE_SUFFIXES:
         if not trust_model:
@@ -55,7 +67,7 @@ def load_model(path, *, trust_model: bool = False):
 
         try:
             return joblib.load(p)
-        except Exception as exc:
+        except PICKLE_ERRORS as exc:
             raise ValueError(f"cannot load model file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
     raise ValueError(
         f"model file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .skops (safe) or "
@@ -122,7 +134,7 @@ def load_data(path, *, sep=None, na_values=None) -> pd.DataFrame:
         if str(p) in str(exc):
             raise
         raise ValueError(f"cannot read data file {str(p)!r}: {exc}.") from None
-    except Exception as exc:
+    except (OSError, ImportError) as exc:  # unreadable file, or no Parquet engine (pyarrow) installed
         raise ValueError(f"cannot read data file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
     if df.shape[0] == 0:
         raise ValueError(f"data file {str(p)!r} has a header but no rows.")

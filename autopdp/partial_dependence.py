@@ -6,6 +6,7 @@ All input validation happens here, once, before any work starts.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import numbers
 from collections.abc import Hashable
@@ -222,6 +223,8 @@ def _run_group(setup: _Setup, group: list[tuple[tuple[int, ...], bool]]) -> list
             if setup.method == "tree":
                 raise ValueError(f"method='tree' does not apply: {exc}.") from None
             setup.tree_unavailable = str(exc)
+            note = f"Computed by brute force: the exact tree path does not apply ({exc})."
+            return [dataclasses.replace(r, notes=tuple(r.notes) + (note,)) for r in _brute(setup, spec_sets, keeps)]
     elif setup.method == "tree":
         raise ValueError(f"method='tree' does not apply: {setup.tree_unavailable}.")
     if setup.method == "recursion":
@@ -322,7 +325,7 @@ def _recursion_result(setup: _Setup, specs) -> PDResult:
     try:
         res = sk_pd(setup.adapter.model, setup.frame.data, feats, custom_values=custom, method="recursion",
                     kind="average")
-    except Exception as exc:
+    except (ValueError, TypeError) as exc:  # scikit-learn refuses the estimator or the data for recursion
         raise ValueError(f"method='recursion' failed: {type(exc).__name__}: {str(exc).rstrip('.')}.") from None
     avg = np.asarray(res["average"], dtype=float)
     if setup.adapter.columns is not None and avg.shape[0] > len(setup.adapter.targets):

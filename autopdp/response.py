@@ -196,7 +196,7 @@ def _finish(adapter: ResponseAdapter, target, probe) -> ResponseAdapter:
         return adapter
     try:
         out = adapter.raw(probe)
-    except Exception as exc:  # the model's own error, shown to the user
+    except Exception as exc:  # noqa: BLE001 - the model's own code may raise anything: shown to the user at the entry
         raise ValueError(
             f"The model raised an error when predicting on X: {type(exc).__name__}: {str(exc).rstrip('.')}. "
             f"Check that X has the columns and types the model was trained on."

@@ -186,13 +186,19 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                     curves[r.features]["stratpd"] = curve
                     out[r.features]["stratpd"] = _centred_gap("stratpd", f, _on_grid(curve, r), w, loss, target,
                                                               {"what": "StratPD (model-free)"})
-                except Exception as exc:  # noqa: BLE001 - expected: a regressor's y that is not numeric; else a bug
+                except Exception as exc:  # noqa: BLE001 - expected conditions named below; anything else is a bug
                     from .stage_failures import failed_score
 
                     numeric_y = np.asarray(y).dtype.kind in "biuf"
+                    sparse = curves[r.features].get("stratpd")  # set by this PDP's stratpd call when it returned
                     if isinstance(exc, ValueError) and not adapter.is_classifier and not numeric_y:
                         out[r.features]["stratpd"] = not_applicable(
                             "stratpd", "the target y is not numeric, so StratPD has no mean to follow.", target)
+                    elif isinstance(exc, ValueError) and sparse is not None and r.kinds[0] == "numeric" \
+                            and np.asarray(sparse.x).size == 0:  # _on_grid cannot place an empty curve
+                        out[r.features]["stratpd"] = not_applicable(
+                            "stratpd", "no value of this feature has the 5 slopes StratPD needs within the leaves of "
+                            "its stratifying tree: too few rows for a model-free curve.", target)
                     else:
                         out[r.features]["stratpd"] = failed_score("stratpd", "trust", exc, target)
         if "ale_divergence" in wanted:

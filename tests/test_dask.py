@@ -29,16 +29,33 @@ def data():
     return X, y
 
 
+def _pd_tasks(stream) -> list:
+    """The PD tasks (autopdp's group runner) among a task stream's records."""
+    return [t for t in stream.data if str(t["key"]).startswith("_run_group-")]
+
+
 def test_brute_force_on_cluster_equals_local(client, data):
+    from distributed import get_task_stream
+
     X, y = data
     model = GradientBoostingClassifier(n_estimators=20, random_state=0).fit(X[list("abcd")], y > 0.5)
     Xn = X[list("abcd")]
-    local = autopdp.compute_all(model, Xn, grid_resolution=6, method="brute")
-    remote = autopdp.compute_all(model, Xn, grid_resolution=6, method="brute", scheduler=client)
+    with get_task_stream(client) as local_stream:
+        local = autopdp.compute_all(model, Xn, grid_resolution=6, method="brute")
+    with get_task_stream(client) as remote_stream:
+        remote = autopdp.compute_all(model, Xn, grid_resolution=6, method="brute", scheduler=client)
     assert [r.features for r in local] == [r.features for r in remote]
     for a, b in zip(local, remote):
         np.testing.assert_array_equal(a.average, b.average)
         np.testing.assert_array_equal(a.std, b.std)
+    # the remote work ran as tasks on the cluster's workers, every task done; the local run sent none
+    assert _pd_tasks(local_stream) == []
+    tasks = _pd_tasks(remote_stream)
+    workers = set(client.scheduler_info()["workers"])
+    assert len(tasks) >= 2 and {t["worker"] for t in tasks} <= workers
+    assert all(t["status"] == "OK" for t in tasks)
+    # 4 features: 4 1D + 6 2D PDs, each in exactly one task's results
+    assert len(remote) == 10
 
 
 def test_audit_on_cluster_equals_local(client, data):
@@ -46,9 +63,14 @@ def test_audit_on_cluster_equals_local(client, data):
     Xn = X[list("abcd")]
     model = RandomForestRegressor(n_estimators=10, random_state=0).fit(Xn, y)
     cfg = autopdp.AuditConfig(grid_resolution=6, grid_resolution_2d=4)
+    from distributed import get_task_stream
+
     local = autopdp.audit(model, Xn, y, config=cfg)
-    remote = autopdp.audit(model, Xn, y, config=cfg, scheduler=client)
+    with get_task_stream(client) as stream:
+        remote = autopdp.audit(model, Xn, y, config=cfg, scheduler=client)
     pd.testing.assert_frame_equal(local.scores, remote.scores)
+    tasks = _pd_tasks(stream)
+    assert tasks and {t["worker"] for t in tasks} <= set(client.scheduler_info()["workers"])
     assert local.results_2d[0].method == "tree" and remote.results_2d[0].method == "tree"
 
 

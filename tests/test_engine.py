@@ -27,16 +27,16 @@ def test_analytic_model_pd_1d(uniform_xyz):
     grid = np.linspace(0, 1, 11)
     (r1, r2, r3) = partial_dependence(analytic, X, ["x1", "x2", "x3"], custom_values={"x1": grid, "x2": grid, "x3": grid})
     m2, m3, m1 = (X["x2"] ** 2).mean(), X["x3"].mean(), X["x1"].mean()
-    np.testing.assert_allclose(r1.average[0], 2 * grid + m2 + grid * m3, atol=1e-12)
-    np.testing.assert_allclose(r2.average[0], 2 * m1 + grid**2 + (X.x1 * X.x3).mean(), atol=1e-12)
-    np.testing.assert_allclose(r3.average[0], 2 * m1 + m2 + grid * m1, atol=1e-12)
+    np.testing.assert_allclose(r1.average[0], 2 * grid + m2 + grid * m3, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(r2.average[0], 2 * m1 + grid**2 + (X.x1 * X.x3).mean(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(r3.average[0], 2 * m1 + m2 + grid * m1, rtol=0, atol=1e-12)
     # ICE of row i at value v for x1: 2v + x2_i^2 + v x3_i
     i = 7
-    np.testing.assert_allclose(r1.individual[0, i], 2 * grid + X.x2[i] ** 2 + grid * X.x3[i], atol=1e-12)
+    np.testing.assert_allclose(r1.individual[0, i], 2 * grid + X.x2[i] ** 2 + grid * X.x3[i], rtol=0, atol=1e-12)
     # std of ICE at v for x1: std over rows of (x2^2 + v x3)
     v = grid[4]
-    np.testing.assert_allclose(r1.std[0, 4], np.std(X.x2**2 + v * X.x3), atol=1e-12)
-    np.testing.assert_allclose(r1.stderr[0, 4], np.std(X.x2**2 + v * X.x3) / np.sqrt(len(X)), atol=1e-12)
+    np.testing.assert_allclose(r1.std[0, 4], np.std(X.x2**2 + v * X.x3), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(r1.stderr[0, 4], np.std(X.x2**2 + v * X.x3) / np.sqrt(len(X)), rtol=0, atol=1e-12)
 
 
 def test_analytic_model_pd_2d(uniform_xyz):
@@ -45,7 +45,7 @@ def test_analytic_model_pd_2d(uniform_xyz):
     (r,) = partial_dependence(analytic, X, [("x1", "x3")], custom_values={"x1": g, "x3": g})
     expected = 2 * g[:, None] + (X.x2**2).mean() + g[:, None] * g[None, :]
     assert r.average.shape == (1, 5, 5)
-    np.testing.assert_allclose(r.average[0], expected, atol=1e-12)
+    np.testing.assert_allclose(r.average[0], expected, rtol=0, atol=1e-12)
     assert r.individual.shape == (1, len(X), 5, 5)
 
 
@@ -56,9 +56,9 @@ def test_ice_mean_equals_pd_and_weighted(uniform_xyz):
     w = rng.uniform(0.1, 3, len(uniform_xyz))
     res = partial_dependence(model, uniform_xyz, ["x1", ("x2", "x3")], sample_weight=w)
     for r in res:
-        np.testing.assert_allclose(np.average(r.individual, axis=1, weights=w), r.average, atol=1e-12)
+        np.testing.assert_allclose(np.average(r.individual, axis=1, weights=w), r.average, rtol=0, atol=1e-12)
         var = np.average((r.individual - r.average[:, None]) ** 2, axis=1, weights=w)
-        np.testing.assert_allclose(r.std, np.sqrt(var), atol=1e-10)
+        np.testing.assert_allclose(r.std, np.sqrt(var), rtol=0, atol=1e-10)
 
 
 def test_small_batches_give_the_same_answer(uniform_xyz):
@@ -68,9 +68,9 @@ def test_small_batches_give_the_same_answer(uniform_xyz):
     big = partial_dependence(model, uniform_xyz, ["x1", ("x1", "x2")], sample_weight=w, centered=True)
     tiny = partial_dependence(model, uniform_xyz, ["x1", ("x1", "x2")], sample_weight=w, centered=True, max_batch_mb=0.01)
     for a, b in zip(big, tiny):
-        np.testing.assert_allclose(a.average, b.average, atol=1e-12)
-        np.testing.assert_allclose(a.std, b.std, atol=1e-10)
-        np.testing.assert_allclose(a.individual, b.individual, atol=1e-12)
+        np.testing.assert_allclose(a.average, b.average, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(a.std, b.std, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(a.individual, b.individual, rtol=0, atol=1e-12)
 
 
 def _float_frame(n=300, seed=0):
@@ -119,9 +119,9 @@ def test_matches_sklearn_multiclass_pipeline():
         custom = {n: list(g) if k == "categorical" else g for n, g, k in zip(fl, r.grid, r.kinds)}
         ref = sk_pd(model, X, fl, custom_values=custom, categorical_features=["c"], method="brute", kind="average")
         assert r.average.shape == ref["average"].shape
-        np.testing.assert_allclose(r.average, ref["average"], atol=1e-10)
+        np.testing.assert_allclose(r.average, ref["average"], rtol=0, atol=1e-10)
     # probabilities over all classes sum to one at every grid point
-    np.testing.assert_allclose(res[2].average.sum(axis=0), 1.0, atol=1e-12)
+    np.testing.assert_allclose(res[2].average.sum(axis=0), 1.0, rtol=0, atol=1e-12)
 
 
 def test_binary_default_is_positive_class_and_target_selects():
@@ -131,12 +131,12 @@ def test_binary_default_is_positive_class_and_target_selects():
     (r,) = partial_dependence(model, X, ["a"])
     assert r.targets == (1,) and r.average.shape[0] == 1
     ref = sk_pd(model, X, ["a"], custom_values={"a": r.grid[0]}, method="brute", kind="average")
-    np.testing.assert_allclose(r.average, ref["average"], atol=1e-10)
+    np.testing.assert_allclose(r.average, ref["average"], rtol=0, atol=1e-10)
     (r0,) = partial_dependence(model, X, ["a"], target=0)
-    np.testing.assert_allclose(r0.average + r.average, 1.0, atol=1e-12)
+    np.testing.assert_allclose(r0.average + r.average, 1.0, rtol=0, atol=1e-12)
     (rd,) = partial_dependence(model, X, ["a"], response="decision_function")
     refd = sk_pd(model, X, ["a"], custom_values={"a": r.grid[0]}, method="brute", kind="average", response_method="decision_function")
-    np.testing.assert_allclose(rd.average, refd["average"], atol=1e-10)
+    np.testing.assert_allclose(rd.average, refd["average"], rtol=0, atol=1e-10)
 
 
 def test_numpy_input_matches_sklearn():
@@ -147,7 +147,7 @@ def test_numpy_input_matches_sklearn():
     res = partial_dependence(model, X, [0, (1, 2)])
     assert res[0].features == ("x0",) and res[1].features == ("x1", "x2")
     ref = sk_pd(model, X, [1, 2], custom_values={1: res[1].grid[0], 2: res[1].grid[1]}, method="brute", kind="average")
-    np.testing.assert_allclose(res[1].average, ref["average"], atol=1e-10)
+    np.testing.assert_allclose(res[1].average, ref["average"], rtol=0, atol=1e-10)
 
 
 def test_crisp_classifier_counts_sum_to_rows():
@@ -157,8 +157,8 @@ def test_crisp_classifier_counts_sum_to_rows():
     r, r2 = partial_dependence(model, X, ["a", ("a", "c")], response="predict")
     assert r.response == "crisp" and r.targets == ("A", "B", "C")
     counts = r.class_counts()
-    np.testing.assert_allclose(counts.sum(axis=0), len(X))
-    np.testing.assert_allclose(r2.class_counts().sum(axis=0), len(X))
+    np.testing.assert_allclose(counts.sum(axis=0), len(X), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(r2.class_counts().sum(axis=0), len(X), rtol=0, atol=1e-12)
     # each class count equals a direct count of predicted labels at that grid value
     for j, v in enumerate(r.grid[0]):
         Xv = X.copy()
@@ -174,7 +174,7 @@ def test_centered_curves_start_at_zero(uniform_xyz):
     assert np.all(res[0].average[..., 0] == 0)
     assert np.all(res[1].average[..., 0, 0] == 0)
     plain = partial_dependence(analytic, uniform_xyz, ["x1"])[0]
-    np.testing.assert_allclose(res[0].average, plain.average - plain.average[..., :1], atol=1e-12)
+    np.testing.assert_allclose(res[0].average, plain.average - plain.average[..., :1], rtol=0, atol=1e-12)
 
 
 def test_subsample_keeps_ice_rows_but_pd_uses_all(uniform_xyz):
@@ -183,8 +183,8 @@ def test_subsample_keeps_ice_rows_but_pd_uses_all(uniform_xyz):
     again = partial_dependence(analytic, uniform_xyz, ["x1"], subsample=50, random_state=3)[0]
     assert sub.individual.shape == (1, 50, full.grid_shape[0])
     np.testing.assert_array_equal(sub.ice_rows, again.ice_rows)
-    np.testing.assert_allclose(sub.individual[0], full.individual[0, sub.ice_rows], atol=0)
-    np.testing.assert_allclose(sub.average, full.average, atol=1e-12)
+    np.testing.assert_allclose(sub.individual[0], full.individual[0, sub.ice_rows], rtol=0, atol=0)
+    np.testing.assert_allclose(sub.average, full.average, rtol=0, atol=1e-12)
 
 
 def test_density_counts_nearest_grid_point():
@@ -194,7 +194,7 @@ def test_density_counts_nearest_grid_point():
     assert r.n_missing == (1,)
     np.testing.assert_array_equal(rc.counts, [3, 3, 1])
     assert r2.counts.sum() == 6 and r2.counts[1, 1] == 3
-    np.testing.assert_allclose(r.density, np.array([2, 3, 1]) / 7)
+    np.testing.assert_allclose(r.density, np.array([2, 3, 1]) / 7, rtol=0, atol=1e-12)
 
 
 def test_nan_constant_and_dominant_columns():
@@ -225,8 +225,8 @@ def test_grid_quantile_and_uniform_and_integers():
     rq, ru, ri, rf = partial_dependence(f, X, ["f", "f", "i", "few"], grid_resolution=10)[0:1] + partial_dependence(
         f, X, ["f"], grid_resolution=10, grid_method="uniform"
     ) + partial_dependence(f, X, ["i", "few"], grid_resolution=10)
-    np.testing.assert_allclose(rq.grid[0], np.quantile(X.f, np.linspace(0.05, 0.95, 10)))
-    np.testing.assert_allclose(ru.grid[0], np.linspace(*np.quantile(X.f, [0.05, 0.95]), 10))
+    np.testing.assert_allclose(rq.grid[0], np.quantile(X.f, np.linspace(0.05, 0.95, 10)), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ru.grid[0], np.linspace(*np.quantile(X.f, [0.05, 0.95]), 10), rtol=0, atol=1e-12)
     assert ri.grid[0].dtype.kind == "i" and np.all(np.diff(ri.grid[0]) > 0)
     assert rf.grid[0].tolist() == [0, 1, 2, 3]
 
@@ -261,8 +261,8 @@ def test_multioutput_regression_targets():
     model = LinearRegression().fit(X, Y)
     (r,) = partial_dependence(model, X, ["p"])
     assert r.targets == ("output_0", "output_1")
-    np.testing.assert_allclose(np.diff(r.average[0]) / np.diff(r.grid[0]), 2.0, atol=1e-10)
-    np.testing.assert_allclose(np.diff(r.average[1]) / np.diff(r.grid[0]), -1.0, atol=1e-10)
+    np.testing.assert_allclose(np.diff(r.average[0]) / np.diff(r.grid[0]), 2.0, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(np.diff(r.average[1]) / np.diff(r.grid[0]), -1.0, rtol=0, atol=1e-10)
     (r1,) = partial_dependence(model, X, ["p"], target=1)
     assert r1.targets == ("output_1",)
 
@@ -285,7 +285,7 @@ def test_compute_all_every_feature_and_pair(german):
     assert serial[0].individual is not None and serial[4].individual is None
     parallel = compute_all(model, X, features=cols, grid_resolution=8, n_jobs=2)
     for a, b in zip(serial, parallel):
-        np.testing.assert_allclose(a.average, b.average, atol=1e-12)
+        np.testing.assert_allclose(a.average, b.average, rtol=0, atol=1e-12)
     # 2D grid coarser when asked
     coarse = compute_all(model, X, features=["age", "credit_amount"], grid_resolution=8, grid_resolution_2d=4)
     assert coarse[2].grid_shape == (4, 4)

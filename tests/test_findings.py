@@ -30,7 +30,7 @@ def test_centred_ice_variance_is_zero_for_additive_and_unused_features(U):
     # the paper's uncentred eq. 12 reads the level spread caused by the other features instead
     raw = audit(additive, U, config=AuditConfig(pairs=False, ice_variance_centering="none"))
     pred_sd = additive(U).std()
-    assert _by_feature(raw, "ice_variance")["d"] == pytest.approx(pred_sd, rel=1e-9)
+    assert _by_feature(raw, "ice_variance")["d"] == pytest.approx(pred_sd, rel=0, abs=1e-12)
 
 
 def test_centred_ice_variance_of_a_product_is_sd_times_weighted_grid_sd(U):
@@ -44,12 +44,12 @@ def test_centred_ice_variance_of_a_product_is_sd_times_weighted_grid_sd(U):
     grid_sd = np.sqrt(np.sum(w * (grid - np.sum(w * grid)) ** 2))
     # ICE_r(a) = a * b_r + const_r: centred curves differ only by b_r * (a - mean_w a)
     expected = U["b"].std(ddof=0) * grid_sd
-    assert a.score("a", "ice_variance").value == pytest.approx(expected, rel=1e-9)
+    assert a.score("a", "ice_variance").value == pytest.approx(expected, rel=0, abs=1e-12)
     assert a.score("c", "ice_variance").value < 1e-12
     # 'first' anchoring: variance of b_r * (a_j - a_0), weighted over the grid
     first = audit(model, U, config=AuditConfig(pairs=False, subsample=None, ice_variance_centering="first"))
     expected_first = U["b"].std(ddof=0) * np.sqrt(np.sum(w * (grid - grid[0]) ** 2))
-    assert first.score("a", "ice_variance").value == pytest.approx(expected_first, rel=1e-9)
+    assert first.score("a", "ice_variance").value == pytest.approx(expected_first, rel=0, abs=1e-12)
 
 
 def test_bad_centering_is_a_clear_config_error():
@@ -72,7 +72,7 @@ def test_a_straight_line_is_never_abrupt_but_a_step_is(U):
     r = a.pd("a")
     f = r.average[0]
     span = float(r.grid[0][-1] - r.grid[0][0])
-    assert s.details["bound"][0] == pytest.approx(3.0 * (f.max() - f.min()) / span)
+    assert s.details["bound"][0] == pytest.approx(3.0 * (f.max() - f.min()) / span, rel=0, abs=1e-12)
 
 
 # ------------------------------------------------------------------ noise floor and materiality
@@ -129,14 +129,14 @@ def test_planted_effects_are_the_findings(planted):
 def test_materiality_threshold_is_a_fraction_of_the_prediction_sd(planted):
     a = planted
     sd = float(a.metadata["prediction_std"][0])
-    assert sd == pytest.approx(_planted(_planted_data()).std(), rel=1e-12)
+    assert sd == pytest.approx(_planted(_planted_data()).std(), rel=0, abs=1e-12)
     e = a.evidence["monotonicity"][("bump",)]
-    assert e.threshold == pytest.approx(0.05 * sd)
+    assert e.threshold == pytest.approx(0.05 * sd, rel=0, abs=1e-12)
     flat = a.evidence["monotonicity"][("unused",)]
     assert not flat.material and "not material" in flat.why
     # a stricter materiality removes the bump's finding without touching its score
     strict = audit(_planted, _planted_data(), config=AuditConfig(pairs=False, materiality=0.5))
-    assert strict.score("bump", "monotonicity").value == pytest.approx(a.score("bump", "monotonicity").value)
+    assert strict.score("bump", "monotonicity").value == pytest.approx(a.score("bump", "monotonicity").value, rel=0, abs=1e-12)
     assert _passed(strict, "monotonicity") == set()
 
 
@@ -155,7 +155,7 @@ def test_monte_carlo_p_value_and_adjustments():
     from autopdp.significance import adjust_p_values, monte_carlo_p
 
     null = np.linspace(0.0, 1.0, 199)
-    assert monte_carlo_p(0.5, null) == pytest.approx((1 + 100) / 200)
+    assert monte_carlo_p(0.5, null) == pytest.approx((1 + 100) / 200, rel=0, abs=1e-12)
     assert monte_carlo_p(0.0, null) == 1.0
     p_far = monte_carlo_p(10.0, np.abs(np.random.default_rng(0).standard_normal(500)))
     assert 0 < p_far < 1 / 501  # extrapolated beyond the largest draw
@@ -165,8 +165,8 @@ def test_monte_carlo_p_value_and_adjustments():
     assert monte_carlo_p(6.0, draws) == pytest.approx(2 * stats.norm.sf(6.0), rel=0.3)
     p = np.array([0.01, 0.04, 0.03, 0.5])
     # Benjamini-Hochberg by hand: p_(i) * m / i, made monotone from the top
-    np.testing.assert_allclose(adjust_p_values(p, "bh"), [0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
-    np.testing.assert_allclose(adjust_p_values(p, "holm"), [0.04, 0.09, 0.09, 0.5])
+    np.testing.assert_allclose(adjust_p_values(p, "bh"), [0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(adjust_p_values(p, "holm"), [0.04, 0.09, 0.09, 0.5], rtol=0, atol=1e-12)
 
 
 def test_association_tests_match_scipy():
@@ -178,15 +178,15 @@ def test_association_tests_match_scipy():
     a = rng.normal(size=300)
     b = a + rng.normal(size=300)
     v, p = association_test(a, "numeric", b, "numeric")
-    assert v == pytest.approx(abs(stats.spearmanr(a, b).statistic)) and p == pytest.approx(stats.spearmanr(a, b).pvalue)
+    assert v == pytest.approx(abs(stats.spearmanr(a, b).statistic), rel=0, abs=1e-12) and p == pytest.approx(stats.spearmanr(a, b).pvalue, rel=0, abs=1e-12)
     c = rng.choice(list("xyz"), 300)
     v, p = association_test(c, "categorical", b, "numeric")
     groups = [b[c == k] for k in "xyz"]
-    assert p == pytest.approx(stats.f_oneway(*groups).pvalue)
+    assert p == pytest.approx(stats.f_oneway(*groups).pvalue, rel=0, abs=1e-12)
     d = rng.choice(list("uv"), 300)
     v, p = association_test(c, "categorical", d, "categorical")
     table = pd.crosstab(c, d).to_numpy()
-    assert p == pytest.approx(stats.chi2_contingency(table, correction=False).pvalue)
+    assert p == pytest.approx(stats.chi2_contingency(table, correction=False).pvalue, rel=0, abs=1e-12)
 
 
 def test_report_shows_evidence_and_no_finding_wording(planted):
@@ -264,8 +264,8 @@ def test_rows_outside_the_grid_are_reported_with_the_pd_there():
     assert set(out) == {("x", "below"), ("x", "above"), ("z", "below"), ("z", "above")}
     top = float(a.pd("x").grid[0][-1])
     above = out[("x", "above")]
-    assert above["share"] == pytest.approx(float((X["x"] > top).mean()))
-    assert above["median"] == pytest.approx(float(np.median(X["x"][X["x"] > top])))
+    assert above["share"] == pytest.approx(float((X["x"] > top).mean()), rel=0, abs=1e-12)
+    assert above["median"] == pytest.approx(float(np.median(X["x"][X["x"] > top])), rel=0, abs=1e-12)
     # the step beyond the grid's top: the PD there is 2 higher than at the top grid value, and that is material
     assert above["pd_beyond"] - above["pd_edge"] == pytest.approx(2.0, abs=1e-9)
     assert above["material"] and not out[("x", "below")]["material"]
@@ -290,7 +290,7 @@ def test_similarity_finding_is_the_feature_the_challenger_changed():
     shift = float(np.mean(np.exp(-(X["bump"].to_numpy() ** 2) / 0.4)))
     for f in ["line", "step", "p1", "p2", "unused", "indep"]:
         s = a.score(f, "similarity:challenger")
-        assert s.details["level_shift"] == pytest.approx(shift, rel=1e-9)
+        assert s.details["level_shift"] == pytest.approx(shift, rel=0, abs=1e-12)
         assert s.details["shape_gap"] < 1e-12
     assert a.score("bump", "similarity:challenger").details["shape_gap"] > 0.1
     assert ("bump",) in _passed(a, "similarity:challenger")

@@ -66,6 +66,28 @@ FAILING = [
 ]
 
 
+def _gap_to_mean(r):
+    f, w = np.asarray(r.average[0], dtype=float), np.asarray(r.density, dtype=float)
+    assert np.all(np.diff(f) > 0)
+    return float(np.sqrt(np.sum(w * (f - f.mean()) ** 2) / np.sum(w)))
+
+
+# per failing check: (feature, the policy's threshold, the measured value when the audit fixes it)
+KNOWN = {
+    # a's PD increases, so its least-squares decreasing fit (eq. 6, unweighted) is the flat mean of the PD:
+    # the gap is the density-weighted rms distance of the PD from its mean
+    "monotonicity[a]": ("a", 0.01, lambda a: pytest.approx(_gap_to_mean(a.pd("a")), rel=0, abs=1e-12)),
+    "lipschitz[a]": ("a", 0.001, None),  # measured with the policy's bound
+    "incidence[a]": ("a", 0.0001, lambda a: a.score("a", "incidence").value),
+    "slope[b]": ("b", 0.0001, lambda a: a.score("b", "slope").value),
+    "importance_min[c]": ("c", 0.5, lambda a: float(a.importance.loc["c"].max())),
+    "importance_forbidden[a]": ("a", 1.0, 1.0),  # a drives the logit (1.5 a): rank 1
+    "importance_required[c]": ("c", 0.2, lambda a: float(a.importance.loc["c"].max())),
+    "importance_required_rank[c]": ("c", 1.0, 3.0),  # c is unused: last of three
+    "similarity[a]": ("a", 0.05, lambda a: a.score("a", "similarity:champion").value),
+}
+
+
 @pytest.mark.parametrize("policy,failing", FAILING, ids=[f for _, f in FAILING])
 def test_each_kind_of_check_can_fail(world, policy, failing):
     result = gate(world["audit"], policy)
@@ -73,7 +95,13 @@ def test_each_kind_of_check_can_fail(world, policy, failing):
     failed = {c.name for c in result.failures}
     assert failing in failed, failed
     check = next(c for c in result.failures if c.name == failing)
-    assert check.feature in check.name and check.message
+    feature, threshold, measured = KNOWN[failing]
+    a = world["audit"]
+    assert check.feature == feature and check.threshold == threshold
+    if measured is not None:  # the measured value is the audit's own number (or a known rank)
+        assert check.measured == (measured(a) if callable(measured) else measured), (check.measured, measured)
+    assert {"<=": check.measured > threshold, ">=": check.measured < threshold,
+            ">": check.measured <= threshold}[check.relation], (check.measured, check.relation, threshold)
     xml = ET.fromstring(result.to_junit_xml())
     cases = xml.findall(".//testcase")
     assert len(cases) == len(result.checks)

@@ -106,6 +106,39 @@ def test_failed_pdf_write_leaves_the_earlier_set_whole(files, tmp_path, capsys, 
     assert snapshot(out) == before  # same files, same bytes, nothing extra (no temp files, no staging folder)
 
 
+@pytest.mark.parametrize("failure", [OSError("No space left on device"), KeyboardInterrupt()], ids=["error", "ctrl-c"])
+def test_failure_after_a_file_reached_the_output_folder_restores_the_earlier_set(files, tmp_path, capsys, monkeypatch,
+                                                                                 failure):
+    """The run fails while committing, after the new results.json has replaced the old one in --out."""
+    import os
+
+    import autopdp._io as io_module
+
+    out = tmp_path / "out"
+    assert main(report_args(files, out, formats="json,html")) == 0
+    before = snapshot(out)
+    real_replace = os.replace
+    seen = []
+
+    def failing_replace(src, dst):
+        src, dst = Path(src), Path(dst)
+        if dst.parent == out and src.parent.name.startswith(".autopdp-staging-"):  # a new file into --out
+            if seen:
+                # the first new file is in place: --out already holds bytes of this run
+                assert (out / seen[0]).read_bytes() != before[seen[0]]
+                raise failure
+            seen.append(dst.name)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(io_module.os, "replace", failing_replace)
+    code = main(report_args(files, out, formats="json,html", config="other.toml"))
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert seen == ["results.json"]
+    assert code == (130 if isinstance(failure, KeyboardInterrupt) else 2)
+    assert snapshot(out) == before  # the earlier set, byte for byte, and nothing else
+
+
 def test_interrupted_run_leaves_the_earlier_set_whole(files, tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
     assert main(report_args(files, out)) == 0

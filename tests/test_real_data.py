@@ -21,7 +21,7 @@ def test_bike_sharing_tree_path_equals_brute_force(shared_csv):
     fast = autopdp.partial_dependence(model, X, feats, kind="average", method="tree", std_rows=0)
     brute = autopdp.partial_dependence(model, X, feats, kind="average", method="brute")
     for f, b in zip(fast, brute):
-        np.testing.assert_allclose(f.average, b.average, atol=1e-9)
+        np.testing.assert_allclose(f.average, b.average, rtol=0, atol=1e-9)
     hour = fast[1].average[0]
     assert hour[8] > 2 * hour[3]  # the morning rush is there
 
@@ -42,5 +42,17 @@ def test_adult_with_missing_values_audits_cleanly(shared_csv):
     occ = a.pd("occupation")
     assert occ.n_missing[0] == int(X["occupation"].isna().sum()) > 0
     assert all(isinstance(v, str) for v in occ.grid[0])  # NaN is never a level
-    assert a.ranking("incidence")["features"].iloc[0] is not None
+    # incidence of 'sex' by hand: the PD at each level against the share of y == 1 among that level's rows,
+    # weighted by the level's share of rows (eq. 4-5)
+    sex = a.pd("sex")
+    shares = X["sex"].value_counts(normalize=True)
+    rates = y.groupby(X["sex"]).mean()
+    levels = list(sex.grid[0])
+    gap = np.asarray(sex.average[0], dtype=float) - rates.loc[levels].to_numpy()
+    w = shares.loc[levels].to_numpy()
+    assert a.score("sex", "incidence").value == pytest.approx(float(np.sqrt(np.sum(w * gap**2) / w.sum())),
+                                                             rel=0, abs=1e-12)
+    ranked = a.ranking("incidence")
+    assert sorted(f for (f,) in ranked["features"]) == sorted(X.columns)
+    assert list(ranked["incidence"]) == sorted((a.score(f, "incidence").value for f in X.columns), reverse=True)
     assert a.importance.loc["education_num"].iloc[0] > a.importance.loc["sex"].iloc[0] / 10

@@ -1,7 +1,7 @@
 """Failures are visible: an expected condition is a named n/a, anything else a stage failure (CLI exit 3)."""
 
-import importlib
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -34,11 +34,9 @@ def _boom(*args, **kwargs):
 
 def test_sound_audit_has_no_failed_score(data):
     model, X, y = data
-    with pytest.warns() as record:
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
         a = audit(model, X, y, config=CFG)
-        import warnings
-
-        warnings.warn("sentinel", UserWarning)  # pytest.warns needs one warning; a StageFailureWarning must not be one
     assert not [w for w in record if issubclass(w.category, StageFailureWarning)]
     assert a.stage_failures == ()
     check_no_failed_scores(a.to_dict())
@@ -145,3 +143,35 @@ def test_gate_exits_3_on_a_stage_failure_even_when_the_checks_pass(files, tmp_pa
     args = _args(files, tmp_path / "g", "gate") + ["--policy", str(tmp_path / "policy.toml")]
     assert main(args) == 3
     assert json.loads((tmp_path / "g" / "gate.json").read_text())["passed"] is True
+
+
+def _pickle_of_a_missing_module() -> bytes:
+    # protocol-0 opcodes for "an instance of no_such_module.Thing": unpickling needs that module
+    return b"cno_such_module_autopdp\nThing\n(tR."
+
+
+@pytest.mark.parametrize("name,content,trust,message", [
+    ("g.skops", b"garbage", False, r"cannot read model file .* as skops: BadZipFile"),
+    ("g.pkl", b"garbage", True, r"cannot load model file .*: (UnpicklingError|ValueError)"),
+    ("m.pkl", _pickle_of_a_missing_module(), True, r"cannot load model file .*: ModuleNotFoundError"),
+    ("g.parquet", b"garbage\n" * 4, None, r"g\.parquet.*Parquet"),
+])
+def test_unreadable_files_are_bad_input_naming_the_file(tmp_path, name, content, trust, message):
+    """Reading a damaged file is an expected condition: a ValueError (CLI exit 2) naming the file and the error."""
+    from autopdp.loading import load_data, load_model
+
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        load_data(path) if trust is None else load_model(path, trust_model=trust)
+
+
+def test_skops_zip_without_a_schema_is_bad_input(tmp_path):
+    import zipfile
+
+    from autopdp.loading import load_model
+
+    with zipfile.ZipFile(tmp_path / "m.skops", "w") as z:
+        z.writestr("notes.txt", "not a model")
+    with pytest.raises(ValueError, match=r"cannot read model file .* as skops: KeyError"):
+        load_model(tmp_path / "m.skops")

@@ -10,7 +10,8 @@ from sklearn.ensemble import (
 )
 from sklearn.inspection import partial_dependence as sk_pd
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OrdinalEncoder, StandardScaler
+from sklearn.decomposition import PCA
+from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, PolynomialFeatures, StandardScaler
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from autopdp import partial_dependence
@@ -76,7 +77,7 @@ def test_tree_path_with_sample_weights_and_pipeline(data):
     brute = partial_dependence(model, Xc, feats, kind="average", method="brute", sample_weight=w)
     for f, b in zip(fast, brute):
         assert f.method == "tree"
-        np.testing.assert_allclose(f.average, b.average, atol=1e-9)
+        np.testing.assert_allclose(f.average, b.average, rtol=0, atol=1e-9)
 
 
 def test_differs_from_sklearn_recursion_under_correlation(data):
@@ -86,7 +87,7 @@ def test_differs_from_sklearn_recursion_under_correlation(data):
     (fast,) = partial_dependence(model, X, ["a"], kind="average", method="tree", std_rows=0)
     (rec,) = partial_dependence(model, X, ["a"], kind="average", method="recursion")
     ref = sk_pd(model, X, ["a"], custom_values={"a": fast.grid[0]}, method="brute", kind="average")
-    np.testing.assert_allclose(fast.average, ref["average"], atol=1e-9)
+    np.testing.assert_allclose(fast.average, ref["average"], rtol=0, atol=1e-9)
     assert rec.method == "recursion" and "recursion" in rec.notes[0]
     assert np.abs(rec.average - fast.average).max() > 1e-3
 
@@ -102,16 +103,54 @@ def test_auto_falls_back_to_brute_and_says_so(data):
         partial_dependence(ada, X, ["a"], method="tree")
 
 
+NON_ELEMENTWISE = [
+    ("one-hot", lambda: make_pipeline(make_column_transformer((OneHotEncoder(), ["e"]), remainder="passthrough"),
+                                      RandomForestRegressor(n_estimators=15, random_state=0)), ["e", ("e", "a")]),
+    ("PCA", lambda: make_pipeline(PCA(random_state=0), DecisionTreeRegressor(max_depth=6, random_state=0)),
+     ["a", "e", ("a", "b")]),
+    ("polynomial", lambda: make_pipeline(PolynomialFeatures(2), GradientBoostingRegressor(n_estimators=20, random_state=0)),
+     ["a", "e", ("a", "b")]),
+]
+
+
+@pytest.mark.parametrize("label,make,refused", NON_ELEMENTWISE, ids=[m[0] for m in NON_ELEMENTWISE])
+def test_non_elementwise_preprocessing_takes_the_brute_path_and_says_so(data, label, make, refused):
+    """A feature that reaches the trees through several columns (one-hot, PCA, polynomial terms) cannot use the
+    tree path: auto takes brute force, says why, and gives scikit-learn's brute-force PD on the same grid."""
+    X, y_reg, _, _ = data
+    model = make().fit(X, y_reg)
+    results = partial_dependence(model, X, refused, kind="average")
+    for r in results:
+        assert r.method == "brute", (label, r.features)
+        note = next(n for n in r.notes if n.startswith("Computed by brute force: the exact tree path does not apply"))
+        assert "does not reach the trees as one column" in note, note
+        ref = sk_pd(model, X, list(r.features), custom_values=dict(zip(r.features, r.grid)), method="brute",
+                    kind="average")
+        np.testing.assert_allclose(r.average, ref["average"], rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="method='tree' does not apply: .* does not reach the trees as one column"):
+        partial_dependence(model, X, refused[:1], method="tree")
+
+
+def test_one_hot_leaves_elementwise_columns_on_the_tree_path(data):
+    """Only the one-hot encoded feature is refused: a passthrough column of the same pipeline stays exact."""
+    X, y_reg, _, _ = data
+    model = NON_ELEMENTWISE[0][1]().fit(X, y_reg)
+    (a,) = partial_dependence(model, X, ["a"], kind="average", std_rows=0)
+    ref = sk_pd(model, X, ["a"], custom_values={"a": a.grid[0]}, method="brute", kind="average")
+    assert a.method == "tree"
+    np.testing.assert_allclose(a.average, ref["average"], rtol=0, atol=1e-9)
+
+
 def test_tree_path_spread_from_sampled_rows(data):
     X, y_reg, _, _ = data
     model = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y_reg)
     (fast,) = partial_dependence(model, X, [("a", "c")], kind="average", std=True, std_rows=400)
     (brute,) = partial_dependence(model, X, [("a", "c")], kind="average", method="brute")
-    np.testing.assert_allclose(fast.average, brute.average, atol=1e-9)
-    np.testing.assert_allclose(fast.std, brute.std, atol=1e-9)  # all 400 rows sampled: the same spread
+    np.testing.assert_allclose(fast.average, brute.average, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast.std, brute.std, rtol=0, atol=1e-9)  # all 400 rows sampled: the same spread
     (ice,) = partial_dependence(model, X, ["a"], subsample=50, random_state=1)
     assert ice.method == "tree" and ice.individual.shape == (1, 50, ice.grid_shape[0])
-    np.testing.assert_allclose(ice.individual.mean(axis=1), brute_mean_on(model, X, ice), atol=1e-9)
+    np.testing.assert_allclose(ice.individual.mean(axis=1), brute_mean_on(model, X, ice), rtol=0, atol=1e-9)
 
 
 def brute_mean_on(model, X, res):
