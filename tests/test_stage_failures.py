@@ -63,6 +63,7 @@ def test_planted_failing_utility_is_a_stage_failure_not_a_silent_na(data, monkey
         check_no_failed_scores(d)
     html = a.to_html()
     assert 'id="stage-failures"' in html and "RuntimeError: planted bug" in html
+    assert "3 stage failure(s)" in a._repr_html_()
 
 
 def test_planted_failing_trust_statistic_is_a_stage_failure(data, monkeypatch):

@@ -449,6 +449,7 @@ def notebook_context(audit) -> dict:
         "cautions": _cautions(audit),
         "surrogate": audit.metadata.get("surrogate"),
         "importance": [{"feature": str(k), "value": fmt(v)} for k, v in imp.items()],
+        "stage_failures": [f.text for f in getattr(audit, "stage_failures", ())],
     }
 
 
