@@ -41,6 +41,11 @@ __all__ = ["NodeForest", "extract_forest", "RowKernel", "LINKS", "apply_link"]
 LINKS = {0: "identity", 1: "sigmoid", 2: "softmax", 3: "exp"}
 NUMERIC, CATEGORICAL, ZERO_MISSING = 0, 1, 2
 MAX_GRID = 64
+#: ``known`` of a categorical node whose unlisted categories all go right (XGBoost); codes up to
+#: 32 * XGB_CATEGORY_WORDS - 1 are covered (a larger code routes as missing and the extraction's
+#: check against the model refuses the path)
+ALL_CATEGORIES = object()
+XGB_CATEGORY_WORDS = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,9 +106,14 @@ class _Builder:
         n = len(self.cols["feature"])
         top = max([int(max(c)) for c, _ in self.cats if c is not None and len(c)] + [0])
         words = top // 32 + 1
+        if any(k is ALL_CATEGORIES for _, k in self.cats):
+            words = max(words, XGB_CATEGORY_WORDS)
         catbits = np.zeros((n, words), dtype=np.uint32)
         catknown = np.zeros((n, words), dtype=np.uint32)
         for i, (cats, known) in enumerate(self.cats):
+            if known is ALL_CATEGORIES:
+                catknown[i, :] = np.uint32(0xFFFFFFFF)
+                known = None
             for arr, target in ((cats, catbits), (known, catknown)):
                 if arr is None:
                     continue
@@ -284,7 +294,8 @@ def _xgboost(model, adapter):
             mleft = row.Missing == row.Yes
             cats = getattr(row, "Category", None)
             if isinstance(cats, (list, tuple, np.ndarray)):
-                b.node(f, 0.0, CATEGORICAL, mleft, left, right, cats=[int(c) for c in cats], known=None)
+                # XGBoost: a listed category goes to Yes, every other category to No, NaN to Missing
+                b.node(f, 0.0, CATEGORICAL, mleft, left, right, cats=[int(c) for c in cats], known=ALL_CATEGORIES)
             else:
                 t32 = float(np.nextafter(np.float32(row.Split), np.float32(-np.inf)))
                 b.node(f, t32, NUMERIC, mleft, left, right)

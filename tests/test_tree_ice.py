@@ -131,3 +131,26 @@ def test_extraction_that_does_not_reproduce_the_model_is_refused(data):
     plan.forest.value[:] *= 2.0  # a wrong extraction
     with pytest.raises(TreePathUnavailable, match="do not reproduce the model's predictions"):
         plan.kernel(np.ones(len(X)))
+
+
+def test_xgboost_unlisted_categories_go_right_not_to_missing():
+    """Adult-like: 40 levels, missing values routed left; a partition split lists only some levels and
+    every unlisted level must follow XGBoost's No branch, not the missing-value direction."""
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(21)
+    n = 600
+    levels = [f"c{i:02d}" for i in range(40)]
+    g = pd.Series(rng.choice(levels, n))
+    g[rng.choice(n, 60, replace=False)] = np.nan
+    X = pd.DataFrame({"g": pd.Categorical(g, categories=levels), "x": rng.normal(size=n)})
+    effect = {lev: (1.5 if i % 3 == 0 else -1.0 if i % 3 == 1 else 0.2) for i, lev in enumerate(levels)}
+    score = X.g.map(effect).astype(float).fillna(2.0) + X.x
+    y = (score + rng.normal(0, 0.3, n) > 0.3).astype(int)
+    model = xgb.XGBClassifier(n_estimators=25, max_depth=4, enable_categorical=True, tree_method="hist",
+                              random_state=0).fit(X, y)
+    fast = partial_dependence(model, X, ["g", ("g", "x")], kind="both", method="tree", grid_resolution=6)
+    brute = partial_dependence(model, X, ["g", ("g", "x")], kind="both", method="brute", grid_resolution=6)
+    for f, b in zip(fast, brute):
+        assert f.method == "tree"
+        np.testing.assert_allclose(f.individual, b.individual, rtol=0, atol=2e-6)
+        np.testing.assert_allclose(f.std, b.std, rtol=0, atol=2e-6)
