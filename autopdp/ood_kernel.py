@@ -16,8 +16,11 @@ def _term(kind, a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always", nogil=True)
-def _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, n_full):  # pragma: no cover - compiled
-    """Count row r as a neighbour of row i's augmented rows within the edge; returns the new ``n_full``."""
+def _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full):  # pragma: no cover
+    """Count row r as a neighbour of row i's augmented rows within the edge; returns the new ``n_full``.
+
+    ``a_full[a]``: how many cells of grid row a already have k neighbours (a full row is skipped).
+    """
     base = d2[i, r] - _term(kinds[0], values[0, i], values[0, r])
     if n_features == 2:
         base -= _term(kinds[1], values[1, i], values[1, r])
@@ -25,6 +28,8 @@ def _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, n_full): 
         return n_full
     A, B = cnt.shape
     for a in range(A):
+        if a_full[a] == B:
+            continue
         da = base + _term(kinds[0], ga[a], values[0, r])
         if da > edge2:
             continue
@@ -36,6 +41,7 @@ def _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, n_full): 
             cnt[a, b] += 1
             if cnt[a, b] == k:
                 n_full += 1
+                a_full[a] += 1
     return n_full
 
 
@@ -54,21 +60,23 @@ def count_outside(lo_, hi_, bounds, d2, near, values, kinds, n_features, ga, gb,
     B = gb.shape[0] if n_features == 2 else 1
     G = A * B
     cnt = np.zeros((A, B), dtype=np.int64)
+    a_full = np.zeros(A, dtype=np.int64)
     seen = np.zeros(m, dtype=np.bool_)
     for blk in range(lo_, hi_):
         for i in range(bounds[blk], bounds[blk + 1]):
             cnt[:, :] = 0
+            a_full[:] = 0
             n_full = 0
             for q in range(near.shape[1]):
                 r = near[i, q]
                 seen[r] = True
                 if n_full < G:
-                    n_full = _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, n_full)
+                    n_full = _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full)
             if n_full < G:
                 for r in range(m):
                     if r == i or seen[r]:
                         continue
-                    n_full = _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, n_full)
+                    n_full = _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full)
                     if n_full == G:
                         break
             for q in range(near.shape[1]):
