@@ -342,18 +342,35 @@ def _recursion_result(setup: _Setup, specs) -> PDResult:
     )
 
 
-def _groups(setup: _Setup, jobs, n_workers: int):
+def _groups(setup: _Setup, jobs, n_workers: int, distributed: bool = False):
     """Consecutive feature sets packed so each group fills about one model call.
 
     The groups never depend on the number of workers (``n_workers`` is not
     used to cut them): every model call then holds the same rows whatever
     ``n_jobs`` or the scheduler, so results are identical to the last bit.
     Large jobs are cut into at least ~8 groups so several workers share them.
+    On the tree path run here, consecutive feature sets go in one group, so
+    the kernel's per-row tables (1D ICE, leaf codes) are built once for all of
+    them, except that the ICE curves kept by one group stay within
+    ``max_batch_mb``.
     """
     if setup.tree_plan() is not None and not setup.centered:
         # the tree path answers many feature sets in one compiled call: a few large groups
-        per = min(256, max(1, -(-len(jobs) // 8)))
-        return [jobs[i:i + per] for i in range(0, len(jobs), per)]
+        if distributed:
+            per = min(256, max(1, -(-len(jobs) // 8)))
+            return [jobs[i:i + per] for i in range(0, len(jobs), per)]
+        n_keep = setup.frame.n_rows if setup.ice_rows is None else len(setup.ice_rows)
+        per_row = 8.0 * max(1, len(setup.adapter.targets or ())) * n_keep
+        groups: list = []
+        filled = 0.0
+        for job in jobs:  # in order; a new group where keeping changes or the kept curves fill the budget
+            size = per_row * int(np.prod([setup.spec(p).size for p in job[0]])) if job[1] else 0.0
+            if not groups or groups[-1][-1][1] != job[1] or (job[1] and filled + size > setup.max_batch_bytes):
+                groups.append([])
+                filled = 0.0
+            groups[-1].append(job)
+            filled += size
+        return groups
     sizes = [augmented_rows(setup.frame, [setup.spec(p) for p in pos]) for pos, _ in jobs]
     target = rows_per_batch(setup.frame, len(setup.adapter.targets), setup.max_batch_bytes)
     target = max(1, min(target, sum(sizes) // 8))
@@ -397,7 +414,7 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
             setup._plan = None
             if setup.method == "tree":
                 raise ValueError(f"method='tree' does not apply: {exc}.") from None
-    groups = _groups(setup, jobs, workers)
+    groups = _groups(setup, jobs, workers, distributed=scheduler is not None)
     bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
     out: list[PDResult] = []
     try:

@@ -1,18 +1,22 @@
 """Exact ICE curves of tree ensembles, row by row, without predicting.
 
-For one row and one tree, when the explained features S vary and the row's
-other values stay fixed, the leaves the row can reach are found by walking the
-tree once: at a split on a feature of S both children are followed (each with
-the grid points of that feature that go there), at any other split only the
-child the row's own value goes to.  Every reached leaf covers a block of the
-grid; its value is the tree's output there.  Trees whose path for the row does
-not touch S contribute the row's own leaf at every grid point.  Summing the
-trees gives the row's exact raw score (margin) at every grid point, so
+For one row and one tree, a leaf is reached when the features of a set S
+move to some grid values exactly when the row's own values meet the leaf's
+conditions on every feature outside S and the grid values meet those on S.
+So one depth-first walk per row and tree, following every branch that breaks
+the conditions of at most two features, finds all it takes:
 
-* ICE curves, their weighted mean (the PD) and their spread (std, stderr) are
-  exact on every row, and
-* the model's link (sigmoid, softmax, exp) is applied per row and grid point
-  before averaging, so probability-scale PDs of boosted classifiers are exact.
+* the leaves breaking none (the row's own leaf) or only feature j: summed over
+  trees, the row's exact raw score (margin) at every grid point of j, the 1D
+  ICE curve, for every feature at once;
+* for 2D sets (j, k), the few leaves with conditions on both features: the
+  row's raw score at (g_a, g_b) is its 1D ICE in j plus its 1D ICE in k minus
+  its own score, plus their interaction terms (the comment above
+  :func:`autopdp.tree_kernels.leaf_masks` derives it).
+
+The model's link (sigmoid, softmax, exp) is then applied per row and grid
+point before averaging, so ICE curves, PDs of boosted classifiers on the
+probability scale and their spread (std, stderr) are exact on every row.
 
 Splits are routed as the libraries route them: numeric thresholds, missing
 values (NaN) to the side each node learnt, native categorical splits by the
@@ -421,10 +425,63 @@ def in_parallel(fn, n: int, *args, pieces_per_thread: int = 4) -> None:
         list(pool.map(lambda i: fn(int(bounds[i]), int(bounds[i + 1]), *args), range(len(bounds) - 1)))
 
 
-def _get_kernels():
-    from .tree_kernels import grid_masks, ice_sets, own_paths
 
-    return own_paths, grid_masks, ice_sets
+
+@dataclass(frozen=True, eq=False)
+class LeafPaths:
+    """The root-to-leaf paths of a forest's leaves (leaf to root, -1 padded).
+
+    ``node``/``left``/``feature`` (n_leaves, depth): each path's split nodes, whether the path
+    goes left there, and the node's feature; ``bits`` (n_leaves, words) uint64: the features
+    with conditions, as bitsets; ``leaf`` (n_leaves,): the leaves' node ids; ``pos``
+    (n_nodes,): a leaf node's row here (-1 for splits).  ``multi``: the rows of the leaves with
+    conditions on two or more features, and ``multi_pos`` (n_nodes,) a leaf node's place among
+    them (-1 otherwise).
+    """
+
+    node: np.ndarray
+    left: np.ndarray
+    feature: np.ndarray
+    bits: np.ndarray
+    leaf: np.ndarray
+    pos: np.ndarray
+    multi: np.ndarray
+    multi_pos: np.ndarray
+
+    @classmethod
+    def of(cls, forest: NodeForest, words: int) -> "LeafPaths":
+        n = forest.feature.size
+        split = np.flatnonzero(forest.feature >= 0)
+        parent = np.full(n, -1, dtype=np.int64)
+        went_left = np.zeros(n, dtype=bool)
+        parent[forest.left[split]] = split
+        parent[forest.right[split]] = split
+        went_left[forest.left[split]] = True
+        leaves = np.flatnonzero(forest.feature < 0)
+        nodes, lefts = [], []
+        cur = leaves.copy()
+        while True:  # one column per level, leaf to root
+            up = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1)
+            if not (up >= 0).any():
+                break
+            nodes.append(up)
+            lefts.append(np.where(cur >= 0, went_left[np.maximum(cur, 0)], False))
+            cur = up
+        node = np.column_stack(nodes) if nodes else np.full((leaves.size, 1), -1, dtype=np.int64)
+        left = np.column_stack(lefts) if lefts else np.zeros((leaves.size, 1), dtype=bool)
+        feature = np.where(node >= 0, forest.feature[np.maximum(node, 0)], -1)
+        bits = np.zeros((leaves.size, words), dtype=np.uint64)
+        li, d = np.nonzero(node >= 0)
+        f = feature[li, d]
+        np.bitwise_or.at(bits, (li, f >> 6), np.left_shift(np.uint64(1), (f & 63).astype(np.uint64)))
+        n_features = np.unpackbits(bits.view(np.uint8), axis=1).sum(axis=1)
+        multi = np.flatnonzero(n_features >= 2)
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[leaves] = np.arange(leaves.size)
+        multi_pos = np.full(n, -1, dtype=np.int64)
+        multi_pos[leaves[multi]] = np.arange(multi.size)
+        return cls(node=np.ascontiguousarray(node), left=np.ascontiguousarray(left), feature=feature, bits=bits,
+                   leaf=leaves, pos=pos, multi=multi, multi_pos=multi_pos)
 
 
 class RowKernel:
@@ -440,11 +497,12 @@ class RowKernel:
     offset : ndarray (K,)
         The constant part of the raw score.
     chunk_bytes : float
-        Memory for the per-chunk own-path tables (rows are processed in chunks).
+        Memory for the per-chunk row tables (each row's 1D ICE raw scores and leaf codes, or its
+        own-path tables); rows are processed in chunks.
     """
 
     def __init__(self, forest: NodeForest, Z: np.ndarray, w: np.ndarray, offset: np.ndarray,
-                 chunk_bytes: float = 64e6):
+                 chunk_bytes: float = 128e6):
         self.forest = forest
         Z = np.asarray(Z, dtype=np.float64)
         self.Z = np.ascontiguousarray(Z.astype(np.float32).astype(np.float64) if forest.float32 else Z)
@@ -452,25 +510,20 @@ class RowKernel:
         self.offset = np.ascontiguousarray(offset, dtype=np.float64)
         self.words = max(1, (self.Z.shape[1] + 63) // 64)
         per_row = forest.roots.size * (8 + 8 * self.words)
+        self.chunk_bytes = chunk_bytes
         self.chunk = max(1, int(chunk_bytes // max(per_row, 1)))
+        self._paths = None
 
     def own(self, rows: slice):
-        """(own leaf per row and tree, features on each row's path per tree as bitsets) for a chunk.
+        """(own leaf per row and tree, features on each row's path per tree as bitsets) for a chunk."""
+        from .tree_kernels import own_paths
 
-        When every row fits in one chunk the tables are computed once and kept.
-        """
-        everything = rows.start == 0 and rows.stop >= self.Z.shape[0]
-        if everything and getattr(self, "_own_all", None) is not None:
-            return self._own_all
-        own_paths, _, _ = _get_kernels()
         f = self.forest
         X = self.Z[rows]
         own_leaf = np.empty((X.shape[0], f.roots.size), dtype=np.int64)
         own_bits = np.zeros((X.shape[0], f.roots.size, self.words), dtype=np.uint64)
         in_parallel(own_paths, X.shape[0], X, f.feature, f.kind, f.threshold, f.missing_left, f.left, f.right,
                     f.catbits, f.catknown, f.roots, own_leaf, own_bits)
-        if everything:
-            self._own_all = (own_leaf, own_bits)
         return own_leaf, own_bits
 
     def predictions(self) -> np.ndarray:
@@ -490,7 +543,8 @@ class RowKernel:
         Returns a list of (average, std, individual or None), shapes
         (T, *grid_shape) and (T, n_keep, *grid_shape).
         """
-        _, grid_masks, ice_sets = _get_kernels()
+        from .tree_kernels import grid_masks, ice_pairs, ice_singles, leaf_masks, row_leaves
+
         f = self.forest
         p = self.Z.shape[1]
         gmax = max(len(g) for _, grids in requests for g in grids)
@@ -518,7 +572,8 @@ class RowKernel:
             # an elementwise link: the raw outputs that are not reported need not be summed
             value, offset = np.ascontiguousarray(value[:, cols]), np.ascontiguousarray(offset[cols])
             cols = np.arange(cols.size, dtype=np.int64)
-        T, S, G = cols.size, len(requests), gmax * gmax
+        T, S = cols.size, len(requests)
+        G = max(int(np.prod([len(g) for g in grids])) for _, grids in requests)  # cells of the largest set
         shift = np.zeros((S, T, G))
         s1 = np.zeros((S, T, G))
         s2 = np.zeros((S, T, G))
@@ -534,13 +589,47 @@ class RowKernel:
         ice = np.zeros((max(n_keep_sets, 1) if n_keep_sets else 1, T, max(keep_rows.size, 1), G if n_keep_sets else 1))
         keep_pos_all = np.full(n, -1, dtype=np.int64)
         keep_pos_all[keep_rows] = np.arange(keep_rows.size)
-        for r0 in range(0, n, self.chunk):
-            rows = slice(r0, min(n, r0 + self.chunk))
-            own_leaf, own_bits = self.own(rows)
-            in_parallel(ice_sets, S, self.Z[rows], self.w[rows], sets, gn, f.feature, f.kind, f.threshold, f.missing_left, f.left,
-                     f.right, f.catbits, f.catknown, value, f.roots, own_leaf, own_bits, offset, lmask,
-                     f.link, f.scale, cols, f.max_nodes, r0 == 0, shift, s1, s2,
-                     np.ascontiguousarray(keep_pos_all[rows]), keep_set, ice)
+        # one walk per row and tree: the rows' 1D ICE of every feature asked for and, for 2D sets,
+        # the leaf codes; 2D sets then add the leaves with conditions on both features
+        singles = np.flatnonzero(sets[:, 1] < 0)
+        by_pairs = np.flatnonzero(sets[:, 1] >= 0)
+        if by_pairs.size and p >= 0xFFFF:
+            raise TreePathUnavailable("2D sets of data with more than 65,534 columns")
+        feats = np.unique(sets[sets >= 0])
+        slot = np.full(p, -1, dtype=np.int64)
+        slot[feats] = np.arange(feats.size)
+        K = value.shape[1]
+        if self._paths is None:
+            self._paths = LeafPaths.of(f, self.words)
+        paths = self._paths
+        n_multi = paths.multi.size if by_pairs.size else 0
+        multi_pos = paths.multi_pos if by_pairs.size else np.full(f.feature.size, -1, dtype=np.int64)
+        per_row = feats.size * gmax * K * 8 + n_multi * 4
+        chunk = max(1, min(n, int(self.chunk_bytes // per_row)))
+        lf = np.empty(paths.node.shape, dtype=np.int64)
+        lmk = np.empty(paths.node.shape, dtype=np.uint64)
+        leaf_masks(paths.node, paths.left, paths.feature, lmask, gn, lf, lmk)
+        multi = tuple(np.ascontiguousarray(a[paths.multi]) for a in (paths.node, paths.left, paths.feature, paths.bits,
+                                                                      paths.leaf))
+        pairs = np.ascontiguousarray(sets[by_pairs])
+        for r0 in range(0, n, chunk):
+            rows = slice(r0, min(n, r0 + chunk))
+            Zr, wr, kp = self.Z[rows], self.w[rows], np.ascontiguousarray(keep_pos_all[rows])
+            n_r = Zr.shape[0]
+            raw0 = np.empty((n_r, K))
+            r1 = np.empty((n_r, feats.size, gmax, K))
+            codes = np.empty((n_r, n_multi), dtype=np.uint32)
+            in_parallel(row_leaves, n_r, Zr, f.roots, f.feature, f.kind, f.threshold, f.missing_left, f.left,
+                        f.right, f.catbits, f.catknown, value, f.max_nodes, paths.pos, multi_pos, lf, lmk, slot, gn,
+                        offset, raw0, r1, codes)
+            if singles.size:
+                one = np.ascontiguousarray(sets[singles, 0])
+                in_parallel(ice_singles, singles.size, wr, one, np.ascontiguousarray(slot[one]), singles, gn, f.link,
+                            f.scale, cols, r0 == 0, r1, shift, s1, s2, kp, keep_set, ice)
+            if by_pairs.size:
+                in_parallel(ice_pairs, by_pairs.size, wr, pairs, np.ascontiguousarray(slot[pairs]), by_pairs, gn,
+                            value, *multi, codes, lmask, f.link, f.scale, cols, r0 == 0, raw0, r1, shift, s1, s2,
+                            kp, keep_set, ice)
         total = float(self.w.sum())
         out = []
         for s, (positions, grids) in enumerate(requests):

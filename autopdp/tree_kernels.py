@@ -8,8 +8,13 @@ were recompiled in every process (~4 s).  Importing this module imports numba;
 * :func:`count`: background weight of every leaf box by number of violated
   conditions (leaf-count PD averages, ``autopdp.trees``);
 * :func:`pd_sets`: PD averages of many feature sets from those counts;
-* :func:`own_paths`, :func:`grid_masks`, :func:`ice_sets`: the per-row exact
-  ICE kernel (``autopdp.tree_ice``).
+* :func:`own_paths`: each row's own leaf in every tree (the reconstructed
+  prediction checked against the model);
+* :func:`grid_masks`, :func:`leaf_masks`, :func:`row_leaves`,
+  :func:`ice_singles`, :func:`ice_pairs`: the per-row exact ICE kernel
+  (``autopdp.tree_ice``): one walk per row and tree gives the row's 1D ICE of
+  every feature and its leaf codes; 2D sets add the few leaves with
+  conditions on both features (see the comment above :func:`leaf_masks`).
 
 All take ``(lo_, hi_, ...)`` as their first arguments where they are run over
 ranges of items by :func:`autopdp.tree_ice.in_parallel`; they release the GIL.
@@ -20,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["count", "pd_sets", "own_paths", "grid_masks", "ice_sets"]
+__all__ = ["count", "pd_sets", "own_paths", "grid_masks", "leaf_masks", "row_leaves", "ice_singles", "ice_pairs"]
 
 
 
@@ -172,151 +177,337 @@ def grid_masks(feature, kind, thr, mleft, catbits, catknown, grids, gn, out):  #
                 m |= np.uint64(1) << np.uint64(a)
         out[nd] = m
 
+@njit(cache=True, inline="always", nogil=True)
+def respond(raw, prob, link, scale):  # pragma: no cover - compiled
+    """The model's response columns from one row's raw scores at one grid point (into prob)."""
+    K = raw.shape[0]
+    if link == 0:
+        for q in range(K):
+            prob[q] = raw[q]
+    elif link == 1:
+        p1 = 1.0 / (1.0 + np.exp(-scale * raw[0]))
+        prob[0] = 1.0 - p1
+        prob[1] = p1
+    elif link == 2:
+        mx = raw[0]
+        for q in range(1, K):
+            mx = max(mx, raw[q])
+        tot = 0.0
+        for q in range(K):
+            prob[q] = np.exp(raw[q] - mx)
+            tot += prob[q]
+        for q in range(K):
+            prob[q] /= tot
+    else:
+        for q in range(K):
+            prob[q] = np.exp(raw[q])
+
+
+@njit(cache=True, inline="always", nogil=True)
+def add_row(s, i, g, first, wi, kp, raw, prob, link, scale, cols, shift, s1, s2, keep_set, ice):
+    # pragma: no cover - compiled
+    """Add one row's response at grid cell g of set s to the set's shifted sums (and kept ICE)."""
+    respond(raw, prob, link, scale)
+    for tt in range(cols.shape[0]):
+        y = prob[cols[tt]]
+        if first and i == 0:
+            shift[s, tt, g] = y
+        d = y - shift[s, tt, g]
+        s1[s, tt, g] += wi * d
+        s2[s, tt, g] += wi * d * d
+        if kp >= 0:
+            ice[keep_set[s], tt, kp, g] = y
+
+
 @njit(cache=True, nogil=True)
-def ice_sets(lo_, hi_, X, w, sets, gn, feature, kind, thr, mleft, left, right, catbits, catknown, value, roots,
-             own_leaf, own_bits, offset, lmask, link, scale, cols, max_nodes, first,
-             shift, s1, s2, keep_pos, keep_set, ice):  # pragma: no cover - compiled
-    n = X.shape[0]
+def ice_singles(lo_, hi_, w, feats, pos, index, gn, link, scale, cols, first, r1, shift, s1, s2, keep_pos,
+                keep_set, ice):  # pragma: no cover - compiled
+    """1D sets from the rows' 1D ICE raw scores (r1, :func:`row_leaves`): link, then the weighted sums.
+
+    feats[p]: the feature; pos[p]: its slot in r1; index[p]: the set's slot in shift/s1/s2.
+    """
+    K = r1.shape[3]
+    n_out = 2 if link == 1 else K
+    raw = np.empty(K)
+    prob = np.empty(n_out)
+    for p in range(lo_, hi_):
+        s = index[p]
+        sl = pos[p]
+        for i in range(r1.shape[0]):
+            kp = keep_pos[i] if keep_set[s] >= 0 else -1
+            for a in range(gn[feats[p]]):
+                for q in range(K):
+                    raw[q] = r1[i, sl, a, q]
+                add_row(s, i, a, first, w[i], kp, raw, prob, link, scale, cols, shift, s1, s2, keep_set, ice)
+
+
+# ---- 2D sets by decomposition ---------------------------------------------------------------
+# For a pair (j, k) and one row with own values o_j, o_k, write f(a, b) for the sum of trees
+# at x_j = g_a, x_k = g_b.  Then exactly
+#     f(a, b) = ice_j(a) + ice_k(b) - f(o_j, o_k) + sum over leaves L of v_L * alpha_L(a) * beta_L(b)
+# with alpha_L(a) = 1[g_a meets L's conditions on j] - 1[o_j meets them] (beta likewise for k),
+# over the leaves whose conditions on every other feature the row meets.  alpha is zero for a
+# leaf without a condition on j, so only leaves with conditions on both j and k enter, and for
+# one row those are few.  Per row and leaf, :func:`row_leaves` records the (at most two)
+# features whose conditions the row's own values break; the row meets the other conditions of
+# leaf L exactly when that set lies within {j, k}, and o_j meets L's j conditions exactly when j
+# is not in it.  ice_j, the row's 1D ICE, follows in the same way from the leaves that break
+# no feature or only j (:func:`row_leaves` finds both in one walk per row and tree).
+TOO_MANY = np.uint32(0xFFFFFFFF)
+
+
+@njit(cache=True, nogil=True)
+def leaf_masks(path_nd, path_left, path_feature, lmask, gn, lf, lmk):  # pragma: no cover - compiled
+    """Per leaf: its distinct condition features (lf, -1 pads) and the grid points meeting them (lmk)."""
+    n_leaves, depth = path_nd.shape
+    for m in range(n_leaves):
+        n_f = 0
+        for d in range(depth):
+            nd = path_nd[m, d]
+            if nd < 0:
+                break
+            f = path_feature[m, d]
+            side = lmask[nd] if path_left[m, d] else ~lmask[nd]
+            at = -1
+            for e in range(n_f):
+                if lf[m, e] == f:
+                    at = e
+            if at < 0:
+                at = n_f
+                n_f += 1
+                lf[m, at] = f
+                lmk[m, at] = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - max(gn[f], 1))
+            lmk[m, at] &= side
+        for e in range(n_f, depth):
+            lf[m, e] = -1
+
+
+@njit(cache=True, nogil=True)
+def row_leaves(lo_, hi_, X, roots, feature, kind, thr, mleft, left, right, catbits, catknown, value, max_nodes,
+               leaf_pos, multi_pos, lf, lmk, slot, gn, offset, raw0, r1, codes):  # pragma: no cover - compiled
+    """Per row: the raw score (raw0), the 1D ICE of the features with a slot (r1) and the leaf codes.
+
+    One depth-first walk per row and tree follows every branch that breaks at most two
+    features' conditions; a leaf reached breaking none is the row's own leaf, one breaking one
+    feature f adds to f's ICE on the grid points that meet its conditions on f, and the code of
+    a leaf with conditions on two or more features is the (at most two) features it breaks.
+    codes[i, c] is TOO_MANY for the leaves the walk does not reach.
+    """
     K = value.shape[1]
-    T = cols.shape[0]
+    one = np.uint64(1)
+    st_nd = np.empty(max_nodes + 1, dtype=np.int64)
+    st_v1 = np.empty(max_nodes + 1, dtype=np.int64)
+    st_v2 = np.empty(max_nodes + 1, dtype=np.int64)
+    n_slots = r1.shape[1]
+    for i in range(lo_, hi_):
+        for q in range(K):
+            raw0[i, q] = offset[q]
+        r1[i, :, :, :] = 0.0
+        codes[i, :] = TOO_MANY
+        for t in range(roots.shape[0]):
+            top = 0
+            st_nd[0] = roots[t]
+            st_v1[0] = -1
+            st_v2[0] = -1
+            while top >= 0:
+                nd = st_nd[top]
+                v1 = st_v1[top]
+                v2 = st_v2[top]
+                top -= 1
+                f = feature[nd]
+                if f >= 0:
+                    if go_left(X[i, f], nd, kind, thr, mleft, catbits, catknown):
+                        taken, other = left[nd], right[nd]
+                    else:
+                        taken, other = right[nd], left[nd]
+                    w1, w2 = v1, v2
+                    ok = True
+                    if f != v1 and f != v2:
+                        if v1 < 0:
+                            w1 = f
+                        elif v2 < 0:
+                            w2 = f
+                        else:
+                            ok = False
+                    if ok:
+                        top += 1
+                        st_nd[top] = other
+                        st_v1[top] = w1
+                        st_v2[top] = w2
+                    top += 1
+                    st_nd[top] = taken
+                    st_v1[top] = v1
+                    st_v2[top] = v2
+                    continue
+                pos = leaf_pos[nd]
+                if v1 < 0:  # the row's own leaf: its ICE in f leaves it where the grid breaks f's conditions
+                    for q in range(K):
+                        raw0[i, q] += value[nd, q]
+                    for e in range(lf.shape[1]):
+                        g = lf[pos, e]
+                        if g < 0:
+                            break
+                        sl = slot[g]
+                        if sl < 0:
+                            continue
+                        m = ~lmk[pos, e] & (np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gn[g]))
+                        if m != 0:
+                            a0, a1 = bit_span(m, gn[g])
+                            for a in range(a0, a1):
+                                if (m >> np.uint64(a)) & one:
+                                    for q in range(K):
+                                        r1[i, sl, a, q] -= value[nd, q]
+                elif v2 < 0 and slot[v1] >= 0:  # reached by moving v1 alone: onto the grid points meeting its conditions
+                    sl = slot[v1]
+                    for e in range(lf.shape[1]):
+                        if lf[pos, e] == v1:
+                            m = lmk[pos, e]
+                            if m != 0:
+                                a0, a1 = bit_span(m, gn[v1])
+                                for a in range(a0, a1):
+                                    if (m >> np.uint64(a)) & one:
+                                        for q in range(K):
+                                            r1[i, sl, a, q] += value[nd, q]
+                            break
+                c = multi_pos[nd]
+                if c >= 0:
+                    codes[i, c] = np.uint32(v1 + 1) | (np.uint32(v2 + 1) << np.uint32(16))
+        for sl in range(n_slots):
+            for a in range(r1.shape[2]):
+                for q in range(K):
+                    r1[i, sl, a, q] += raw0[i, q]
+
+
+@njit(cache=True, nogil=True)
+def ice_pairs(lo_, hi_, w, pairs, pos, index, gn, value, path_nd, path_left, path_feature, leaf_bits, leaf_of,
+              codes, lmask, link, scale, cols, first, raw0, r1, shift, s1, s2, keep_pos, keep_set, ice):
+    # pragma: no cover - compiled
+    """ice_sets for 2D sets from the rows' 1D ICE (r1) plus the leaves with conditions on both features.
+
+    pairs[p]: the two features; pos[p]: their slots in r1; index[p]: the set's slot in shift/s1/s2.
+    ``path_*``, ``leaf_bits``, ``leaf_of``: the paths, condition features (bitsets) and node ids of
+    the leaves with conditions on two or more features; ``codes``: the rows' leaf codes (:func:`row_leaves`).
+    Rows are taken in blocks, every pair of the range per block, so a block's codes stay in
+    cache; each pair still sums its rows in row order.
+    """
+    n = codes.shape[0]
+    n_leaves, depth = path_nd.shape
+    K = value.shape[1]
     n_out = 2 if link == 1 else K
     one = np.uint64(1)
-    for s in range(lo_, hi_):
-        j = sets[s, 0]
-        k = sets[s, 1]
-        gj = gn[j]
-        gk = gn[k] if k >= 0 else 1
-        full_j = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gj)
-        full_k = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gk)
-        c = np.empty(K)
-        u = np.empty((K, gj))
-        v = np.empty((K, gk))
-        M = np.empty((K, gj, gk))
-        raw = np.empty(K)
-        prob = np.empty(n_out)
-        st_nd = np.empty(max_nodes + 1, dtype=np.int64)
-        st_mj = np.empty(max_nodes + 1, dtype=np.uint64)
-        st_mk = np.empty(max_nodes + 1, dtype=np.uint64)
-        wj = j >> 6
-        bj = np.uint64(j & 63)
-        wk = k >> 6 if k >= 0 else 0
-        bk = np.uint64(k & 63) if k >= 0 else np.uint64(0)
-        for i in range(n):
-            for q in range(K):
-                c[q] = offset[q]
-            u[:, :] = 0.0
-            v[:, :] = 0.0
-            if k >= 0:
-                M[:, :, :] = 0.0
-            for t in range(roots.shape[0]):
-                involved = (own_bits[i, t, wj] >> bj) & one
-                if k >= 0:
-                    involved |= (own_bits[i, t, wk] >> bk) & one
-                if involved == 0:
-                    ol = own_leaf[i, t]
-                    for q in range(K):
-                        c[q] += value[ol, q]
-                    continue
-                top = 0
-                st_nd[0] = roots[t]
-                st_mj[0] = full_j
-                st_mk[0] = full_k
-                while top >= 0:
-                    nd = st_nd[top]
-                    mj = st_mj[top]
-                    mk = st_mk[top]
-                    top -= 1
-                    f = feature[nd]
-                    if f < 0:
-                        a0, a1 = bit_span(mj, gj)
-                        b0, b1 = bit_span(mk, gk)
-                        if mk == full_k:
-                            for a in range(a0, a1):
-                                if (mj >> np.uint64(a)) & one:
-                                    for q in range(K):
-                                        u[q, a] += value[nd, q]
-                        elif mj == full_j:
-                            for b in range(b0, b1):
-                                if (mk >> np.uint64(b)) & one:
-                                    for q in range(K):
-                                        v[q, b] += value[nd, q]
-                        else:
-                            for a in range(a0, a1):
-                                if (mj >> np.uint64(a)) & one:
-                                    for b in range(b0, b1):
-                                        if (mk >> np.uint64(b)) & one:
-                                            for q in range(K):
-                                                M[q, a, b] += value[nd, q]
+    n_p = hi_ - lo_
+    # per pair of the range: the leaves with conditions on both features and the grid points meeting them
+    start = np.zeros(n_p + 1, dtype=np.int64)
+    for p in range(lo_, hi_):
+        wj, bj = pairs[p, 0] >> 6, np.uint64(pairs[p, 0] & 63)
+        wk, bk = pairs[p, 1] >> 6, np.uint64(pairs[p, 1] & 63)
+        c = 0
+        for m in range(n_leaves):
+            if ((leaf_bits[m, wj] >> bj) & one) and ((leaf_bits[m, wk] >> bk) & one):
+                c += 1
+        start[p - lo_ + 1] = start[p - lo_] + c
+    both = np.empty(start[n_p], dtype=np.int64)
+    mask_j = np.empty(start[n_p], dtype=np.uint64)
+    mask_k = np.empty(start[n_p], dtype=np.uint64)
+    gmax = 1
+    for p in range(lo_, hi_):
+        j = pairs[p, 0]
+        k = pairs[p, 1]
+        gmax = max(gmax, gn[j], gn[k])
+        full_j = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gn[j])
+        full_k = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gn[k])
+        wj, bj = j >> 6, np.uint64(j & 63)
+        wk, bk = k >> 6, np.uint64(k & 63)
+        c = start[p - lo_]
+        for m in range(n_leaves):
+            if ((leaf_bits[m, wj] >> bj) & one) and ((leaf_bits[m, wk] >> bk) & one):
+                mj = full_j
+                mk = full_k
+                for d in range(depth):
+                    nd = path_nd[m, d]
+                    if nd < 0:
+                        break
+                    f = path_feature[m, d]
+                    if f == j:
+                        mj &= lmask[nd] if path_left[m, d] else ~lmask[nd]
+                    elif f == k:
+                        mk &= lmask[nd] if path_left[m, d] else ~lmask[nd]
+                both[c] = m
+                mask_j[c] = mj
+                mask_k[c] = mk
+                c += 1
+    M = np.empty((K, gmax, gmax))
+    raw = np.empty(K)
+    prob = np.empty(n_out)
+    hits = np.empty(max(n_leaves, 1), dtype=np.int64)
+    zero = np.uint32(0)
+    block = 32
+    for r0 in range(0, n, block):
+        for p in range(lo_, hi_):
+            j = pairs[p, 0]
+            k = pairs[p, 1]
+            pj = pos[p, 0]
+            pk = pos[p, 1]
+            s = index[p]
+            gj = gn[j]
+            gk = gn[k]
+            full_j = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gj)
+            full_k = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gk)
+            cj = np.uint32(j + 1)
+            ck = np.uint32(k + 1)
+            b_lo = start[p - lo_]
+            b_hi = start[p - lo_ + 1]
+            for i in range(r0, min(n, r0 + block)):
+                any_leaf = False
+                # the leaves whose broken features lie within {j, k}, without branches (TOO_MANY never does)
+                n_hits = 0
+                for b_ in range(b_lo, b_hi):
+                    code = codes[i, both[b_]]
+                    v1 = code & np.uint32(0xFFFF)
+                    v2 = code >> np.uint32(16)
+                    hits[n_hits] = b_
+                    n_hits += ((v1 == zero) | (v1 == cj) | (v1 == ck)) & ((v2 == zero) | (v2 == cj) | (v2 == ck))
+                for h in range(n_hits):
+                    b_ = hits[h]
+                    m = both[b_]
+                    code = codes[i, m]
+                    v1 = code & np.uint32(0xFFFF)
+                    v2 = code >> np.uint32(16)
+                    j_in = v1 == cj or v2 == cj
+                    k_in = v1 == ck or v2 == ck
+                    aj = mask_j[b_] if j_in else ~mask_j[b_] & full_j
+                    ak = mask_k[b_] if k_in else ~mask_k[b_] & full_k
+                    if aj == 0 or ak == 0:
                         continue
-                    if f == j or f == k:
-                        lm = lmask[nd]
-                        if f == j:
-                            ml, mr = mj & lm, mj & ~lm
-                            if mr != 0:
-                                top += 1
-                                st_nd[top] = right[nd]
-                                st_mj[top] = mr
-                                st_mk[top] = mk
-                            if ml != 0:
-                                top += 1
-                                st_nd[top] = left[nd]
-                                st_mj[top] = ml
-                                st_mk[top] = mk
-                        else:
-                            ml, mr = mk & lm, mk & ~lm
-                            if mr != 0:
-                                top += 1
-                                st_nd[top] = right[nd]
-                                st_mj[top] = mj
-                                st_mk[top] = mr
-                            if ml != 0:
-                                top += 1
-                                st_nd[top] = left[nd]
-                                st_mj[top] = mj
-                                st_mk[top] = ml
-                    else:
-                        top += 1
-                        st_mj[top] = mj
-                        st_mk[top] = mk
-                        if go_left(X[i, f], nd, kind, thr, mleft, catbits, catknown):
-                            st_nd[top] = left[nd]
-                        else:
-                            st_nd[top] = right[nd]
-            wi = w[i]
-            kp = keep_pos[i] if keep_set[s] >= 0 else -1
-            for a in range(gj):
-                for b in range(gk):
-                    for q in range(K):
-                        raw[q] = c[q] + u[q, a] + v[q, b]
-                        if k >= 0:
-                            raw[q] += M[q, a, b]
-                    if link == 0:
+                    if not any_leaf:
+                        M[:, :gj, :gk] = 0.0
+                        any_leaf = True
+                    sign = 1.0 if j_in == k_in else -1.0
+                    nd = leaf_of[m]
+                    a0, a1 = bit_span(aj, gj)
+                    c0, c1 = bit_span(ak, gk)
+                    for a in range(a0, a1):
+                        if (aj >> np.uint64(a)) & one:
+                            for b in range(c0, c1):
+                                if (ak >> np.uint64(b)) & one:
+                                    for q in range(K):
+                                        M[q, a, b] += sign * value[nd, q]
+                wi = w[i]
+                kp = keep_pos[i] if keep_set[s] >= 0 else -1
+                for a in range(gj):
+                    for b in range(gk):
                         for q in range(K):
-                            prob[q] = raw[q]
-                    elif link == 1:
-                        p1 = 1.0 / (1.0 + np.exp(-scale * raw[0]))
-                        prob[0] = 1.0 - p1
-                        prob[1] = p1
-                    elif link == 2:
-                        mx = raw[0]
-                        for q in range(1, K):
-                            mx = max(mx, raw[q])
-                        tot = 0.0
-                        for q in range(K):
-                            prob[q] = np.exp(raw[q] - mx)
-                            tot += prob[q]
-                        for q in range(K):
-                            prob[q] /= tot
-                    else:
-                        for q in range(K):
-                            prob[q] = np.exp(raw[q])
-                    g = a * gk + b
-                    for tt in range(T):
-                        y = prob[cols[tt]]
-                        if first and i == 0:
-                            shift[s, tt, g] = y
-                        d = y - shift[s, tt, g]
-                        s1[s, tt, g] += wi * d
-                        s2[s, tt, g] += wi * d * d
-                        if kp >= 0:
-                            ice[keep_set[s], tt, kp, g] = y
+                            raw[q] = r1[i, pj, a, q] + r1[i, pk, b, q] - raw0[i, q]
+                            if any_leaf:
+                                raw[q] += M[q, a, b]
+                        respond(raw, prob, link, scale)
+                        g = a * gk + b
+                        for tt in range(cols.shape[0]):
+                            y = prob[cols[tt]]
+                            if first and i == 0:
+                                shift[s, tt, g] = y
+                            d = y - shift[s, tt, g]
+                            s1[s, tt, g] += wi * d
+                            s2[s, tt, g] += wi * d * d
+                            if kp >= 0:
+                                ice[keep_set[s], tt, kp, g] = y

@@ -154,3 +154,32 @@ def test_xgboost_unlisted_categories_go_right_not_to_missing():
         assert f.method == "tree"
         np.testing.assert_allclose(f.individual, b.individual, rtol=0, atol=2e-6)
         np.testing.assert_allclose(f.std, b.std, rtol=0, atol=2e-6)
+
+
+def test_pairs_on_deep_trees_with_three_way_interactions_equal_brute():
+    """2D sets come from each row's 1D ICE plus the leaves with conditions on both features.
+
+    Deep trees on a three-way interaction have many leaves whose paths break the row's own
+    conditions on two or more features; every pair's ICE surface must still equal brute force,
+    for a sigmoid and a softmax link, with grids of different sizes in one call.
+    """
+    rng = np.random.default_rng(11)
+    n = 400
+    X = pd.DataFrame(rng.normal(size=(n, 5)), columns=list("pqrst"))
+    X["u"] = pd.Categorical(rng.choice(list("abcdef"), n))
+    signal = X.p * X.q * X.r + np.sin(2 * X.s) * (X.u == "b") + X.t * X.p
+    y2 = (signal + rng.normal(0, 0.2, n) > 0).astype(int)
+    y3 = np.digitize(signal, [-0.4, 0.4])
+    features = [("p", "q"), ("q", "r"), ("p", "r"), ("s", "u"), ("t", "u"), ("p", "t")]
+    for y in (y2, y3):
+        model = HistGradientBoostingClassifier(max_iter=30, max_leaf_nodes=63, min_samples_leaf=5,
+                                               categorical_features="from_dtype", random_state=0).fit(X, y)
+        custom = {"p": np.linspace(-2, 2, 13), "t": np.linspace(-1.5, 1.5, 5)}
+        fast = partial_dependence(model, X, features, kind="both", method="tree", grid_resolution=9,
+                                  custom_values=custom)
+        brute = partial_dependence(model, X, features, kind="both", method="brute", grid_resolution=9,
+                                   custom_values=custom)
+        for f, b in zip(fast, brute):
+            assert f.method == "tree" and f.grid_shape == b.grid_shape
+            np.testing.assert_allclose(f.individual, b.individual, rtol=0, atol=1e-9)
+            np.testing.assert_allclose(f.std, b.std, rtol=0, atol=1e-9)
