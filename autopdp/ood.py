@@ -137,7 +137,10 @@ class SupportModel:
         m = self.rows.size
         bounds = np.unique(np.linspace(0, m, min(m, 64) + 1).astype(np.int64))
         outside = np.zeros((bounds.size - 1, ga.size, gb.size), dtype=np.int64)
+        order = np.ascontiguousarray(np.argsort(values, axis=1, kind="stable"))
+        sorted_values = np.ascontiguousarray(np.take_along_axis(values, order, axis=1))
         in_parallel(count_outside, bounds.size - 1, bounds, self.d2, self.near, values, kinds, len(features),
-                    np.ascontiguousarray(ga), np.ascontiguousarray(gb), self.edge ** 2, self.k, outside)
+                    np.ascontiguousarray(ga), np.ascontiguousarray(gb), self.edge ** 2, self.k, order, sorted_values,
+                    outside)
         share = outside.sum(axis=0) / m  # integer counts: the same whatever the threads
         return share[:, 0] if len(features) == 1 else share

@@ -45,20 +45,49 @@ def _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n
     return n_full
 
 
+@njit(cache=True, inline="always", nogil=True)
+def _window(sorted_values, g, edge):  # pragma: no cover - compiled
+    """[lo, hi) of the sorted values within the edge of g (slightly widened: callers check exactly)."""
+    h = edge * (1.0 + 1e-9) + 1e-12
+    return np.searchsorted(sorted_values, g - h, side="left"), np.searchsorted(sorted_values, g + h, side="right")
+
+
 @njit(cache=True, nogil=True)
-def count_outside(lo_, hi_, bounds, d2, near, values, kinds, n_features, ga, gb, edge2, k, outside):
+def count_outside(lo_, hi_, bounds, d2, near, values, kinds, n_features, ga, gb, edge2, k, order, sorted_values,
+                  outside):  # pragma: no cover - compiled
     """For blocks [lo_, hi_) of augmented rows: how many have fewer than k other rows within the edge.
 
     ``d2``: squared distances between the rows (m, m); ``near``: each row's
     nearest other rows (m, L), visited first so that most grid cells fill early;
     ``values``: the explained features' embedded values (n_features, m);
     ``ga``/``gb``: their grid values (``gb`` unused in 1D);
-    ``outside[block, a, b]`` counts the OOD augmented rows.
+    ``order``/``sorted_values`` (n_features, m): the rows sorted by each explained feature.
+    A cell still short of k neighbours after the nearest rows looks only among the rows
+    whose value of a numeric explained feature lies within the edge of the cell's (any
+    neighbour does), the narrower of the two windows, or among all rows when both
+    features are categorical; when those windows hold more rows than the data, every
+    row is visited once for all cells instead.  ``outside[block, a, b]`` counts the OOD augmented rows.
     """
     m = d2.shape[0]
     A = ga.shape[0]
     B = gb.shape[0] if n_features == 2 else 1
     G = A * B
+    edge = np.sqrt(edge2)
+    # each cell's window of candidate rows: (axis, lo, hi); axis -1 = all rows
+    w_axis = np.full((A, B), -1, dtype=np.int64)
+    w_lo = np.zeros((A, B), dtype=np.int64)
+    w_hi = np.full((A, B), m, dtype=np.int64)
+    for a in range(A):
+        for b in range(B):
+            for ax in range(n_features):
+                if kinds[ax] != 0:
+                    continue
+                g = ga[a] if ax == 0 else gb[b]
+                lo, hi = _window(sorted_values[ax], g, edge)
+                if hi - lo < w_hi[a, b] - w_lo[a, b]:
+                    w_axis[a, b] = ax
+                    w_lo[a, b] = lo
+                    w_hi[a, b] = hi
     cnt = np.zeros((A, B), dtype=np.int64)
     a_full = np.zeros(A, dtype=np.int64)
     seen = np.zeros(m, dtype=np.bool_)
@@ -72,13 +101,37 @@ def count_outside(lo_, hi_, bounds, d2, near, values, kinds, n_features, ga, gb,
                 seen[r] = True
                 if n_full < G:
                     n_full = _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full)
+            work = 0
             if n_full < G:
+                for a in range(A):
+                    for b in range(B):
+                        if cnt[a, b] < k:
+                            work += w_hi[a, b] - w_lo[a, b]
+            if n_full < G and work > m:  # windows wider than one pass: every row once, all cells
                 for r in range(m):
                     if r == i or seen[r]:
                         continue
                     n_full = _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full)
                     if n_full == G:
                         break
+            elif n_full < G:
+                for a in range(A):
+                    for b in range(B):
+                        if cnt[a, b] >= k:
+                            continue
+                        ax = w_axis[a, b]
+                        for idx in range(w_lo[a, b], w_hi[a, b]):
+                            r = order[ax, idx] if ax >= 0 else idx
+                            if r == i or seen[r]:
+                                continue
+                            d = d2[i, r] - _term(kinds[0], values[0, i], values[0, r]) \
+                                + _term(kinds[0], ga[a], values[0, r])
+                            if n_features == 2:
+                                d += _term(kinds[1], gb[b], values[1, r]) - _term(kinds[1], values[1, i], values[1, r])
+                            if d <= edge2:
+                                cnt[a, b] += 1
+                                if cnt[a, b] == k:
+                                    break
             for q in range(near.shape[1]):
                 seen[near[i, q]] = False
             for a in range(A):

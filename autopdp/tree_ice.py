@@ -434,9 +434,7 @@ class LeafPaths:
     ``node``/``left``/``feature`` (n_leaves, depth): each path's split nodes, whether the path
     goes left there, and the node's feature; ``bits`` (n_leaves, words) uint64: the features
     with conditions, as bitsets; ``leaf`` (n_leaves,): the leaves' node ids; ``pos``
-    (n_nodes,): a leaf node's row here (-1 for splits).  ``multi``: the rows of the leaves with
-    conditions on two or more features, and ``multi_pos`` (n_nodes,) a leaf node's place among
-    them (-1 otherwise).
+    (n_nodes,): a leaf node's row here (-1 for splits).
     """
 
     node: np.ndarray
@@ -445,8 +443,6 @@ class LeafPaths:
     bits: np.ndarray
     leaf: np.ndarray
     pos: np.ndarray
-    multi: np.ndarray
-    multi_pos: np.ndarray
 
     @classmethod
     def of(cls, forest: NodeForest, words: int) -> "LeafPaths":
@@ -474,14 +470,31 @@ class LeafPaths:
         li, d = np.nonzero(node >= 0)
         f = feature[li, d]
         np.bitwise_or.at(bits, (li, f >> 6), np.left_shift(np.uint64(1), (f & 63).astype(np.uint64)))
-        n_features = np.unpackbits(bits.view(np.uint8), axis=1).sum(axis=1)
-        multi = np.flatnonzero(n_features >= 2)
         pos = np.full(n, -1, dtype=np.int64)
         pos[leaves] = np.arange(leaves.size)
-        multi_pos = np.full(n, -1, dtype=np.int64)
-        multi_pos[leaves[multi]] = np.arange(multi.size)
         return cls(node=np.ascontiguousarray(node), left=np.ascontiguousarray(left), feature=feature, bits=bits,
-                   leaf=leaves, pos=pos, multi=multi, multi_pos=multi_pos)
+                   leaf=leaves, pos=pos)
+
+
+def _as_grid(g, float32: bool) -> np.ndarray:
+    g = np.asarray(g, dtype=np.float64)
+    return g.astype(np.float32).astype(np.float64) if float32 else g
+
+
+def _grid_layers(requests, float32: bool) -> list[list[int]]:
+    """Request indices in layers within which every feature has one grid (first fit, in order)."""
+    layers: list[tuple[list[int], dict]] = []
+    for s, (positions, grids) in enumerate(requests):
+        gs = [_as_grid(g, float32) for g in grids]
+        for members, seen in layers:
+            if all(c not in seen or np.array_equal(seen[c], g, equal_nan=True) for c, g in zip(positions, gs)):
+                break
+        else:
+            members, seen = [], {}
+            layers.append((members, seen))
+        members.append(s)
+        seen.update(zip(positions, gs))
+    return [members for members, _ in layers]
 
 
 class RowKernel:
@@ -499,10 +512,12 @@ class RowKernel:
     chunk_bytes : float
         Memory for the per-chunk row tables (each row's 1D ICE raw scores and leaf codes, or its
         own-path tables); rows are processed in chunks.
+    cache_bytes : float
+        Memory for keeping every row's leaf codes between calls (they do not depend on the grids).
     """
 
     def __init__(self, forest: NodeForest, Z: np.ndarray, w: np.ndarray, offset: np.ndarray,
-                 chunk_bytes: float = 128e6):
+                 chunk_bytes: float = 128e6, cache_bytes: float = 256e6):
         self.forest = forest
         Z = np.asarray(Z, dtype=np.float64)
         self.Z = np.ascontiguousarray(Z.astype(np.float32).astype(np.float64) if forest.float32 else Z)
@@ -512,7 +527,39 @@ class RowKernel:
         per_row = forest.roots.size * (8 + 8 * self.words)
         self.chunk_bytes = chunk_bytes
         self.chunk = max(1, int(chunk_bytes // max(per_row, 1)))
+        self.cache_bytes = cache_bytes
         self._paths = None
+        self._codes = None
+
+    def paths(self) -> LeafPaths:
+        if self._paths is None:
+            self._paths = LeafPaths.of(self.forest, self.words)
+        return self._paths
+
+    def codes(self, rows: slice, max_broken: int):
+        """(raw score (n, K) with the offset, leaf codes (n, n_leaves)) of a chunk of rows.
+
+        Kept for all rows when they take at most ``cache_bytes``: they do not depend on the grids.
+        """
+        from .tree_kernels import row_leaves
+
+        f, paths = self.forest, self.paths()
+        n = self.Z.shape[0]
+        cache = n * paths.leaf.size * 4 <= self.cache_bytes
+        if cache and self._codes is not None:
+            return self._codes[0][rows], self._codes[1][rows]
+        if cache:
+            rows, max_broken = slice(0, n), 2
+        X = self.Z[rows]
+        raw0 = np.empty((X.shape[0], f.value.shape[1]))
+        codes = np.empty((X.shape[0], paths.leaf.size), dtype=np.uint32)
+        in_parallel(row_leaves, X.shape[0], X, f.roots, f.feature, f.kind, f.threshold, f.missing_left, f.left,
+                    f.right, f.catbits, f.catknown, f.value, f.max_nodes, max_broken, paths.pos, self.offset, raw0,
+                    codes)
+        if not cache:
+            return raw0, codes
+        self._codes = (raw0, codes)
+        return self.codes(rows, max_broken)
 
     def own(self, rows: slice):
         """(own leaf per row and tree, features on each row's path per tree as bitsets) for a chunk."""
@@ -543,34 +590,38 @@ class RowKernel:
         Returns a list of (average, std, individual or None), shapes
         (T, *grid_shape) and (T, n_keep, *grid_shape).
         """
-        from .tree_kernels import grid_masks, ice_pairs, ice_singles, leaf_masks, row_leaves
+        from .tree_kernels import grid_masks, ice_from_codes, ice_pairs, ice_singles, leaf_masks
 
         f = self.forest
         p = self.Z.shape[1]
         gmax = max(len(g) for _, grids in requests for g in grids)
         if gmax > MAX_GRID:
             raise TreePathUnavailable(f"a grid has more than {MAX_GRID} points")
+        layers = _grid_layers(requests, f.float32)
+        if len(layers) > 1:  # a feature with two grids: one run per layer of consistent grids
+            out = [None] * len(requests)
+            for layer in layers:
+                sub = self.run([requests[s] for s in layer], cols, keep_rows,
+                               None if keep is None else [keep[s] for s in layer])
+                for s, r in zip(layer, sub):
+                    out[s] = r
+            return out
         grids_tab = np.zeros((p, gmax))
         gn = np.zeros(p, dtype=np.int64)
         sets = np.full((len(requests), 2), -1, dtype=np.int64)
         for s, (positions, grids) in enumerate(requests):
             for m, (c, g) in enumerate(zip(positions, grids)):
-                g = np.asarray(g, dtype=np.float64)
-                if f.float32:
-                    g = g.astype(np.float32).astype(np.float64)
-                if gn[c] and not np.array_equal(grids_tab[c, :gn[c]], g, equal_nan=True):
-                    head = self.run(requests[:s], cols, keep_rows, None if keep is None else keep[:s]) if s else []
-                    return head + self.run(requests[s:], cols, keep_rows, None if keep is None else keep[s:])
+                g = _as_grid(g, f.float32)
                 grids_tab[c, :g.size] = g
                 gn[c] = g.size
                 sets[s, m] = c
         lmask = np.zeros(f.feature.size, dtype=np.uint64)
         grid_masks(f.feature, f.kind, f.threshold, f.missing_left, f.catbits, f.catknown, grids_tab, gn, lmask)
         cols = np.ascontiguousarray(cols, dtype=np.int64)
-        value, offset = f.value, self.offset
+        value, cols_raw = f.value, cols
         if f.link in (0, 3) and cols.size < value.shape[1]:
             # an elementwise link: the raw outputs that are not reported need not be summed
-            value, offset = np.ascontiguousarray(value[:, cols]), np.ascontiguousarray(offset[cols])
+            value = np.ascontiguousarray(value[:, cols])
             cols = np.arange(cols.size, dtype=np.int64)
         T, S = cols.size, len(requests)
         G = max(int(np.prod([len(g) for g in grids])) for _, grids in requests)  # cells of the largest set
@@ -599,37 +650,29 @@ class RowKernel:
         slot = np.full(p, -1, dtype=np.int64)
         slot[feats] = np.arange(feats.size)
         K = value.shape[1]
-        if self._paths is None:
-            self._paths = LeafPaths.of(f, self.words)
-        paths = self._paths
-        n_multi = paths.multi.size if by_pairs.size else 0
-        multi_pos = paths.multi_pos if by_pairs.size else np.full(f.feature.size, -1, dtype=np.int64)
-        per_row = feats.size * gmax * K * 8 + n_multi * 4
+        paths = self.paths()
+        per_row = feats.size * gmax * K * 8 + paths.leaf.size * 4
         chunk = max(1, min(n, int(self.chunk_bytes // per_row)))
         lf = np.empty(paths.node.shape, dtype=np.int64)
         lmk = np.empty(paths.node.shape, dtype=np.uint64)
         leaf_masks(paths.node, paths.left, paths.feature, lmask, gn, lf, lmk)
-        multi = tuple(np.ascontiguousarray(a[paths.multi]) for a in (paths.node, paths.left, paths.feature, paths.bits,
-                                                                      paths.leaf))
         pairs = np.ascontiguousarray(sets[by_pairs])
         for r0 in range(0, n, chunk):
             rows = slice(r0, min(n, r0 + chunk))
-            Zr, wr, kp = self.Z[rows], self.w[rows], np.ascontiguousarray(keep_pos_all[rows])
-            n_r = Zr.shape[0]
-            raw0 = np.empty((n_r, K))
-            r1 = np.empty((n_r, feats.size, gmax, K))
-            codes = np.empty((n_r, n_multi), dtype=np.uint32)
-            in_parallel(row_leaves, n_r, Zr, f.roots, f.feature, f.kind, f.threshold, f.missing_left, f.left,
-                        f.right, f.catbits, f.catknown, value, f.max_nodes, paths.pos, multi_pos, lf, lmk, slot, gn,
-                        offset, raw0, r1, codes)
+            wr, kp = self.w[rows], np.ascontiguousarray(keep_pos_all[rows])
+            raw0, codes = self.codes(rows, 2 if by_pairs.size else 1)
+            if value is not f.value:  # only the reported raw outputs
+                raw0 = np.ascontiguousarray(raw0[:, cols_raw])
+            r1 = np.empty((raw0.shape[0], feats.size, gmax, K))
+            in_parallel(ice_from_codes, raw0.shape[0], codes, paths.leaf, lf, lmk, value, slot, gn, raw0, r1)
             if singles.size:
                 one = np.ascontiguousarray(sets[singles, 0])
                 in_parallel(ice_singles, singles.size, wr, one, np.ascontiguousarray(slot[one]), singles, gn, f.link,
                             f.scale, cols, r0 == 0, r1, shift, s1, s2, kp, keep_set, ice)
             if by_pairs.size:
                 in_parallel(ice_pairs, by_pairs.size, wr, pairs, np.ascontiguousarray(slot[pairs]), by_pairs, gn,
-                            value, *multi, codes, lmask, f.link, f.scale, cols, r0 == 0, raw0, r1, shift, s1, s2,
-                            kp, keep_set, ice)
+                            value, paths.node, paths.left, paths.feature, paths.bits, paths.leaf, codes, lmask,
+                            f.link, f.scale, cols, r0 == 0, raw0, r1, shift, s1, s2, kp, keep_set, ice)
         total = float(self.w.sum())
         out = []
         for s, (positions, grids) in enumerate(requests):

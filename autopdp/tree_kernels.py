@@ -11,10 +11,11 @@ were recompiled in every process (~4 s).  Importing this module imports numba;
 * :func:`own_paths`: each row's own leaf in every tree (the reconstructed
   prediction checked against the model);
 * :func:`grid_masks`, :func:`leaf_masks`, :func:`row_leaves`,
-  :func:`ice_singles`, :func:`ice_pairs`: the per-row exact ICE kernel
-  (``autopdp.tree_ice``): one walk per row and tree gives the row's 1D ICE of
-  every feature and its leaf codes; 2D sets add the few leaves with
-  conditions on both features (see the comment above :func:`leaf_masks`).
+  :func:`ice_from_codes`, :func:`ice_singles`, :func:`ice_pairs`: the per-row
+  exact ICE kernel (``autopdp.tree_ice``): one walk per row and tree gives the
+  row's leaf codes, from which follow its 1D ICE of every feature and, for 2D
+  sets, the few leaves with conditions on both features (see the comment
+  above :func:`leaf_masks`).
 
 All take ``(lo_, hi_, ...)`` as their first arguments where they are run over
 ranges of items by :func:`autopdp.tree_ice.in_parallel`; they release the GIL.
@@ -25,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["count", "pd_sets", "own_paths", "grid_masks", "leaf_masks", "row_leaves", "ice_singles", "ice_pairs"]
+__all__ = ["count", "pd_sets", "own_paths", "grid_masks", "leaf_masks", "row_leaves", "ice_from_codes", "ice_singles",
+           "ice_pairs"]
 
 
 
@@ -252,7 +254,7 @@ def ice_singles(lo_, hi_, w, feats, pos, index, gn, link, scale, cols, first, r1
 # features whose conditions the row's own values break; the row meets the other conditions of
 # leaf L exactly when that set lies within {j, k}, and o_j meets L's j conditions exactly when j
 # is not in it.  ice_j, the row's 1D ICE, follows in the same way from the leaves that break
-# no feature or only j (:func:`row_leaves` finds both in one walk per row and tree).
+# no feature or only j (:func:`ice_from_codes`).
 TOO_MANY = np.uint32(0xFFFFFFFF)
 
 
@@ -284,25 +286,21 @@ def leaf_masks(path_nd, path_left, path_feature, lmask, gn, lf, lmk):  # pragma:
 
 @njit(cache=True, nogil=True)
 def row_leaves(lo_, hi_, X, roots, feature, kind, thr, mleft, left, right, catbits, catknown, value, max_nodes,
-               leaf_pos, multi_pos, lf, lmk, slot, gn, offset, raw0, r1, codes):  # pragma: no cover - compiled
-    """Per row: the raw score (raw0), the 1D ICE of the features with a slot (r1) and the leaf codes.
+               max_broken, leaf_pos, offset, raw0, codes):  # pragma: no cover - compiled
+    """Per row: its raw score (raw0) and the code of every leaf (codes[i, leaf_pos[node]]).
 
-    One depth-first walk per row and tree follows every branch that breaks at most two
-    features' conditions; a leaf reached breaking none is the row's own leaf, one breaking one
-    feature f adds to f's ICE on the grid points that meet its conditions on f, and the code of
-    a leaf with conditions on two or more features is the (at most two) features it breaks.
-    codes[i, c] is TOO_MANY for the leaves the walk does not reach.
+    One depth-first walk per row and tree follows every branch that breaks the conditions of
+    at most ``max_broken`` (1 or 2) features; a reached leaf's code is those features (+1,
+    16 bits each; 0 for the row's own leaf), every other leaf's TOO_MANY.  Independent of the
+    grids.
     """
     K = value.shape[1]
-    one = np.uint64(1)
     st_nd = np.empty(max_nodes + 1, dtype=np.int64)
     st_v1 = np.empty(max_nodes + 1, dtype=np.int64)
     st_v2 = np.empty(max_nodes + 1, dtype=np.int64)
-    n_slots = r1.shape[1]
     for i in range(lo_, hi_):
         for q in range(K):
             raw0[i, q] = offset[q]
-        r1[i, :, :, :] = 0.0
         codes[i, :] = TOO_MANY
         for t in range(roots.shape[0]):
             top = 0
@@ -325,7 +323,7 @@ def row_leaves(lo_, hi_, X, roots, feature, kind, thr, mleft, left, right, catbi
                     if f != v1 and f != v2:
                         if v1 < 0:
                             w1 = f
-                        elif v2 < 0:
+                        elif v2 < 0 and max_broken >= 2:
                             w2 = f
                         else:
                             ok = False
@@ -339,43 +337,50 @@ def row_leaves(lo_, hi_, X, roots, feature, kind, thr, mleft, left, right, catbi
                     st_v1[top] = v1
                     st_v2[top] = v2
                     continue
-                pos = leaf_pos[nd]
-                if v1 < 0:  # the row's own leaf: its ICE in f leaves it where the grid breaks f's conditions
+                if v1 < 0:
                     for q in range(K):
                         raw0[i, q] += value[nd, q]
-                    for e in range(lf.shape[1]):
-                        g = lf[pos, e]
-                        if g < 0:
-                            break
-                        sl = slot[g]
-                        if sl < 0:
-                            continue
-                        m = ~lmk[pos, e] & (np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gn[g]))
-                        if m != 0:
-                            a0, a1 = bit_span(m, gn[g])
-                            for a in range(a0, a1):
-                                if (m >> np.uint64(a)) & one:
-                                    for q in range(K):
-                                        r1[i, sl, a, q] -= value[nd, q]
-                elif v2 < 0 and slot[v1] >= 0:  # reached by moving v1 alone: onto the grid points meeting its conditions
-                    sl = slot[v1]
-                    for e in range(lf.shape[1]):
-                        if lf[pos, e] == v1:
-                            m = lmk[pos, e]
-                            if m != 0:
-                                a0, a1 = bit_span(m, gn[v1])
-                                for a in range(a0, a1):
-                                    if (m >> np.uint64(a)) & one:
-                                        for q in range(K):
-                                            r1[i, sl, a, q] += value[nd, q]
-                            break
-                c = multi_pos[nd]
-                if c >= 0:
-                    codes[i, c] = np.uint32(v1 + 1) | (np.uint32(v2 + 1) << np.uint32(16))
-        for sl in range(n_slots):
+                codes[i, leaf_pos[nd]] = np.uint32(v1 + 1) | (np.uint32(v2 + 1) << np.uint32(16))
+
+
+@njit(cache=True, nogil=True)
+def ice_from_codes(lo_, hi_, codes, leaf_of, lf, lmk, value, slot, gn, raw0, r1):  # pragma: no cover - compiled
+    """r1[i, slot[f], a]: row i's raw score with feature f at grid point a (the 1D ICE), from its leaf codes.
+
+    The own leaf (code 0) leaves the ICE of each feature it has conditions on where the grid
+    breaks them; a leaf breaking only f (code f + 1) adds to f's ICE where the grid meets them.
+    """
+    K = value.shape[1]
+    one = np.uint64(1)
+    for i in range(lo_, hi_):
+        for sl in range(r1.shape[1]):
             for a in range(r1.shape[2]):
                 for q in range(K):
-                    r1[i, sl, a, q] += raw0[i, q]
+                    r1[i, sl, a, q] = raw0[i, q]
+        for m in range(codes.shape[1]):
+            code = codes[i, m]
+            if code > np.uint32(0xFFFF):
+                continue
+            nd = leaf_of[m]
+            v1 = np.int64(code) - 1
+            for e in range(lf.shape[1]):
+                g = lf[m, e]
+                if g < 0:
+                    break
+                if v1 >= 0 and g != v1:
+                    continue
+                sl = slot[g]
+                if sl < 0:
+                    continue
+                full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - gn[g])
+                msk = lmk[m, e] if v1 >= 0 else ~lmk[m, e] & full
+                sign = 1.0 if v1 >= 0 else -1.0
+                if msk != 0:
+                    a0, a1 = bit_span(msk, gn[g])
+                    for a in range(a0, a1):
+                        if (msk >> np.uint64(a)) & one:
+                            for q in range(K):
+                                r1[i, sl, a, q] += sign * value[nd, q]
 
 
 @njit(cache=True, nogil=True)
