@@ -183,6 +183,13 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
             continue
         jobs.append((pair, (pa, pb), (ea, eb), (va, vb)))
     width = max(len(source.targets), 1)
+    # each feature's ICE on its 2D edges once, up front: the kernel keeps them for the pair batches
+    warm = {}
+    for _, positions, grids, _ in jobs:
+        if len(positions) == 2:
+            warm.update(zip(positions, grids))
+    if warm:
+        source.ice([(pos,) for pos in warm], [(edges,) for edges in warm.values()])
     cost = [n * 8.0 * width * float(np.prod([e.size for e in grids])) for _, _, grids, _ in jobs]
     out = {}
     i = 0

@@ -530,6 +530,7 @@ class RowKernel:
         self.cache_bytes = cache_bytes
         self._paths = None
         self._codes = None
+        self._ice_cache: dict = {}
 
     def paths(self) -> LeafPaths:
         if self._paths is None:
@@ -560,6 +561,38 @@ class RowKernel:
             return raw0, codes
         self._codes = (raw0, codes)
         return self.codes(rows, max_broken)
+
+    def _ice_1d(self, rows, codes, raw0, feats, slot, grids_tab, gn, gmax, value, cols_raw, lf, lmk):
+        """(n_rows, n_feats, gmax, K) raw 1D ICE of the features on their grids, from the leaf codes.
+
+        When the codes are kept for all rows, each feature's curves on a grid are kept too
+        (up to ``cache_bytes``), so the ALE batches and later calls reuse them.
+        """
+        from .tree_kernels import ice_from_codes
+
+        paths = self.paths()
+        n_r, K = raw0.shape
+        r1 = np.empty((n_r, feats.size, gmax, K))
+        whole = self._codes is not None and rows.start == 0 and n_r == self.Z.shape[0]
+        out_key = None if value is self.forest.value else tuple(np.asarray(cols_raw).tolist())
+        keys = {c: (int(c), grids_tab[c, :gn[c]].tobytes(), out_key) for c in feats.tolist()}
+        missing = [c for c in feats.tolist() if not whole or keys[c] not in self._ice_cache]
+        if missing:
+            slot_m = np.full(slot.size, -1, dtype=np.int64)
+            slot_m[missing] = np.arange(len(missing))
+            r1m = np.empty((n_r, len(missing), gmax, K))
+            in_parallel(ice_from_codes, n_r, codes, paths.leaf, lf, lmk, value, slot_m, gn, raw0, r1m)
+            for m, c in enumerate(missing):
+                r1[:, slot[c]] = r1m[:, m]
+                if whole:
+                    if sum(a.nbytes for a in self._ice_cache.values()) > self.cache_bytes:
+                        self._ice_cache.clear()
+                    self._ice_cache[keys[c]] = r1m[:, m, :gn[c]].copy()
+        if whole:
+            for c in feats.tolist():
+                if c not in missing:
+                    r1[:, slot[c], :gn[c]] = self._ice_cache[keys[c]]
+        return r1
 
     def own(self, rows: slice):
         """(own leaf per row and tree, features on each row's path per tree as bitsets) for a chunk."""
@@ -651,7 +684,8 @@ class RowKernel:
         slot[feats] = np.arange(feats.size)
         K = value.shape[1]
         paths = self.paths()
-        per_row = feats.size * gmax * K * 8 + paths.leaf.size * 4
+        kept = n * paths.leaf.size * 4 <= self.cache_bytes  # the codes are kept for all rows, not per chunk
+        per_row = feats.size * gmax * K * 8 + (0 if kept else paths.leaf.size * 4)
         chunk = max(1, min(n, int(self.chunk_bytes // per_row)))
         lf = np.empty(paths.node.shape, dtype=np.int64)
         lmk = np.empty(paths.node.shape, dtype=np.uint64)
@@ -663,8 +697,7 @@ class RowKernel:
             raw0, codes = self.codes(rows, 2 if by_pairs.size else 1)
             if value is not f.value:  # only the reported raw outputs
                 raw0 = np.ascontiguousarray(raw0[:, cols_raw])
-            r1 = np.empty((raw0.shape[0], feats.size, gmax, K))
-            in_parallel(ice_from_codes, raw0.shape[0], codes, paths.leaf, lf, lmk, value, slot, gn, raw0, r1)
+            r1 = self._ice_1d(rows, codes, raw0, feats, slot, grids_tab, gn, gmax, value, cols_raw, lf, lmk)
             if singles.size:
                 one = np.ascontiguousarray(sets[singles, 0])
                 in_parallel(ice_singles, singles.size, wr, one, np.ascontiguousarray(slot[one]), singles, gn, f.link,
