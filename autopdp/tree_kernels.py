@@ -116,30 +116,6 @@ def pd_sets(lo_, hi_, sets, slot, lo, hi, c0, c1, c2, value, grids, gn, out):  #
 
 
 @njit(cache=True, inline="always", nogil=True)
-def go_left(x, nd, kind, thr, mleft, catbits, catknown):  # pragma: no cover - compiled
-    if np.isnan(x):
-        return mleft[nd]
-    kd = kind[nd]
-    if kd == 0:
-        return x <= thr[nd]
-    if kd == 2:
-        if abs(x) <= 1e-35:
-            return mleft[nd]
-        return x <= thr[nd]
-    if x < 0:
-        return mleft[nd]
-    c = int(x)
-    if c >= catbits.shape[1] * 32:
-        return mleft[nd]
-    word = c >> 5
-    bit = c & 31
-    if (catbits[nd, word] >> bit) & 1:
-        return True
-    if (catknown[nd, word] >> bit) & 1:
-        return False
-    return mleft[nd]
-
-@njit(cache=True, inline="always", nogil=True)
 def bit_span(m, n):  # pragma: no cover - compiled
     """[first, last + 1) of the set bits of a non-zero mask of n bits."""
     one = np.uint64(1)
@@ -152,32 +128,64 @@ def bit_span(m, n):  # pragma: no cover - compiled
     return lo, hi
 
 
+@njit(cache=True, inline="always", nogil=True)
+def go_left(x, nd, nodes, thr, catbits, catknown):  # pragma: no cover - compiled
+    """Whether value x goes left at node nd, as the model's library routes it.
+
+    ``nodes``: the packed table (feature, left, right, kind, missing_left), see
+    :attr:`autopdp.tree_ice.NodeForest.packed`; kind 0 numeric (``x <= thr``), 1 categorical
+    (category in ``catbits`` left, in ``catknown`` right, else as missing), 2 numeric where 0
+    counts as missing (LightGBM).
+    """
+    missing_left = nodes[nd, 4] == 1
+    if np.isnan(x):
+        return missing_left
+    kd = nodes[nd, 3]
+    if kd == 0:
+        return x <= thr[nd]
+    if kd == 2:
+        if abs(x) <= 1e-35:
+            return missing_left
+        return x <= thr[nd]
+    if x < 0:
+        return missing_left
+    c = int(x)
+    if c >= catbits.shape[1] * 32:
+        return missing_left
+    if (catbits[nd, c >> 5] >> (c & 31)) & 1:
+        return True
+    if (catknown[nd, c >> 5] >> (c & 31)) & 1:
+        return False
+    return missing_left
+
+
 @njit(cache=True, nogil=True)
-def own_paths(lo_, hi_, X, feature, kind, thr, mleft, left, right, catbits, catknown, roots, own_leaf, own_bits):
-    # pragma: no cover - compiled
+def own_paths(lo_, hi_, X, nodes, thr, catbits, catknown, roots, own_leaf):  # pragma: no cover - compiled
+    """own_leaf[i, t]: the leaf row i reaches in tree t."""
     for i in range(lo_, hi_):
         for t in range(roots.shape[0]):
             nd = roots[t]
-            while feature[nd] >= 0:
-                f = feature[nd]
-                own_bits[i, t, f >> 6] |= np.uint64(1) << np.uint64(f & 63)
-                if go_left(X[i, f], nd, kind, thr, mleft, catbits, catknown):
-                    nd = left[nd]
+            while nodes[nd, 0] >= 0:
+                if go_left(X[i, nodes[nd, 0]], nd, nodes, thr, catbits, catknown):
+                    nd = nodes[nd, 1]
                 else:
-                    nd = right[nd]
+                    nd = nodes[nd, 2]
             own_leaf[i, t] = nd
 
+
 @njit(cache=True, nogil=True)
-def grid_masks(feature, kind, thr, mleft, catbits, catknown, grids, gn, out):  # pragma: no cover
-    for nd in range(feature.shape[0]):
-        f = feature[nd]
+def grid_masks(nodes, thr, catbits, catknown, grids, gn, out):  # pragma: no cover - compiled
+    """out[node]: bit a set when grid point a of the node's feature goes left there."""
+    for nd in range(nodes.shape[0]):
+        f = nodes[nd, 0]
         if f < 0 or gn[f] == 0:
             continue
         m = np.uint64(0)
         for a in range(gn[f]):
-            if go_left(grids[f, a], nd, kind, thr, mleft, catbits, catknown):
+            if go_left(grids[f, a], nd, nodes, thr, catbits, catknown):
                 m |= np.uint64(1) << np.uint64(a)
         out[nd] = m
+
 
 @njit(cache=True, inline="always", nogil=True)
 def respond(raw, prob, link, scale):  # pragma: no cover - compiled
@@ -285,39 +293,37 @@ def leaf_masks(path_nd, path_left, path_feature, lmask, gn, lf, lmk):  # pragma:
 
 
 @njit(cache=True, nogil=True)
-def row_leaves(lo_, hi_, X, roots, feature, kind, thr, mleft, left, right, catbits, catknown, value, max_nodes,
-               max_broken, leaf_pos, offset, raw0, codes):  # pragma: no cover - compiled
+def row_leaves(lo_, hi_, X, roots, nodes, thr, catbits, catknown, value, max_nodes, max_broken, leaf_pos, offset,
+               raw0, codes):  # pragma: no cover - compiled
     """Per row: its raw score (raw0) and the code of every leaf (codes[i, leaf_pos[node]]).
 
     One depth-first walk per row and tree follows every branch that breaks the conditions of
     at most ``max_broken`` (1 or 2) features; a reached leaf's code is those features (+1,
     16 bits each; 0 for the row's own leaf), every other leaf's TOO_MANY.  Independent of the
-    grids.
+    grids.  ``nodes``: :attr:`autopdp.tree_ice.NodeForest.packed`.
     """
     K = value.shape[1]
-    st_nd = np.empty(max_nodes + 1, dtype=np.int64)
-    st_v1 = np.empty(max_nodes + 1, dtype=np.int64)
-    st_v2 = np.empty(max_nodes + 1, dtype=np.int64)
+    stack = np.empty((max_nodes + 1, 3), dtype=np.int64)  # node, first and second broken feature
     for i in range(lo_, hi_):
         for q in range(K):
             raw0[i, q] = offset[q]
         codes[i, :] = TOO_MANY
         for t in range(roots.shape[0]):
             top = 0
-            st_nd[0] = roots[t]
-            st_v1[0] = -1
-            st_v2[0] = -1
+            stack[0, 0] = roots[t]
+            stack[0, 1] = -1
+            stack[0, 2] = -1
             while top >= 0:
-                nd = st_nd[top]
-                v1 = st_v1[top]
-                v2 = st_v2[top]
+                nd = stack[top, 0]
+                v1 = stack[top, 1]
+                v2 = stack[top, 2]
                 top -= 1
-                f = feature[nd]
+                f = nodes[nd, 0]
                 if f >= 0:
-                    if go_left(X[i, f], nd, kind, thr, mleft, catbits, catknown):
-                        taken, other = left[nd], right[nd]
+                    if go_left(X[i, f], nd, nodes, thr, catbits, catknown):
+                        taken, other = nodes[nd, 1], nodes[nd, 2]
                     else:
-                        taken, other = right[nd], left[nd]
+                        taken, other = nodes[nd, 2], nodes[nd, 1]
                     w1, w2 = v1, v2
                     ok = True
                     if f != v1 and f != v2:
@@ -329,13 +335,13 @@ def row_leaves(lo_, hi_, X, roots, feature, kind, thr, mleft, left, right, catbi
                             ok = False
                     if ok:
                         top += 1
-                        st_nd[top] = other
-                        st_v1[top] = w1
-                        st_v2[top] = w2
+                        stack[top, 0] = other
+                        stack[top, 1] = w1
+                        stack[top, 2] = w2
                     top += 1
-                    st_nd[top] = taken
-                    st_v1[top] = v1
-                    st_v2[top] = v2
+                    stack[top, 0] = taken
+                    stack[top, 1] = v1
+                    stack[top, 2] = v2
                     continue
                 if v1 < 0:
                     for q in range(K):
