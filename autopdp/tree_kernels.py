@@ -390,10 +390,54 @@ def ice_from_codes(lo_, hi_, codes, leaf_of, lf, lmk, value, slot, gn, raw0, r1)
 
 
 @njit(cache=True, nogil=True)
+def _runs(msk, g):  # pragma: no cover - compiled
+    """(number of runs of consecutive set bits, number of set bits) of a mask of g bits."""
+    one = np.uint64(1)
+    runs = 0
+    pop = 0
+    prev = False
+    for a in range(g):
+        bit = bool((msk >> np.uint64(a)) & one)
+        pop += bit
+        runs += bit and not prev
+        prev = bit
+    return runs, pop
+
+
+@njit(cache=True, nogil=True)
+def _fewer_runs(m, g):  # pragma: no cover - compiled
+    """(u, s, set bits of u, runs of u): m (s = +1) or its complement (s = -1), the one with fewer runs."""
+    comp = ~m & (np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - g))
+    r_m, p_m = _runs(m, g)
+    r_c, p_c = _runs(comp, g)
+    if r_m < r_c or r_m == r_c and p_m <= p_c:
+        return m, 1.0, p_m, r_m
+    return comp, -1.0, p_c, r_c
+
+
+@njit(cache=True, nogil=True)
+def _fill_runs(msk, g, out, at):  # pragma: no cover - compiled
+    """Write the runs [lo, hi) of msk's set bits into out[at:]."""
+    one = np.uint64(1)
+    a = 0
+    while a < g:
+        if not (msk >> np.uint64(a)) & one:
+            a += 1
+            continue
+        a1 = a
+        while a1 < g and (msk >> np.uint64(a1)) & one:
+            a1 += 1
+        out[at, 0] = a
+        out[at, 1] = a1
+        at += 1
+        a = a1
+
+
+@njit(cache=True, nogil=True)
 def ice_pairs(lo_, hi_, w, pairs, pos, index, gn, value, path_nd, path_left, path_feature, leaf_bits, leaf_of,
               codes, lmask, link, scale, cols, first, raw0, r1, shift, s1, s2, keep_pos, keep_set, ice):
     # pragma: no cover - compiled
-    """ice_sets for 2D sets from the rows' 1D ICE (r1) plus the leaves with conditions on both features.
+    """2D sets from the rows' 1D ICE (r1) plus the leaves with conditions on both features.
 
     pairs[p]: the two features; pos[p]: their slots in r1; index[p]: the set's slot in shift/s1/s2.
     ``path_*``, ``leaf_bits``, ``leaf_of``: the paths, condition features (bitsets) and node ids of
@@ -447,6 +491,41 @@ def ice_pairs(lo_, hi_, w, pairs, pos, index, gn, value, path_nd, path_left, pat
                 mask_j[c] = mj
                 mask_k[c] = mk
                 c += 1
+    # alpha_L(a) = m(a) - o, with m the grid points meeting L's conditions on j and o whether the
+    # row's own value does, is written s * u(a) + c with u the one of m and its complement with
+    # fewer runs of consecutive grid points (s = +1, c = -o for m; s = -1, c = 1 - o for the
+    # complement); beta likewise.  Then v * alpha * beta = v * (s s' u u' + s c' u + c s' u' + c c'):
+    # the u u' part is added to the difference table D as a rectangle per pair of runs, or cell
+    # by cell to M when that is fewer additions (categorical conditions); the 1D parts to the
+    # difference tables Uj, Uk, the constant to C.  A numeric feature's u is one run.
+    n_e = start[n_p]
+    u_j = np.empty(n_e, dtype=np.uint64)
+    u_k = np.empty(n_e, dtype=np.uint64)
+    s_j = np.empty(n_e)
+    s_k = np.empty(n_e)
+    pop_j = np.empty(n_e, dtype=np.int64)
+    pop_k = np.empty(n_e, dtype=np.int64)
+    r_j = np.zeros(n_e + 1, dtype=np.int64)
+    r_k = np.zeros(n_e + 1, dtype=np.int64)
+    for p in range(lo_, hi_):
+        gj = gn[pairs[p, 0]]
+        gk = gn[pairs[p, 1]]
+        for c in range(start[p - lo_], start[p - lo_ + 1]):
+            u_j[c], s_j[c], pop_j[c], r_j[c + 1] = _fewer_runs(mask_j[c], gj)
+            u_k[c], s_k[c], pop_k[c], r_k[c + 1] = _fewer_runs(mask_k[c], gk)
+    for c in range(n_e):
+        r_j[c + 1] += r_j[c]
+        r_k[c + 1] += r_k[c]
+    runs_j = np.empty((r_j[n_e], 2), dtype=np.int64)
+    runs_k = np.empty((r_k[n_e], 2), dtype=np.int64)
+    for p in range(lo_, hi_):
+        for c in range(start[p - lo_], start[p - lo_ + 1]):
+            _fill_runs(u_j[c], gn[pairs[p, 0]], runs_j, r_j[c])
+            _fill_runs(u_k[c], gn[pairs[p, 1]], runs_k, r_k[c])
+    D = np.empty((K, gmax + 1, gmax + 1))
+    Uj = np.empty((K, gmax + 1))
+    Uk = np.empty((K, gmax + 1))
+    C = np.empty(K)
     M = np.empty((K, gmax, gmax))
     raw = np.empty(K)
     prob = np.empty(n_out)
@@ -492,17 +571,67 @@ def ice_pairs(lo_, hi_, w, pairs, pos, index, gn, value, path_nd, path_left, pat
                         continue
                     if not any_leaf:
                         M[:, :gj, :gk] = 0.0
+                        D[:, :gj + 1, :gk + 1] = 0.0
+                        Uj[:, :gj + 1] = 0.0
+                        Uk[:, :gk + 1] = 0.0
+                        C[:] = 0.0
                         any_leaf = True
-                    sign = 1.0 if j_in == k_in else -1.0
                     nd = leaf_of[m]
-                    a0, a1 = bit_span(aj, gj)
-                    c0, c1 = bit_span(ak, gk)
-                    for a in range(a0, a1):
-                        if (aj >> np.uint64(a)) & one:
-                            for b in range(c0, c1):
-                                if (ak >> np.uint64(b)) & one:
-                                    for q in range(K):
-                                        M[q, a, b] += sign * value[nd, q]
+                    oj = 0.0 if j_in else 1.0
+                    ok_ = 0.0 if k_in else 1.0
+                    sj = s_j[b_]
+                    sk = s_k[b_]
+                    c_j = -oj if sj > 0 else 1.0 - oj
+                    c_k = -ok_ if sk > 0 else 1.0 - ok_
+                    for q in range(K):
+                        C[q] += c_j * c_k * value[nd, q]
+                    if c_k != 0.0:
+                        for e in range(r_j[b_], r_j[b_ + 1]):
+                            for q in range(K):
+                                Uj[q, runs_j[e, 0]] += sj * c_k * value[nd, q]
+                                Uj[q, runs_j[e, 1]] -= sj * c_k * value[nd, q]
+                    if c_j != 0.0:
+                        for e in range(r_k[b_], r_k[b_ + 1]):
+                            for q in range(K):
+                                Uk[q, runs_k[e, 0]] += sk * c_j * value[nd, q]
+                                Uk[q, runs_k[e, 1]] -= sk * c_j * value[nd, q]
+                    n_rj = r_j[b_ + 1] - r_j[b_]
+                    n_rk = r_k[b_ + 1] - r_k[b_]
+                    ss = sj * sk
+                    if 4 * n_rj * n_rk <= pop_j[b_] * pop_k[b_]:
+                        for e in range(r_j[b_], r_j[b_ + 1]):
+                            a, a1 = runs_j[e, 0], runs_j[e, 1]
+                            for f_ in range(r_k[b_], r_k[b_ + 1]):
+                                b, b1 = runs_k[f_, 0], runs_k[f_, 1]
+                                for q in range(K):
+                                    vv = ss * value[nd, q]
+                                    D[q, a, b] += vv
+                                    D[q, a1, b] -= vv
+                                    D[q, a, b1] -= vv
+                                    D[q, a1, b1] += vv
+                    else:
+                        uj = u_j[b_]
+                        uk = u_k[b_]
+                        a0, a1 = bit_span(uj, gj)
+                        c0, c1 = bit_span(uk, gk)
+                        for a in range(a0, a1):
+                            if (uj >> np.uint64(a)) & one:
+                                for b in range(c0, c1):
+                                    if (uk >> np.uint64(b)) & one:
+                                        for q in range(K):
+                                            M[q, a, b] += ss * value[nd, q]
+                if any_leaf:  # the tables summed up into M
+                    for q in range(K):
+                        for a in range(1, gj):
+                            Uj[q, a] += Uj[q, a - 1]
+                        for b in range(1, gk):
+                            Uk[q, b] += Uk[q, b - 1]
+                        for a in range(gj):
+                            run = 0.0
+                            for b in range(gk):
+                                run += D[q, a, b]
+                                D[q, a, b] = run + (D[q, a - 1, b] if a else 0.0)
+                                M[q, a, b] += D[q, a, b] + Uj[q, a] + Uk[q, b] + C[q]
                 wi = w[i]
                 kp = keep_pos[i] if keep_set[s] >= 0 else -1
                 for a in range(gj):
