@@ -32,6 +32,8 @@ _EXPORTS = {
     "ModelFreePD": ".modelfree",
     "StageFailure": ".stage_failures",
     "StageFailureWarning": ".stage_failures",
+    "InputError": ".errors",
+    "InputTypeError": ".errors",
 }
 
 __all__ = [
@@ -53,6 +55,8 @@ __all__ = [
     "ModelFreePD",
     "StageFailure",
     "StageFailureWarning",
+    "InputError",
+    "InputTypeError",
     "datasets",
 ]
 

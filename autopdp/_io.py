@@ -21,6 +21,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import InputError
+
 __all__ = ["atomic_write_bytes", "atomic_write_text", "ensure_writable_dir", "check_output_dir", "output_set",
            "OutputSet", "MANIFEST", "sha256_file"]
 
@@ -123,7 +125,7 @@ class OutputSet:
 
     def write_bytes(self, name: str, data: bytes) -> Path:
         if "/" in name or name in (MANIFEST, "") or name.startswith("."):
-            raise ValueError(f"output name {name!r} is reserved or not a plain file name.")
+            raise InputError(f"output name {name!r} is reserved or not a plain file name.")
         target = self.staging / name
         try:
             with open(target, "wb") as fh:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .data import Frame, as_frame
 from .engine import _as_column
+from .errors import InputError
 from .modelfree import ModelFreePD
 from .response import make_adapter
 
@@ -28,7 +29,7 @@ def _edges(values: np.ndarray, bins: int) -> np.ndarray:
     v = values[np.isfinite(values)]
     edges = np.unique(np.quantile(v, np.linspace(0, 1, bins + 1)))
     if edges.size < 2:
-        raise ValueError("ALE needs a feature with at least two distinct values.")
+        raise InputError("ALE needs a feature with at least two distinct values.")
     return edges
 
 
@@ -67,7 +68,7 @@ def _numeric(frame: Frame, pos: int) -> np.ndarray:
     try:
         return np.asarray(frame.column(pos), dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"ALE is defined for numeric features; {frame.names[pos]!r} is not numeric.") from None
+        raise InputError(f"ALE is defined for numeric features; {frame.names[pos]!r} is not numeric.") from None
 
 
 def ale(model, X, feature, *, bins: int = 20, response="auto", target=None) -> ModelFreePD:

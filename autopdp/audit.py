@@ -21,6 +21,7 @@ from ._io import atomic_write_text
 from ._version import __version__
 from .config import AuditConfig
 from .data import Frame, as_frame
+from .errors import InputError, InputTypeError
 from .grids import bin_edges, is_effectively_constant, resolve_categorical
 from ._progress import announce, say
 from .loading import column_error
@@ -127,7 +128,7 @@ class Audit:
         """
         if criterion not in self.evidence:
             known = ", ".join(k for k in self.evidence if k != "importance_1d")
-            raise ValueError(f"No evidence for {criterion!r}; this audit tested: {known}.")
+            raise InputError(f"No evidence for {criterion!r}; this audit tested: {known}.")
         items = list(self.evidence[criterion].values())
         return sorted(items, key=lambda e: -e.value if np.isfinite(e.value) else np.inf)
 
@@ -150,14 +151,14 @@ class Audit:
         for r in self.results:
             if r.features == key or (len(key) == 2 and r.features == key[::-1]):
                 return r
-        raise ValueError(f"No PD for {key!r} in this audit.")
+        raise InputError(f"No PD for {key!r} in this audit.")
 
     def score(self, features, utility: str) -> UtilityScore:
         key = self.pd(features).features
         try:
             return self.utility_scores[key][utility]
         except KeyError:
-            raise ValueError(f"No {utility!r} score for {key!r}.") from None
+            raise InputError(f"No {utility!r} score for {key!r}.") from None
 
     @property
     def results_1d(self) -> list[PDResult]:
@@ -282,18 +283,18 @@ def _check_y(y, n: int):
         return None
     if isinstance(y, pd.DataFrame):
         if y.shape[1] != 1:
-            raise ValueError(f"y must be one column, got a DataFrame with {y.shape[1]} columns.")
+            raise InputError(f"y must be one column, got a DataFrame with {y.shape[1]} columns.")
         y = y.iloc[:, 0]
     arr = np.asarray(y)
     if arr.ndim != 1:
-        raise ValueError(f"y must be 1-D (one target per row), got shape {arr.shape}.")
+        raise InputError(f"y must be 1-D (one target per row), got shape {arr.shape}.")
     if arr.shape[0] != n:
-        raise ValueError(f"y has {arr.shape[0]} values but X has {n} rows; give one target per row.")
+        raise InputError(f"y has {arr.shape[0]} values but X has {n} rows; give one target per row.")
     if pd.isna(pd.Series(arr, dtype=object)).any():
         k = int(pd.isna(pd.Series(arr, dtype=object)).sum())
-        raise ValueError(f"the target y has {k} missing value(s); drop those rows or fill them before auditing.")
+        raise InputError(f"the target y has {k} missing value(s); drop those rows or fill them before auditing.")
     if pd.Series(arr, dtype=object).nunique() < 2:
-        raise ValueError("the target y is constant (a single class or value); an audit needs a target that varies.")
+        raise InputError("the target y is constant (a single class or value); an audit needs a target that varies.")
     return arr
 
 
@@ -302,7 +303,7 @@ def _apply_categories(X, categories):
     if not categories:
         return X
     if not isinstance(X, pd.DataFrame):
-        raise ValueError("config key 'categories' names columns, so X must be a DataFrame.")
+        raise InputError("config key 'categories' names columns, so X must be a DataFrame.")
     changed = {}
     for name, order in categories.items():
         if name not in X.columns:
@@ -313,7 +314,7 @@ def _apply_categories(X, categories):
         unknown = sorted({str(v) for v in values.unique()} - set(as_text))
         if unknown:
             shown = ", ".join(repr(u) for u in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
-            raise ValueError(
+            raise InputError(
                 f"column {name!r} has values that config key 'categories.{name}' does not list: {shown}; "
                 "list every level in order."
             )
@@ -328,14 +329,14 @@ def _check_weights(sample_weight, n: int):
     try:
         w = np.asarray(pd.to_numeric(pd.Series(np.asarray(sample_weight).ravel()), errors="raise"), dtype=float)
     except (ValueError, TypeError):
-        raise ValueError("sample_weight must be numbers (one weight per row).") from None
+        raise InputError("sample_weight must be numbers (one weight per row).") from None
     if w.shape[0] != n:
-        raise ValueError(f"sample_weight has {w.shape[0]} values but X has {n} rows; give one weight per row.")
+        raise InputError(f"sample_weight has {w.shape[0]} values but X has {n} rows; give one weight per row.")
     if not np.all(np.isfinite(w)) or np.any(w < 0):
         bad = int((~np.isfinite(w) | (w < 0)).sum())
-        raise ValueError(f"sample_weight has {bad} missing, infinite or negative value(s); weights must be finite and >= 0.")
+        raise InputError(f"sample_weight has {bad} missing, infinite or negative value(s); weights must be finite and >= 0.")
     if not w.sum() > 0:
-        raise ValueError("sample_weight sums to 0: at least one row needs a positive weight.")
+        raise InputError("sample_weight sums to 0: at least one row needs a positive weight.")
     return w
 
 
@@ -382,7 +383,7 @@ def choose_pairs(spec, features: list, res1, names: list, notes: list) -> list:
 def _check_rows(n: int, notes: list) -> None:
     """Too few rows is an error; few rows is a warning in the report."""
     if n < MIN_ROWS:
-        raise ValueError(
+        raise InputError(
             f"too few rows: the data has {n} row{'s' if n != 1 else ''}; an audit needs at least {MIN_ROWS} "
             f"(and {COMFORTABLE_ROWS}+ for scores that stand clear of sampling noise)."
         )
@@ -418,7 +419,7 @@ def _check_labels(y: np.ndarray | None, model, adapter) -> None:
     if unknown:
         shown = ", ".join(repr(_scalar(v)) for v in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
         observed = ", ".join(repr(_scalar(v)) for v in seen[:8]) + (" ..." if len(seen) > 8 else "")
-        raise ValueError(
+        raise InputError(
             f"the target y holds values that are not classes of the model: {shown}. The model's classes are "
             f"{', '.join(repr(_scalar(c)) for c in classes)}; y holds {observed}. Encode y the way the model was "
             "trained (e.g. map '>50K' to 1) or pass the matching target column."
@@ -502,7 +503,7 @@ def _align_columns(model, frame: Frame, notes: list) -> Frame:
     have = list(frame.names)
     missing = [c for c in needed if c not in have]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"X lacks {len(missing)} column(s) the model was fitted on: {missing[:10]}; pass the data with every "
             "feature the model needs."
         )
@@ -521,12 +522,12 @@ def _check_comparison(name: str, other, model, frame: Frame):
     if cols is not None and mine is not None and list(cols) != list(mine):
         missing = sorted(set(mine) - set(cols))
         extra = sorted(set(cols) - set(mine))
-        raise ValueError(
+        raise InputError(
             f"comparison model {name!r} was trained on other columns than the audited model "
             f"(missing {missing}, extra {extra}); compare models trained on the same features."
         )
     if cols is not None and frame.is_frame and not set(cols) <= set(frame.names):
-        raise ValueError(f"comparison model {name!r} needs columns {sorted(set(cols) - set(frame.names))} that X lacks.")
+        raise InputError(f"comparison model {name!r} needs columns {sorted(set(cols) - set(frame.names))} that X lacks.")
 
 
 def _na_notes(utility_scores) -> list[str]:
@@ -626,11 +627,11 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     elif isinstance(config, Mapping):
         config = AuditConfig.from_dict(config)
     elif not isinstance(config, AuditConfig):
-        raise TypeError(f"config must be an AuditConfig or a dict, got {type(config).__name__}.")
+        raise InputTypeError(f"config must be an AuditConfig or a dict, got {type(config).__name__}.")
     compare = dict(compare or {})
     for name in compare:
         if not isinstance(name, str) or not name or any(c in name for c in "=:"):
-            raise ValueError(f"comparison model names must be non-empty text without '=' or ':', got {name!r}.")
+            raise InputError(f"comparison model names must be non-empty text without '=' or ':', got {name!r}.")
 
     t0 = time.perf_counter()
     X = _apply_categories(X, config.categories)
@@ -669,7 +670,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         else:
             features.append(name)
     if not features:
-        raise ValueError("every feature is constant in the data: there is nothing to audit.")
+        raise InputError("every feature is constant in the data: there is nothing to audit.")
     _reject_infinite(frame, kinds)
     adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
     _check_labels(y, model, adapter)
@@ -766,7 +767,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
                 custom_values=custom_2d, n_jobs=n_jobs, sample_weight=weights_2d, **common,
             ) if pairs else []
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"comparison model {name!r}: {exc}") from exc
+            raise InputError(f"comparison model {name!r}: {exc}") from exc
         comparisons[name] = tuple(c1) + tuple(c2)
     timings["comparisons"] = time.perf_counter() - t0
 

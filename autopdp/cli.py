@@ -30,6 +30,8 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import InputError
+
 __all__ = ["main"]
 
 
@@ -61,7 +63,7 @@ def stage(name: str):
     with announce(name):
         try:
             yield
-        except (ValueError, TypeError, OSError):
+        except (InputError, OSError):  # named by the check that raised it: bad input
             raise
         except Exception as exc:
             raise StageError(f"stage '{name}' failed: {type(exc).__name__}: {exc}") from exc
@@ -100,7 +102,7 @@ def _formats(text: str):
     items = [f.strip().lower() for f in text.split(",") if f.strip()]
     bad = [f for f in items if f not in FORMATS]
     if bad or not items:
-        raise ValueError(f"--formats takes a comma-separated list of {', '.join(FORMATS)}; got {text!r}.")
+        raise InputError(f"--formats takes a comma-separated list of {', '.join(FORMATS)}; got {text!r}.")
     return items
 
 
@@ -108,7 +110,7 @@ def _page_size(value: str) -> str:
     for ok in ("A4", "Letter"):
         if value.lower() == ok.lower():
             return ok
-    raise ValueError(f"--page-size must be A4 or Letter, got {value!r}.")
+    raise InputError(f"--page-size must be A4 or Letter, got {value!r}.")
 
 
 def _write(audit, out, formats, page_size, started, *, extra_files=None, gate=None, comparison=None) -> list:
@@ -144,7 +146,7 @@ def _load_data(args):
     weights = None
     if args.weights is not None:
         if args.weights == args.target:
-            raise ValueError(f"--weights {args.weights!r} is the target column; give the column of row weights.")
+            raise InputError(f"--weights {args.weights!r} is the target column; give the column of row weights.")
         if args.weights not in X.columns:
             raise column_error("weights column", args.weights, df.columns)
         import numpy as np
@@ -152,10 +154,10 @@ def _load_data(args):
         weights = X.pop(args.weights)
         numeric = pd_numeric(weights)
         if numeric is None:
-            raise ValueError(f"weights column {args.weights!r} of data file {args.data!r} has values that are not numbers.")
+            raise InputError(f"weights column {args.weights!r} of data file {args.data!r} has values that are not numbers.")
         bad = int((~np.isfinite(numeric) | (numeric < 0)).sum())
         if bad:
-            raise ValueError(f"weights column {args.weights!r} of data file {args.data!r} has {bad} missing, infinite or "
+            raise InputError(f"weights column {args.weights!r} of data file {args.data!r} has {bad} missing, infinite or "
                              "negative value(s); weights must be finite and >= 0.")
         weights = numeric
     return X, y, weights
@@ -219,11 +221,11 @@ def _parse_compare(items, flag="--compare"):
     out = {}
     for item in items or []:
         if "=" not in item:
-            raise ValueError(f"{flag} takes NAME=PATH, got {item!r}.")
+            raise InputError(f"{flag} takes NAME=PATH, got {item!r}.")
         name, path = item.split("=", 1)
         name = name.strip()
         if not name or name in out or ":" in name:
-            raise ValueError(f"{flag} needs a unique, non-empty NAME without ':', got {item!r}.")
+            raise InputError(f"{flag} needs a unique, non-empty NAME without ':', got {item!r}.")
         out[name] = path
     return out
 
@@ -260,7 +262,7 @@ def _cmd_gate(args) -> int:
     page_size = _page_size(args.page_size)
     policy = GatePolicy.from_toml(args.policy)
     if policy.needs_champion and not args.champion:
-        raise ValueError("the policy sets champion limits (max_similarity); pass --champion PATH.")
+        raise InputError("the policy sets champion limits (max_similarity); pass --champion PATH.")
     with stage("loading"):
         model = load_model(args.model, trust_model=args.trust_model)
         champion = load_model(args.champion, trust_model=args.trust_model) if args.champion else None
@@ -269,7 +271,7 @@ def _cmd_gate(args) -> int:
     champion_label = _model_label(args.champion, avoid=Path(args.model).stem) if args.champion else None
     policy.check_features([str(c) for c in X.columns])
     if policy.needs_target and y is None:  # pragma: no cover - split_target always gives y
-        raise ValueError("the policy sets max_incidence, which needs --target.")
+        raise InputError("the policy sets max_incidence, which needs --target.")
     cfg = _with_flags(policy.audit_config(_config(args.config, model_name=Path(args.model).name,
                                                   dataset_name=Path(args.data).name)), args)
     with stage("computing and scoring every 1D and 2D partial dependence"):
@@ -300,7 +302,7 @@ def _cmd_compare(args) -> int:
     page_size = _page_size(args.page_size)
     paths = _parse_compare(args.model, flag="--model")
     if len(paths) < 2:
-        raise ValueError("compare needs at least two models: --model NAME=PATH --model NAME=PATH.")
+        raise InputError("compare needs at least two models: --model NAME=PATH --model NAME=PATH.")
     names = list(paths)
     cfg = _with_flags(_config(args.config, model_name=f"{names[0]} ({Path(paths[names[0]]).name})",
                               dataset_name=Path(args.data).name), args)
@@ -422,7 +424,7 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():  # stage failures are printed by _exit_code, once per failure
             warnings.simplefilter("ignore", StageFailureWarning)
             code = args.func(args)
-    except (ValueError, TypeError, OSError) as exc:
+    except (InputError, OSError) as exc:  # autopdp's checks of the input, unreadable files
         print(f"autopdp: error: {_one_line(exc)}", file=sys.stderr)
         code = EXIT_BAD_INPUT
     except StageError as exc:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from .errors import InputError
 from .utilities import UTILITY_IDS
 from .utilities.monotonicity import DIRECTIONS
 
@@ -37,35 +38,35 @@ def parse_pairs(value):
         if low.startswith("top:"):
             n = low[4:].strip()
             if not n.isdigit() or int(n) < 1:
-                raise ValueError(f"config key 'pairs' (--pairs) top:N needs a whole number N >= 1, got {value!r}.")
+                raise InputError(f"config key 'pairs' (--pairs) top:N needs a whole number N >= 1, got {value!r}.")
             return f"top:{int(n)}"
         items = [item.strip() for item in text.split(",") if item.strip()]
         pairs = []
         for item in items:
             parts = [x.strip() for x in item.split(":")]
             if len(parts) != 2 or not all(parts):
-                raise ValueError(
+                raise InputError(
                     f"config key 'pairs' (--pairs) takes all, none, top:N or FEATURE:FEATURE,...; got {value!r}."
                 )
             pairs.append(tuple(parts))
         return _pair_tuple(pairs, value)
     if isinstance(value, (list, tuple)):
         return _pair_tuple(value, value)
-    raise ValueError(f"config key 'pairs' takes true, false, \"all\", \"none\", \"top:N\" or a list of pairs, got {value!r}.")
+    raise InputError(f"config key 'pairs' takes true, false, \"all\", \"none\", \"top:N\" or a list of pairs, got {value!r}.")
 
 
 def _pair_tuple(items, original):
     out = []
     for item in items:
         if not isinstance(item, (list, tuple)) or len(item) != 2 or not all(isinstance(x, str) and x for x in item):
-            raise ValueError(f"config key 'pairs' lists pairs of two feature names, got {item!r} in {original!r}.")
+            raise InputError(f"config key 'pairs' lists pairs of two feature names, got {item!r} in {original!r}.")
         if item[0] == item[1]:
-            raise ValueError(f"config key 'pairs' has a pair of a feature with itself: {item!r}.")
+            raise InputError(f"config key 'pairs' has a pair of a feature with itself: {item!r}.")
         pair = (item[0], item[1])
         if pair not in out and pair[::-1] not in out:
             out.append(pair)
     if not out:
-        raise ValueError(f"config key 'pairs' lists no pair: {original!r}; use \"none\" for no 2D PDs.")
+        raise InputError(f"config key 'pairs' lists no pair: {original!r}; use \"none\" for no 2D PDs.")
     return tuple(out)
 
 
@@ -176,13 +177,13 @@ class AuditConfig:
         set_("lipschitz", _frozen_map(self.lipschitz))
         set_("pairs", parse_pairs(self.pairs))
         if not isinstance(self.categories, Mapping):
-            raise ValueError(f"config key 'categories' must be a table of feature = [levels in order], got {self.categories!r}.")
+            raise InputError(f"config key 'categories' must be a table of feature = [levels in order], got {self.categories!r}.")
         cats = {}
         for feat, levels in self.categories.items():
             if not isinstance(levels, (list, tuple)) or len(levels) < 2:
-                raise ValueError(f"config key 'categories.{feat}' must list at least two levels in order, got {levels!r}.")
+                raise InputError(f"config key 'categories.{feat}' must list at least two levels in order, got {levels!r}.")
             if len(set(map(str, levels))) != len(levels):
-                raise ValueError(f"config key 'categories.{feat}' lists a level twice: {list(levels)!r}.")
+                raise InputError(f"config key 'categories.{feat}' lists a level twice: {list(levels)!r}.")
             cats[str(feat)] = tuple(levels)
         set_("categories", types.MappingProxyType(cats))
         set_("sign_off", _sign_off(self.sign_off))
@@ -199,7 +200,7 @@ class AuditConfig:
             if v is None and allow_none:
                 return
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < minimum:
-                raise ValueError(f"config key {key!r} must be an integer >= {minimum}, got {v!r}.")
+                raise InputError(f"config key {key!r} must be an integer >= {minimum}, got {v!r}.")
 
         positive_int("grid_resolution", minimum=2)
         positive_int("grid_resolution_2d", minimum=2)
@@ -208,65 +209,65 @@ class AuditConfig:
         for key, lo, hi in (("materiality", 0.0, None), ("min_association", 0.0, 1.0), ("significance", 0.0, 1.0)):
             v = getattr(self, key)
             if not isinstance(v, numbers.Real) or isinstance(v, bool) or not (v >= lo) or (hi is not None and v > hi):
-                raise ValueError(f"config key {key!r} must be a number" + (f" between {lo} and {hi}" if hi else f" >= {lo}")
+                raise InputError(f"config key {key!r} must be a number" + (f" between {lo} and {hi}" if hi else f" >= {lo}")
                                  + f", got {v!r}.")
         if self.multiple_testing not in ("bh", "holm"):
-            raise ValueError(f"config key 'multiple_testing' must be 'bh' or 'holm', got {self.multiple_testing!r}.")
+            raise InputError(f"config key 'multiple_testing' must be 'bh' or 'holm', got {self.multiple_testing!r}.")
         positive_int("max_rows", allow_none=True)
         positive_int("max_rows_2d", allow_none=True)
         positive_int("subsample", allow_none=True)
         positive_int("integer_as_categorical", minimum=0)
         positive_int("max_levels", minimum=2)
         if self.loss not in ("l2", "l1"):
-            raise ValueError(f"config key 'loss' must be 'l2' or 'l1', got {self.loss!r}.")
+            raise InputError(f"config key 'loss' must be 'l2' or 'l1', got {self.loss!r}.")
         if self.grid_method not in ("quantile", "uniform"):
-            raise ValueError(f"config key 'grid_method' must be 'quantile' or 'uniform', got {self.grid_method!r}.")
+            raise InputError(f"config key 'grid_method' must be 'quantile' or 'uniform', got {self.grid_method!r}.")
         if self.method not in ("auto", "brute", "tree", "recursion"):
-            raise ValueError(f"config key 'method' must be auto, brute, tree or recursion, got {self.method!r}.")
+            raise InputError(f"config key 'method' must be auto, brute, tree or recursion, got {self.method!r}.")
         positive_int("std_rows", minimum=0)
         if self.ice_variance not in ("high", "low"):
-            raise ValueError(f"config key 'ice_variance' must be 'high' or 'low', got {self.ice_variance!r}.")
+            raise InputError(f"config key 'ice_variance' must be 'high' or 'low', got {self.ice_variance!r}.")
         if self.ice_variance_centering not in ("mean", "first", "none"):
-            raise ValueError(
+            raise InputError(
                 f"config key 'ice_variance_centering' must be 'mean', 'first' or 'none', got {self.ice_variance_centering!r}."
             )
         for key in ("lipschitz_scale", "max_batch_mb"):
             v = getattr(self, key)
             if not isinstance(v, numbers.Real) or isinstance(v, bool) or not v > 0:
-                raise ValueError(f"config key {key!r} must be a positive number, got {v!r}.")
+                raise InputError(f"config key {key!r} must be a positive number, got {v!r}.")
         if len(self.percentiles) != 2 or not all(isinstance(p, numbers.Real) for p in self.percentiles) or not (
             0 <= self.percentiles[0] < self.percentiles[1] <= 1
         ):
-            raise ValueError(f"config key 'percentiles' must be [low, high] with 0 <= low < high <= 1, got {list(self.percentiles)!r}.")
+            raise InputError(f"config key 'percentiles' must be [low, high] with 0 <= low < high <= 1, got {list(self.percentiles)!r}.")
         for u in self.utilities:
             if u not in UTILITY_IDS:
-                raise ValueError(f"config key 'utilities' has unknown utility {u!r}; known: {', '.join(UTILITY_IDS)}.")
+                raise InputError(f"config key 'utilities' has unknown utility {u!r}; known: {', '.join(UTILITY_IDS)}.")
         for c in self.criteria_2d:
             if c not in CRITERIA_2D:
-                raise ValueError(f"config key 'criteria_2d' has unknown criterion {c!r}; known: {', '.join(CRITERIA_2D)}.")
+                raise InputError(f"config key 'criteria_2d' has unknown criterion {c!r}; known: {', '.join(CRITERIA_2D)}.")
         for feat, d in self.expected_monotonic.items():
             if d not in DIRECTIONS:
-                raise ValueError(
+                raise InputError(
                     f"config key 'expected_monotonic.{feat}' must be one of {', '.join(DIRECTIONS)}, got {d!r}."
                 )
         for feat, l in self.lipschitz.items():
             if not isinstance(l, numbers.Real) or isinstance(l, bool) or not l > 0:
-                raise ValueError(f"config key 'lipschitz.{feat}' must be a positive slope bound, got {l!r}.")
+                raise InputError(f"config key 'lipschitz.{feat}' must be a positive slope bound, got {l!r}.")
         for key in ("title", "model_name", "model_version", "dataset_name", "reviewer"):
             v = getattr(self, key)
             if v is not None and not isinstance(v, str):
-                raise ValueError(f"config key {key!r} must be text, got {type(v).__name__}.")
+                raise InputError(f"config key {key!r} must be text, got {type(v).__name__}.")
 
     # ------------------------------------------------------------------ I/O
     @classmethod
     def from_dict(cls, data: Mapping) -> "AuditConfig":
         """Build from a plain dict (e.g. a parsed TOML file); unknown keys are errors."""
         if not isinstance(data, Mapping):
-            raise ValueError(f"the config must be a table of keys, got {type(data).__name__}.")
+            raise InputError(f"the config must be a table of keys, got {type(data).__name__}.")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"unknown config key {unknown[0]!r}" + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else "")
                 + f"; known keys: {', '.join(sorted(known))}."
             )
@@ -300,33 +301,33 @@ def _sign_off(value):
     if isinstance(value, str):
         value = {"statement": value}
     if not isinstance(value, Mapping):
-        raise ValueError(f"config key 'sign_off' must be a table ({', '.join(SIGN_OFF_KEYS)}), got {type(value).__name__}.")
+        raise InputError(f"config key 'sign_off' must be a table ({', '.join(SIGN_OFF_KEYS)}), got {type(value).__name__}.")
     out = {}
     for key, v in value.items():
         if key not in SIGN_OFF_KEYS:
-            raise ValueError(f"unknown config key 'sign_off.{key}'; known keys: {', '.join(SIGN_OFF_KEYS)}.")
+            raise InputError(f"unknown config key 'sign_off.{key}'; known keys: {', '.join(SIGN_OFF_KEYS)}.")
         if v is None:
             continue
         if key == "date" and not isinstance(v, str):
             v = str(v)  # a TOML date
         if not isinstance(v, str):
-            raise ValueError(f"config key 'sign_off.{key}' must be text, got {type(v).__name__}.")
+            raise InputError(f"config key 'sign_off.{key}' must be text, got {type(v).__name__}.")
         out[key] = v.strip()
     if "decision" in out:
         d = " ".join(out["decision"].lower().replace("_", " ").replace("-", " ").split())
         if d not in DECISIONS:
-            raise ValueError(f"config key 'sign_off.decision' (--decision) must be one of {', '.join(DECISIONS)}; "
+            raise InputError(f"config key 'sign_off.decision' (--decision) must be one of {', '.join(DECISIONS)}; "
                              f"got {out['decision']!r}.")
         out["decision"] = d
         if d == "approve with conditions" and not out.get("conditions"):
-            raise ValueError("the decision 'approve with conditions' needs the conditions (sign_off.conditions, --conditions).")
+            raise InputError("the decision 'approve with conditions' needs the conditions (sign_off.conditions, --conditions).")
     if "date" in out:
         import datetime as _dt
 
         try:
             out["date"] = _dt.date.fromisoformat(out["date"]).isoformat()
         except ValueError:
-            raise ValueError(f"config key 'sign_off.date' (--sign-off-date) must be a date YYYY-MM-DD, got {out['date']!r}.") from None
+            raise InputError(f"config key 'sign_off.date' (--sign-off-date) must be a date YYYY-MM-DD, got {out['date']!r}.") from None
     return types.MappingProxyType(out) if out else None
 
 
@@ -338,8 +339,8 @@ def load_toml(path, *, what: str) -> dict:
     try:
         text = p.read_bytes()
     except OSError as exc:
-        raise ValueError(f"cannot read {what} file {str(p)!r}: {exc.strerror or exc}.") from None
+        raise InputError(f"cannot read {what} file {str(p)!r}: {exc.strerror or exc}.") from None
     try:
         return tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{what} file {str(p)!r} is not valid TOML: {exc}.") from None
+        raise InputError(f"{what} file {str(p)!r} is not valid TOML: {exc}.") from None

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .errors import InputError, InputTypeError
+
 __all__ = ["Frame", "as_frame", "is_categorical_dtype"]
 
 
@@ -84,7 +86,7 @@ class Frame:
     def position_of(self, feature) -> int:
         """Resolve a column name or integer index to a column position."""
         if isinstance(feature, (bool, np.bool_)):
-            raise TypeError(
+            raise InputTypeError(
                 f"Feature {feature!r} is a boolean; name a feature by its column name or integer position."
             )
         if isinstance(feature, Hashable) and feature in self.keys and self.is_frame:
@@ -95,13 +97,13 @@ class Frame:
             idx = int(feature)
             if -self.n_features <= idx < self.n_features:
                 return idx % self.n_features
-            raise ValueError(
+            raise InputError(
                 f"Feature index {idx} is out of range: X has {self.n_features} columns "
                 f"(valid positions 0 to {self.n_features - 1})."
             )
         shown = ", ".join(repr(n) for n in self.names[:12])
         more = f", ... ({self.n_features} in all)" if self.n_features > 12 else ""
-        raise ValueError(f"Unknown feature {feature!r}: it is not a column of X. Columns are: {shown}{more}.")
+        raise InputError(f"Unknown feature {feature!r}: it is not a column of X. Columns are: {shown}{more}.")
 
 
 def as_frame(X, *, name: str = "X") -> Frame:
@@ -115,32 +117,32 @@ def as_frame(X, *, name: str = "X") -> Frame:
         If ``X`` is empty, not 2-D, or has duplicate column names.
     """
     if isinstance(X, pd.Series):
-        raise TypeError(f"{name} is a pandas Series; pass a DataFrame with one column per feature (e.g. series.to_frame()).")
+        raise InputTypeError(f"{name} is a pandas Series; pass a DataFrame with one column per feature (e.g. series.to_frame()).")
     if isinstance(X, pd.DataFrame):
         if X.shape[0] == 0:
-            raise ValueError(f"{name} is empty (0 rows): partial dependence needs at least one row of data.")
+            raise InputError(f"{name} is empty (0 rows): partial dependence needs at least one row of data.")
         if X.shape[1] == 0:
-            raise ValueError(f"{name} has no columns: pass the feature columns the model was trained on.")
+            raise InputError(f"{name} has no columns: pass the feature columns the model was trained on.")
         dup = X.columns[X.columns.duplicated()].unique().tolist()
         if dup:
-            raise ValueError(
+            raise InputError(
                 f"{name} has duplicate column names {dup}: rename them so that every feature has a unique name."
             )
         keys = tuple(X.columns)
         names = tuple(str(c) for c in X.columns)
         if len(set(names)) != len(names):
-            raise ValueError(f"{name} has column labels that print the same ({names}); rename them to unique strings.")
+            raise InputError(f"{name} has column labels that print the same ({names}); rename them to unique strings.")
         return Frame(data=X, names=names, keys=keys)
     if isinstance(X, (str, bytes)) or not isinstance(X, (np.ndarray, Sequence)) and not hasattr(X, "__array__"):
-        raise TypeError(
+        raise InputTypeError(
             f"{name} must be a pandas DataFrame or a 2-D numpy array, got {type(X).__name__}."
         )
     arr = np.asarray(X)
     if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (rows x features), got an array with {arr.ndim} dimension(s).")
+        raise InputError(f"{name} must be 2-D (rows x features), got an array with {arr.ndim} dimension(s).")
     if arr.shape[0] == 0:
-        raise ValueError(f"{name} is empty (0 rows): partial dependence needs at least one row of data.")
+        raise InputError(f"{name} is empty (0 rows): partial dependence needs at least one row of data.")
     if arr.shape[1] == 0:
-        raise ValueError(f"{name} has no columns: pass the feature columns the model was trained on.")
+        raise InputError(f"{name} has no columns: pass the feature columns the model was trained on.")
     names = tuple(f"x{i}" for i in range(arr.shape[1]))
     return Frame(data=arr, names=names, keys=tuple(range(arr.shape[1])))

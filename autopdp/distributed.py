@@ -6,6 +6,8 @@ once; each task then names only its group of feature sets.
 
 from __future__ import annotations
 
+from .errors import InputError, InputTypeError
+
 __all__ = ["run_on_dask", "dask_workers"]
 
 
@@ -13,17 +15,17 @@ def _client(scheduler):
     try:
         from distributed import Client
     except ImportError:
-        raise ValueError(
+        raise InputError(
             "a Dask scheduler was given but dask.distributed is not installed: pip install 'autopdp[dask]'."
         ) from None
     if isinstance(scheduler, Client):
         return scheduler, False
     if not isinstance(scheduler, str):
-        raise TypeError(f"scheduler must be an address like 'tcp://host:8786' or a distributed.Client, got {type(scheduler).__name__}.")
+        raise InputTypeError(f"scheduler must be an address like 'tcp://host:8786' or a distributed.Client, got {type(scheduler).__name__}.")
     try:
         return Client(scheduler, timeout="20s"), True
     except OSError as exc:
-        raise ValueError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}.") from None
+        raise InputError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}.") from None
 
 
 def dask_workers(scheduler) -> int:

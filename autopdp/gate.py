@@ -42,6 +42,7 @@ import numpy as np
 
 from ._io import atomic_write_text
 from .config import AuditConfig, load_toml
+from .errors import InputError
 from .utilities import score_lipschitz, score_monotonicity
 from .utilities.monotonicity import DIRECTIONS
 
@@ -61,32 +62,32 @@ SECTIONS = ("features", "importance", "champion", "audit")
 
 def _number(value, key: str, *, positive=False, minimum=None) -> float:
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or not np.isfinite(value):
-        raise ValueError(f"policy key {key!r} must be a number, got {value!r}.")
+        raise InputError(f"policy key {key!r} must be a number, got {value!r}.")
     if positive and value <= 0:
-        raise ValueError(f"policy key {key!r} must be positive, got {value!r}.")
+        raise InputError(f"policy key {key!r} must be positive, got {value!r}.")
     if minimum is not None and value < minimum:
-        raise ValueError(f"policy key {key!r} must be >= {minimum}, got {value!r}.")
+        raise InputError(f"policy key {key!r} must be >= {minimum}, got {value!r}.")
     return float(value)
 
 
 def _int(value, key: str) -> int:
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"policy key {key!r} must be a whole number >= 1, got {value!r}.")
+        raise InputError(f"policy key {key!r} must be a whole number >= 1, got {value!r}.")
     return int(value)
 
 
 def _names(value, key: str) -> tuple:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"policy key {key!r} must be a list of feature names, got {value!r}.")
+        raise InputError(f"policy key {key!r} must be a list of feature names, got {value!r}.")
     return tuple(value)
 
 
 def _check_keys(table, allowed, where: str):
     if not isinstance(table, Mapping):
-        raise ValueError(f"policy key {where!r} must be a table, got {type(table).__name__}.")
+        raise InputError(f"policy key {where!r} must be a table, got {type(table).__name__}.")
     for k in table:
         if k not in allowed:
-            raise ValueError(f"unknown policy key {where + '.' + k if where else k!r}; known keys here: {', '.join(allowed)}.")
+            raise InputError(f"unknown policy key {where + '.' + k if where else k!r}; known keys here: {', '.join(allowed)}.")
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ class GatePolicy:
                 key = f"{where}.{k}"
                 if k == "monotonic":
                     if v not in DIRECTIONS:
-                        raise ValueError(f"policy key {key!r} must be one of {', '.join(DIRECTIONS)}, got {v!r}.")
+                        raise InputError(f"policy key {key!r} must be one of {', '.join(DIRECTIONS)}, got {v!r}.")
                     kw[k] = v
                 elif k == "lipschitz":
                     kw[k] = _number(v, key, positive=True)
@@ -179,11 +180,11 @@ class GatePolicy:
         known = set(names)
         for name in self.features:
             if name not in known:
-                raise ValueError(f"policy key 'features.{name}' names a feature that is not in the data.")
+                raise InputError(f"policy key 'features.{name}' names a feature that is not in the data.")
         for key, group in (("importance.forbidden", self.forbidden), ("importance.required", self.required)):
             for name in group:
                 if name not in known:
-                    raise ValueError(f"policy key {key!r} names {name!r}, which is not a feature of the data.")
+                    raise InputError(f"policy key {key!r} names {name!r}, which is not a feature of the data.")
 
     def audit_config(self, base: AuditConfig | None = None) -> AuditConfig:
         """The audit settings the gate needs: declared directions and bounds added to ``base``."""
@@ -351,14 +352,14 @@ def champion_name(audit, champion: str | None = None) -> str | None:
     names = list(audit.comparisons)
     if champion is not None:
         if champion not in names:
-            raise ValueError(f"champion {champion!r} is not a comparison model of the audit (have: {', '.join(names) or 'none'}).")
+            raise InputError(f"champion {champion!r} is not a comparison model of the audit (have: {', '.join(names) or 'none'}).")
         return champion
     if CHAMPION in names:
         return CHAMPION
     if len(names) == 1:
         return names[0]
     if len(names) > 1:
-        raise ValueError(
+        raise InputError(
             f"the audit has {len(names)} comparison models ({', '.join(names)}); say which is the champion: "
             "gate(audit, policy, champion=NAME)."
         )

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .data import Frame, is_categorical_dtype
+from .errors import InputError
 
 __all__ = ["FeatureSpec", "build_spec", "resolve_categorical", "nearest_grid_index"]
 
@@ -97,7 +98,7 @@ def _reject_numbers_stored_as_text(frame: Frame, position: int) -> None:
     share = float(parsed.notna().mean())
     if 0.9 <= share < 1.0:
         bad = list(dict.fromkeys(values[parsed.isna()].astype(str).tolist()))[:3]
-        raise ValueError(
+        raise InputError(
             f"Feature {frame.names[position]!r} looks numeric but holds non-numeric values such as {bad}: convert them "
             "to numbers or NaN (e.g. pandas.to_numeric(errors='coerce') or read_csv(na_values=...)), or list the "
             "column in categorical_features to treat it as categorical."
@@ -139,12 +140,12 @@ def _is_integer_column(frame: Frame, position: int) -> bool:
 def _numeric_grid(values: np.ndarray, name: str, grid_resolution: int, percentiles, method: str, integer: bool) -> np.ndarray:
     finite_mask = np.isfinite(values)
     if np.isinf(values).any():
-        raise ValueError(
+        raise InputError(
             f"Feature {name!r} has infinite values: replace them (e.g. with NaN or a cap) before computing partial dependence."
         )
     finite = values[finite_mask]
     if finite.size == 0:
-        raise ValueError(f"Feature {name!r} has no non-missing values: drop the column or fill its values.")
+        raise InputError(f"Feature {name!r} has no non-missing values: drop the column or fill its values.")
     uniq = np.unique(finite)
     if uniq.size <= discrete_limit(grid_resolution):
         grid = uniq  # a discrete feature: every value (Bike Sharing's hr keeps 0, 7, 17 and 23)
@@ -209,7 +210,7 @@ def _categorical_grid(frame: Frame, position: int, max_levels: int | None = None
     values = pd.Series(frame.column(position), dtype=object).dropna()
     observed = pd.unique(values)
     if observed.size == 0:
-        raise ValueError(f"Feature {frame.names[position]!r} has no non-missing values: drop the column or fill its values.")
+        raise InputError(f"Feature {frame.names[position]!r} has no non-missing values: drop the column or fill its values.")
     note = ""
     if max_levels is not None and observed.size > max_levels:
         counts = values.value_counts(sort=True)
@@ -232,14 +233,14 @@ def _categorical_grid(frame: Frame, position: int, max_levels: int | None = None
 def _custom_grid(values, name: str, kind: str, frame: Frame, position: int) -> np.ndarray:
     arr = np.asarray(values, dtype=object).ravel()
     if arr.size == 0:
-        raise ValueError(f"custom_values for {name!r} is empty: give at least one grid value.")
+        raise InputError(f"custom_values for {name!r} is empty: give at least one grid value.")
     if kind == NUMERIC:
         try:
             num = np.asarray(values, dtype=float).ravel()
         except (TypeError, ValueError):
-            raise ValueError(f"custom_values for numeric feature {name!r} must be numbers, got {list(arr[:5])!r}.") from None
+            raise InputError(f"custom_values for numeric feature {name!r} must be numbers, got {list(arr[:5])!r}.") from None
         if not np.all(np.isfinite(num)):
-            raise ValueError(f"custom_values for {name!r} contain NaN or inf: give finite grid values.")
+            raise InputError(f"custom_values for {name!r} contain NaN or inf: give finite grid values.")
         grid = np.unique(num)
         if _is_integer_column(frame, position) and np.all(grid == np.round(grid)):
             grid = grid.astype(np.int64)
@@ -248,7 +249,7 @@ def _custom_grid(values, name: str, kind: str, frame: Frame, position: int) -> n
     if isinstance(dtype, pd.CategoricalDtype):
         unknown = [v for v in arr if v not in set(dtype.categories)]
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"custom_values for categorical feature {name!r} contain levels {unknown!r} that are not categories of the column."
             )
     out = np.empty(len(dict.fromkeys(arr.tolist())), dtype=object)
@@ -276,7 +277,7 @@ def build_spec(
         try:
             values = np.asarray(values, dtype=float)
         except (TypeError, ValueError):
-            raise ValueError(
+            raise InputError(
                 f"Feature {name!r} is treated as numeric but holds non-numeric values; "
                 f"convert the column to numbers or list it in categorical_features."
             ) from None

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import InputError
+
 __all__ = ["flatness", "pd_importance", "pd_interaction", "marginal_weights"]
 
 
@@ -74,7 +76,7 @@ def marginal_weights(result) -> list[np.ndarray | None]:
 def pd_importance(result, weighted: bool = True) -> np.ndarray:
     """Importance of a 1D PD, one value per target (shape ``(n_targets,)``)."""
     if result.ndim != 1:
-        raise ValueError("pd_importance needs a 1D PDResult.")
+        raise InputError("pd_importance needs a 1D PDResult.")
     w = marginal_weights(result)[0] if weighted else None
     return flatness(result.average, result.kinds[0], axis=-1, weights=w)
 
@@ -87,7 +89,7 @@ def pd_interaction(result, weighted: bool = True) -> tuple[np.ndarray, np.ndarra
     interaction, first_given_second, second_given_first : ndarrays of shape (n_targets,)
     """
     if result.ndim != 2:
-        raise ValueError("pd_interaction needs a 2D PDResult.")
+        raise InputError("pd_interaction needs a 2D PDResult.")
     return interaction_statistic(np.asarray(result.average, dtype=float), result.kinds,
                                  marginal_weights(result) if weighted else (None, None))
 

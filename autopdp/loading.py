@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .errors import InputError
+
 __all__ = ["load_model", "load_data", "split_target", "did_you_mean", "PICKLE_SUFFIXES"]
 
 PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
@@ -36,9 +38,9 @@ def load_model(path, *, trust_model: bool = False):
     """Load a fitted model from ``path`` (see module docs for the formats)."""
     p = Path(path)
     if not p.exists():
-        raise ValueError(f"model file {str(p)!r} does not exist.")
+        raise InputError(f"model file {str(p)!r} does not exist.")
     if not p.is_file():
-        raise ValueError(f"model file {str(p)!r} is not a file (a directory?); give the path of a saved model.")
+        raise InputError(f"model file {str(p)!r} is not a file (a directory?); give the path of a saved model.")
     suffix = p.suffix.lower()
     if suffix == ".skops":
         import skops.io as sio
@@ -46,19 +48,19 @@ def load_model(path, *, trust_model: bool = False):
         try:
             untrusted = sio.get_untrusted_types(file=p)
         except SKOPS_READ_ERRORS as exc:
-            raise ValueError(f"cannot read model file {str(p)!r} as skops: {type(exc).__name__}: {exc}.") from None
+            raise InputError(f"cannot read model file {str(p)!r} as skops: {type(exc).__name__}: {exc}.") from None
         if untrusted and not trust_model:
-            raise ValueError(
+            raise InputError(
                 f"model file {str(p)!r} contains types skops does not trust: {', '.join(untrusted)}; "
                 "check them, and if you trust the file rerun with --trust-model (API: trust_model=True)."
             )
         try:
             return sio.load(p, trusted=untrusted or None)
         except SKOPS_LOAD_ERRORS as exc:
-            raise ValueError(f"cannot load model file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
+            raise InputError(f"cannot load model file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
     if suffix in PICKLE_SUFFIXES:
         if not trust_model:
-            raise ValueError(
+            raise InputError(
                 f"model file {str(p)!r} is a pickle: loading it runs code from the file. Save the model with "
                 "skops (.skops) for safe loading, or, if you trust the file, rerun with --trust-model "
                 "(API: trust_model=True)."
@@ -68,8 +70,8 @@ def load_model(path, *, trust_model: bool = False):
         try:
             return joblib.load(p)
         except PICKLE_ERRORS as exc:
-            raise ValueError(f"cannot load model file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
-    raise ValueError(
+            raise InputError(f"cannot load model file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
+    raise InputError(
         f"model file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .skops (safe) or "
         ".joblib/.pkl with --trust-model."
     )
@@ -79,7 +81,7 @@ def _sep(sep):
     if sep is None:
         return ","
     if not isinstance(sep, str) or not sep:
-        raise ValueError(f"--sep must be a non-empty text, got {sep!r}.")
+        raise InputError(f"--sep must be a non-empty text, got {sep!r}.")
     return {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(sep, sep)
 
 
@@ -92,7 +94,7 @@ def _na_values(na_values):
         items = [str(v) for v in na_values]
     items = [v.strip() for v in items if v.strip()]
     if not items:
-        raise ValueError("--na-values needs at least one marker, e.g. --na-values '?' or --na-values 'NA,?,-'.")
+        raise InputError("--na-values needs at least one marker, e.g. --na-values '?' or --na-values 'NA,?,-'.")
     return items
 
 
@@ -112,38 +114,40 @@ def load_data(path, *, sep=None, na_values=None) -> pd.DataFrame:
     """
     p = Path(path)
     if not p.exists():
-        raise ValueError(f"data file {str(p)!r} does not exist.")
+        raise InputError(f"data file {str(p)!r} does not exist.")
     if not p.is_file():
-        raise ValueError(f"data file {str(p)!r} is not a file (a directory?); give the path of a .csv or .parquet file.")
+        raise InputError(f"data file {str(p)!r} is not a file (a directory?); give the path of a .csv or .parquet file.")
     suffix = p.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
-        raise ValueError(f"data file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .csv or .parquet.")
+        raise InputError(f"data file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .csv or .parquet.")
     csv_options = {"sep": _sep(sep), "na_values": _na_values(na_values)}
     if suffix != ".csv" and (sep is not None or na_values is not None):
-        raise ValueError(f"--sep and --na-values apply to CSV files; data file {str(p)!r} is Parquet.")
+        raise InputError(f"--sep and --na-values apply to CSV files; data file {str(p)!r} is Parquet.")
     try:
         if p.stat().st_size == 0:
-            raise ValueError(f"data file {str(p)!r} is empty (0 bytes).")
+            raise InputError(f"data file {str(p)!r} is empty (0 bytes).")
         if suffix == ".csv":
             df = pd.read_csv(p, **csv_options)
         else:
             df = pd.read_parquet(p)
     except pd.errors.EmptyDataError:
-        raise ValueError(f"data file {str(p)!r} is empty: no header line and no rows.") from None
-    except ValueError as exc:
+        raise InputError(f"data file {str(p)!r} is empty: no header line and no rows.") from None
+    except InputError:
+        raise
+    except ValueError as exc:  # pandas' parser errors
         if str(p) in str(exc):
-            raise
-        raise ValueError(f"cannot read data file {str(p)!r}: {exc}.") from None
+            raise InputError(str(exc)) from None
+        raise InputError(f"cannot read data file {str(p)!r}: {exc}.") from None
     except (OSError, ImportError) as exc:  # unreadable file, or no Parquet engine (pyarrow) installed
-        raise ValueError(f"cannot read data file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
+        raise InputError(f"cannot read data file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
     if df.shape[0] == 0:
-        raise ValueError(f"data file {str(p)!r} has a header but no rows.")
+        raise InputError(f"data file {str(p)!r} has a header but no rows.")
     if suffix == ".csv" and df.shape[1] == 1 and csv_options["sep"] == ",":
         only = str(df.columns[0])
         for other in (";", "\t", "|"):
             if other in only:
                 shown = "tab" if other == "\t" else other
-                raise ValueError(
+                raise InputError(
                     f"data file {str(p)!r} reads as a single column {only[:60]!r}: it looks separated by "
                     f"{shown!r}, not commas; pass --sep '{shown}'."
                 )
@@ -170,7 +174,7 @@ def list_columns(columns, limit: int = 12) -> str:
 
 def column_error(what: str, name: str, columns, source: str = "data") -> ValueError:
     """The error for a column that is not in the data: a suggestion and the columns (shortened)."""
-    return ValueError(
+    return InputError(
         f"{what} {name!r} is not in the {source}.{did_you_mean(name, columns)} "
         f"Columns: {list_columns(columns)}."
     )

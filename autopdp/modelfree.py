@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .data import as_frame
+from .errors import InputError
 from .grids import resolve_categorical
 
 __all__ = ["ModelFreePD", "stratpd"]
@@ -106,7 +107,7 @@ def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int 
     frame = as_frame(X)
     y = np.asarray(y, dtype=float).ravel()
     if y.shape[0] != frame.n_rows:
-        raise ValueError(f"y has {y.shape[0]} values but X has {frame.n_rows} rows; give one target per row.")
+        raise InputError(f"y has {y.shape[0]} values but X has {frame.n_rows} rows; give one target per row.")
     pos = frame.position_of(feature)
     name = frame.names[pos]
     categorical = resolve_categorical(frame, categorical_features)

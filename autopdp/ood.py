@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .data import Frame
+from .errors import InputError
 
 __all__ = ["SupportModel"]
 
@@ -104,7 +105,7 @@ class SupportModel:
                 onehot[np.arange(m), codes] = np.sqrt(0.5)
                 blocks.append(onehot)
         if not blocks:
-            raise ValueError("the out-of-distribution check needs at least one feature.")
+            raise InputError("the out-of-distribution check needs at least one feature.")
         embedding = np.hstack(blocks)
         nn = NearestNeighbors(n_neighbors=min(m - 1, max(self.k, near))).fit(embedding)
         dist, self.near = nn.kneighbors(return_distance=True)  # X=None: a row is not its own neighbour
@@ -129,7 +130,7 @@ class SupportModel:
         from .ood_kernel import count_outside
 
         if len(features) not in (1, 2):
-            raise ValueError("the OOD share is computed for 1D and 2D PDs.")
+            raise InputError("the OOD share is computed for 1D and 2D PDs.")
         kinds = np.array([self.cols[f][0] for f in features], dtype=np.int64)
         values = np.ascontiguousarray(np.stack([self.cols[f][1] for f in features]))
         ga = self._grid_values(features[0], grids[0])

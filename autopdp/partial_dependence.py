@@ -16,6 +16,7 @@ import numpy as np
 from ._progress import progress_bar
 from .data import Frame, as_frame
 from .engine import augmented_rows, brute_force_many, rows_per_batch
+from .errors import InputError, InputTypeError
 from .fastpath import METHODS, plan_tree_path
 from .trees import TreePathUnavailable
 from .grids import FeatureSpec, build_spec, resolve_categorical
@@ -30,27 +31,27 @@ GRID_METHODS = ("quantile", "uniform")
 
 def _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb):
     if not isinstance(grid_resolution, numbers.Integral) or isinstance(grid_resolution, bool) or grid_resolution < 2:
-        raise ValueError(
+        raise InputError(
             f"grid_resolution must be an integer >= 2 (a grid of one point has no shape to show), got {grid_resolution!r}."
         )
     try:
         lo, hi = (float(p) for p in percentiles)
     except (TypeError, ValueError):
-        raise ValueError(f"percentiles must be a pair of numbers (low, high), got {percentiles!r}.") from None
+        raise InputError(f"percentiles must be a pair of numbers (low, high), got {percentiles!r}.") from None
     if not (0.0 <= lo < hi <= 1.0):
-        raise ValueError(f"percentiles must satisfy 0 <= low < high <= 1, got {percentiles!r}.")
+        raise InputError(f"percentiles must satisfy 0 <= low < high <= 1, got {percentiles!r}.")
     if kind not in KINDS:
-        raise ValueError(f"kind={kind!r} is not supported; use one of {', '.join(KINDS)}.")
+        raise InputError(f"kind={kind!r} is not supported; use one of {', '.join(KINDS)}.")
     if grid_method not in GRID_METHODS:
-        raise ValueError(f"grid_method={grid_method!r} is not supported; use one of {', '.join(GRID_METHODS)}.")
+        raise InputError(f"grid_method={grid_method!r} is not supported; use one of {', '.join(GRID_METHODS)}.")
     if not (isinstance(max_batch_mb, numbers.Real) and max_batch_mb > 0):
-        raise ValueError(f"max_batch_mb must be a positive number of megabytes, got {max_batch_mb!r}.")
+        raise InputError(f"max_batch_mb must be a positive number of megabytes, got {max_batch_mb!r}.")
     return (lo, hi)
 
 
 def _normalise_features(frame: Frame, features) -> list[tuple[int, ...]]:
     if features is None or isinstance(features, (str, bytes)) or not hasattr(features, "__iter__"):
-        raise TypeError(
+        raise InputTypeError(
             "features must be a list whose items are a column name/index (1D) or a pair of them (2D), "
             f"e.g. ['age', ('age', 'income')]; got {features!r}."
         )
@@ -61,12 +62,12 @@ def _normalise_features(frame: Frame, features) -> list[tuple[int, ...]]:
                 out.append((frame.position_of(item[0]),))
                 continue
             if len(item) != 2:
-                raise ValueError(
+                raise InputError(
                     f"Feature set {tuple(item)!r} has {len(item)} features; autopdp computes 1D and 2D partial dependence only."
                 )
             a, b = frame.position_of(item[0]), frame.position_of(item[1])
             if a == b:
-                raise ValueError(
+                raise InputError(
                     f"Feature pair ({item[0]!r}, {item[1]!r}) names the same feature twice; "
                     "a 2D partial dependence needs two different features."
                 )
@@ -74,9 +75,9 @@ def _normalise_features(frame: Frame, features) -> list[tuple[int, ...]]:
         elif isinstance(item, Hashable):
             out.append((frame.position_of(item),))
         else:
-            raise TypeError(f"Cannot read feature {item!r}: use a column name, an integer position or a pair of them.")
+            raise InputTypeError(f"Cannot read feature {item!r}: use a column name, an integer position or a pair of them.")
     if not out:
-        raise ValueError("features is empty: name at least one feature or pair.")
+        raise InputError("features is empty: name at least one feature or pair.")
     return out
 
 
@@ -85,11 +86,11 @@ def _sample_weight(sample_weight, n):
         return None
     w = np.asarray(sample_weight, dtype=float).ravel()
     if w.shape[0] != n:
-        raise ValueError(f"sample_weight has {w.shape[0]} values but X has {n} rows; give one weight per row.")
+        raise InputError(f"sample_weight has {w.shape[0]} values but X has {n} rows; give one weight per row.")
     if not np.all(np.isfinite(w)) or (w < 0).any():
-        raise ValueError("sample_weight must be finite and non-negative.")
+        raise InputError("sample_weight must be finite and non-negative.")
     if w.sum() <= 0:
-        raise ValueError("sample_weight sums to 0: at least one row needs a positive weight.")
+        raise InputError("sample_weight sums to 0: at least one row needs a positive weight.")
     return w
 
 
@@ -98,12 +99,12 @@ def _ice_rows(subsample, n, random_state):
         return None
     if isinstance(subsample, numbers.Integral) and not isinstance(subsample, bool):
         if subsample < 1:
-            raise ValueError(f"subsample must be a positive number of rows or a fraction in (0, 1], got {subsample!r}.")
+            raise InputError(f"subsample must be a positive number of rows or a fraction in (0, 1], got {subsample!r}.")
         k = min(int(subsample), n)
     elif isinstance(subsample, numbers.Real) and 0 < subsample <= 1:
         k = max(1, int(round(subsample * n)))
     else:
-        raise ValueError(f"subsample must be a positive number of rows or a fraction in (0, 1], got {subsample!r}.")
+        raise InputError(f"subsample must be a positive number of rows or a fraction in (0, 1], got {subsample!r}.")
     if k >= n:
         return None
     rng = np.random.default_rng(random_state)
@@ -121,7 +122,7 @@ def _reject_infinite(frame: Frame, categorical: np.ndarray) -> None:
         except (TypeError, ValueError):
             continue
         if bad:
-            raise ValueError(
+            raise InputError(
                 f"Feature {frame.names[j]!r} has infinite values: replace them (e.g. with NaN or a cap) before "
                 "computing partial dependence."
             )
@@ -149,19 +150,19 @@ class _Setup:
         self.adapter = make_adapter(model, response, target, probe=probe)
         self.keep_individual = kind in ("individual", "both")
         if std is not None and not isinstance(std, bool):
-            raise ValueError(f"std must be True, False or None, got {std!r}.")
+            raise InputError(f"std must be True, False or None, got {std!r}.")
         # kind="average" asks for averages only: no ICE spread is computed unless std=True
         self.want_std = (kind != "average") if std is None else bool(std)
         self.ice_rows = _ice_rows(subsample, self.frame.n_rows, random_state)
         self.centered = bool(centered)
         self.max_batch_bytes = float(max_batch_mb) * 1e6
         if max_levels is not None and (not isinstance(max_levels, numbers.Integral) or max_levels < 2):
-            raise ValueError(f"max_levels must be an integer >= 2 or None, got {max_levels!r}.")
+            raise InputError(f"max_levels must be an integer >= 2 or None, got {max_levels!r}.")
         self.max_levels = max_levels
         if method not in METHODS:
-            raise ValueError(f"method={method!r} is not supported; use one of {', '.join(METHODS)}.")
+            raise InputError(f"method={method!r} is not supported; use one of {', '.join(METHODS)}.")
         if not isinstance(std_rows, numbers.Integral) or std_rows < 0:
-            raise ValueError(f"std_rows must be a non-negative integer, got {std_rows!r}.")
+            raise InputError(f"std_rows must be a non-negative integer, got {std_rows!r}.")
         self.method = method
         self.std_rows = int(std_rows)
         self.random_state = random_state
@@ -221,12 +222,12 @@ def _run_group(setup: _Setup, group: list[tuple[tuple[int, ...], bool]]) -> list
             return _tree_group(setup, plan, spec_sets, keeps)
         except TreePathUnavailable as exc:
             if setup.method == "tree":
-                raise ValueError(f"method='tree' does not apply: {exc}.") from None
+                raise InputError(f"method='tree' does not apply: {exc}.") from None
             setup.tree_unavailable = str(exc)
             note = f"Computed by brute force: the exact tree path does not apply ({exc})."
             return [dataclasses.replace(r, notes=tuple(r.notes) + (note,)) for r in _brute(setup, spec_sets, keeps)]
     elif setup.method == "tree":
-        raise ValueError(f"method='tree' does not apply: {setup.tree_unavailable}.")
+        raise InputError(f"method='tree' does not apply: {setup.tree_unavailable}.")
     if setup.method == "recursion":
         return [_recursion_result(setup, specs) for specs in spec_sets]
     return _brute(setup, spec_sets, keeps)
@@ -326,7 +327,7 @@ def _recursion_result(setup: _Setup, specs) -> PDResult:
         res = sk_pd(setup.adapter.model, setup.frame.data, feats, custom_values=custom, method="recursion",
                     kind="average")
     except (ValueError, TypeError) as exc:  # scikit-learn refuses the estimator or the data for recursion
-        raise ValueError(f"method='recursion' failed: {type(exc).__name__}: {str(exc).rstrip('.')}.") from None
+        raise InputError(f"method='recursion' failed: {type(exc).__name__}: {str(exc).rstrip('.')}.") from None
     avg = np.asarray(res["average"], dtype=float)
     if setup.adapter.columns is not None and avg.shape[0] > len(setup.adapter.targets):
         avg = avg[setup.adapter.columns]
@@ -413,7 +414,7 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
             setup.tree_unavailable = str(exc)
             setup._plan = None
             if setup.method == "tree":
-                raise ValueError(f"method='tree' does not apply: {exc}.") from None
+                raise InputError(f"method='tree' does not apply: {exc}.") from None
     groups = _groups(setup, jobs, workers, distributed=scheduler is not None)
     bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
     out: list[PDResult] = []

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from ._io import sha256_file
 from ._version import __version__
+from .errors import InputError
 
 __all__ = ["file_record", "library_versions", "platform_info", "content_sha256", "attach_provenance",
            "command_line", "LIBRARIES"]
@@ -44,7 +45,7 @@ def file_record(path, role: str) -> dict:
         digest = sha256_file(p)
         size = p.stat().st_size
     except OSError as exc:
-        raise ValueError(f"cannot read {role} file {str(p)!r} to hash it: {exc.strerror or exc}.") from None
+        raise InputError(f"cannot read {role} file {str(p)!r} to hash it: {exc.strerror or exc}.") from None
     return {"role": role, "path": str(p), "name": p.name, "bytes": int(size), "sha256": digest}
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError, InputTypeError
+
 __all__ = ["ResponseAdapter", "make_adapter"]
 
 RESPONSES = ("auto", "predict_proba", "decision_function", "predict")
@@ -49,7 +51,7 @@ def check_fitted(model) -> None:
     try:
         check_is_fitted(model)
     except NotFittedError:
-        raise ValueError(
+        raise InputError(
             f"The model ({type(model).__name__}) is not fitted: call model.fit(X, y) before passing it to autopdp."
         ) from None
     except TypeError:
@@ -92,7 +94,7 @@ class ResponseAdapter:
         if out.ndim == 1:
             out = out[:, None]
         elif out.ndim > 2:
-            raise ValueError(f"The model returned an array with {out.ndim} dimensions; expected 1 or 2.")
+            raise InputError(f"The model returned an array with {out.ndim} dimensions; expected 1 or 2.")
         if self.columns is not None:
             out = out[:, self.columns]
         return out
@@ -106,7 +108,7 @@ def _pick(labels: list, target, what: str) -> np.ndarray:
     for t in wanted:
         matches = [i for i, lab in enumerate(labels) if lab == t or str(lab) == str(t)]
         if not matches:
-            raise ValueError(f"Unknown target {t!r}: the model's {what} are {labels!r}.")
+            raise InputError(f"Unknown target {t!r}: the model's {what} are {labels!r}.")
         idx.append(matches[0])
     return np.asarray(idx)
 
@@ -127,10 +129,10 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
         predict is reported here with its own error message.
     """
     if response not in RESPONSES:
-        raise ValueError(f"response={response!r} is not supported; use one of {', '.join(RESPONSES)}.")
+        raise InputError(f"response={response!r} is not supported; use one of {', '.join(RESPONSES)}.")
     if not _is_sklearn_estimator(model):
         if not callable(model):
-            raise TypeError(
+            raise InputTypeError(
                 f"model must be a fitted scikit-learn estimator or a callable f(X) -> predictions, got {type(model).__name__}."
             )
         adapter = ResponseAdapter(model=model, response="callable", targets=(), columns=None)
@@ -142,7 +144,7 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
     if is_classifier(model):
         classes = getattr(model, "classes_", None)
         if classes is None:
-            raise ValueError(f"The classifier {type(model).__name__} has no classes_ attribute; is it fitted?")
+            raise InputError(f"The classifier {type(model).__name__} has no classes_ attribute; is it fitted?")
         classes = np.asarray(classes)
         labels = [_to_python(c) for c in classes]
         if response == "auto":
@@ -153,7 +155,7 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
             else:
                 response = "predict"
         if response in ("predict_proba", "decision_function") and not hasattr(model, response):
-            raise ValueError(f"The model {type(model).__name__} has no {response} method; choose another response.")
+            raise InputError(f"The model {type(model).__name__} has no {response} method; choose another response.")
         if response == "predict":
             cols = _pick(labels, target, "classes")
             adapter = ResponseAdapter(
@@ -167,7 +169,7 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
                 cols = _pick(labels, target, "classes")
             if response == "decision_function":
                 if not np.array_equal(cols, [1]):
-                    raise ValueError(
+                    raise InputError(
                         f"decision_function of a binary classifier scores the positive class {labels[1]!r} only; "
                         f"use target=None or target={labels[1]!r}, or response='predict_proba'."
                     )
@@ -185,7 +187,7 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
         return _finish(adapter, None, probe)
 
     if response not in ("auto", "predict"):
-        raise ValueError(f"response={response!r} is for classifiers; {type(model).__name__} is a regressor: use 'predict'.")
+        raise InputError(f"response={response!r} is for classifiers; {type(model).__name__} is a regressor: use 'predict'.")
     adapter = ResponseAdapter(model=model, response="predict", targets=(), columns=None)
     return _finish(adapter, target, probe)
 
@@ -197,19 +199,19 @@ def _finish(adapter: ResponseAdapter, target, probe) -> ResponseAdapter:
     try:
         out = adapter.raw(probe)
     except Exception as exc:  # noqa: BLE001 - the model's own code may raise anything: shown to the user at the entry
-        raise ValueError(
+        raise InputError(
             f"The model raised an error when predicting on X: {type(exc).__name__}: {str(exc).rstrip('.')}. "
             f"Check that X has the columns and types the model was trained on."
         ) from exc
     out = np.asarray(out)
     if out.shape[0] != probe.shape[0]:
-        raise ValueError(
+        raise InputError(
             f"The model returned {out.shape[0]} predictions for {probe.shape[0]} rows; it must return one per row."
         )
     if adapter.targets:  # classifier: targets already resolved
         return adapter
     if out.dtype.kind not in "biuf":
-        raise ValueError(
+        raise InputError(
             f"The model returned non-numeric predictions (dtype {out.dtype}); for a classifier use an sklearn "
             f"estimator with classes_, or wrap it to return numbers."
         )
@@ -227,7 +229,7 @@ def _finish(adapter: ResponseAdapter, target, probe) -> ResponseAdapter:
             elif t in names:
                 cols.append(names.index(t))
             else:
-                raise ValueError(f"Unknown target {t!r}: the model has {n_out} output(s) ({', '.join(names)}).")
+                raise InputError(f"Unknown target {t!r}: the model has {n_out} output(s) ({', '.join(names)}).")
         targets = tuple(names[c] for c in cols)
         cols = np.asarray(cols) if out.ndim == 2 else None
     return ResponseAdapter(model=adapter.model, response=adapter.response, targets=targets, columns=cols)

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import InputError
+
 __all__ = ["PDResult"]
 
 SCHEMA = "autopdp.PDResult/1"
@@ -140,12 +142,12 @@ class PDResult:
         for i, t in enumerate(self.targets):
             if t == target or str(t) == str(target):
                 return i
-        raise ValueError(f"Unknown target {target!r}; this result has targets {list(self.targets)!r}.")
+        raise InputError(f"Unknown target {target!r}; this result has targets {list(self.targets)!r}.")
 
     def class_counts(self) -> np.ndarray:
         """For crisp classifiers: predicted count of each class at each grid point."""
         if self.response != "crisp":
-            raise ValueError("class_counts() is only defined for crisp labels (response='predict' on a classifier).")
+            raise InputError("class_counts() is only defined for crisp labels (response='predict' on a classifier).")
         return self.average * self.total_weight
 
     # ------------------------------------------------------------------ JSON
@@ -176,7 +178,7 @@ class PDResult:
     @classmethod
     def from_dict(cls, d: dict) -> "PDResult":
         if d.get("schema") != SCHEMA:
-            raise ValueError(f"Not a PDResult dict (schema {d.get('schema')!r}, expected {SCHEMA!r}).")
+            raise InputError(f"Not a PDResult dict (schema {d.get('schema')!r}, expected {SCHEMA!r}).")
         grid = []
         for kind, g in zip(d["kinds"], d["grid"]):
             if kind == "numeric":

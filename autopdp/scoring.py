@@ -10,6 +10,7 @@ import pandas as pd
 
 from .association import association
 from .data import Frame
+from .errors import InputError
 from .grids import FeatureSpec, nearest_grid_index
 from .importance import pd_importance, pd_interaction
 from .utilities import (
@@ -139,7 +140,7 @@ def _score_utility(inputs: ScoringInputs, result, utility: str, cells, w) -> dic
         per = [score_ice_variance(result, target_index=t, weights=w, centering=cfg.ice_variance_centering)
                for t in targets]
     else:  # pragma: no cover - guarded by AuditConfig
-        raise ValueError(f"unknown utility {utility!r}")
+        raise InputError(f"unknown utility {utility!r}")
     return {utility: best_over_targets(per)}
 
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .errors import InputError
+
 __all__ = ["SelectedPDP", "rank_scores", "intersection_scores", "curate", "score_columns"]
 
 META_COLUMNS = ("features", "kind")
@@ -78,10 +80,10 @@ def rank_scores(scores: pd.DataFrame, name: str, *, ascending: bool = False, kin
     """
     if name not in scores.columns or name in META_COLUMNS:
         known = ", ".join(score_columns(scores))
-        raise ValueError(f"Unknown score {name!r}; the audit has: {known}.")
+        raise InputError(f"Unknown score {name!r}; the audit has: {known}.")
     kind = kind or default_kind(name)
     if kind not in ("1d", "2d", "all"):
-        raise ValueError(f"kind must be '1d', '2d' or 'all', got {kind!r}.")
+        raise InputError(f"kind must be '1d', '2d' or 'all', got {kind!r}.")
     rows = scores if kind == "all" else scores[scores["kind"] == kind]
     rows = rows[np.isfinite(rows[name].astype(float))]
     rows = rows.sort_values(name, ascending=ascending, kind="stable")

@@ -75,6 +75,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from .errors import InputError
+
 __all__ = [
     "Evidence",
     "pd_noise",
@@ -217,5 +219,5 @@ def adjust_p_values(p: np.ndarray, method: str = "bh") -> np.ndarray:
         res[order] = np.minimum(adj, 1.0)
         out[ok] = res
     else:
-        raise ValueError(f"multiple-comparison method must be one of {', '.join(ADJUSTMENTS)}, got {method!r}.")
+        raise InputError(f"multiple-comparison method must be one of {', '.join(ADJUSTMENTS)}, got {method!r}.")
     return out

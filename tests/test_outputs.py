@@ -175,6 +175,25 @@ def test_internal_failure_outside_a_stage_is_exit_3_in_one_line(files, tmp_path,
     assert code == 3 and err == "autopdp: internal error: RuntimeError: unexpected (please report this)"
 
 
+def test_an_unexpected_value_error_inside_a_stage_is_exit_3_not_bad_input(files, tmp_path, capsys, monkeypatch):
+    # a ValueError that no check of autopdp raised (here from inside the HTML writer) is a failure of
+    # autopdp, not the user's mistake: exit 3 naming the stage, never "bad input" (exit 2)
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together with shapes (3,) (4,)")
+
+    monkeypatch.setattr(writer_module, "render_html", broken)
+    code = main(report_args(files, tmp_path / "o"))
+    err = capsys.readouterr().err.strip()
+    assert code == 3, err
+    assert "stage 'writing json, html' failed: ValueError: operands could not be broadcast" in err
+
+
+def test_checks_of_the_input_stay_exit_2(files, tmp_path, capsys):
+    code = main(report_args(files, tmp_path / "o", "--weights", "nope"))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("autopdp: error: ") and "nope" in err, err
+
+
 EXPECTED_CODES = {"0": "success", "1": "gate", "2": "bad input", "3": "internal failure", "130": "interrupted"}
 
 

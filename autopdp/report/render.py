@@ -11,6 +11,7 @@ import time
 
 from .._io import atomic_write_bytes, atomic_write_text
 from .findings import fmt
+from ..errors import InputError
 
 __all__ = ["environment", "render_html", "render_pdf", "write_html", "write_pdf", "PAGE_SIZES"]
 
@@ -40,7 +41,7 @@ def environment():
 def render_html(context: dict) -> str:
     """The self-contained HTML report (inline CSS and SVG, no scripts, no network)."""
     if context.get("page_size") not in PAGE_SIZES:
-        raise ValueError(f"page_size must be one of {', '.join(PAGE_SIZES)}, got {context.get('page_size')!r}.")
+        raise InputError(f"page_size must be one of {', '.join(PAGE_SIZES)}, got {context.get('page_size')!r}.")
     return environment().get_template("report.html.j2").render(**context)
 
 
@@ -63,7 +64,7 @@ def render_pdf(html: str) -> bytes:
         def no_fetch(url, *args, **kwargs):
             if url.startswith("data:"):
                 return default_url_fetcher(url, *args, **kwargs)
-            raise ValueError(f"autopdp reports load no external resources (asked for {url!r})")
+            raise InputError(f"autopdp reports load no external resources (asked for {url!r})")
 
     return HTML(string=html, url_fetcher=no_fetch).write_pdf()
 

@@ -14,6 +14,7 @@ from .._io import output_set
 from .._progress import announce
 from .context import build_context
 from .render import render_html, render_pdf
+from ..errors import InputError
 
 __all__ = ["write_report", "FORMATS"]
 
@@ -53,7 +54,7 @@ def write_report(audit, out_dir, *, formats=FORMATS, page_size: str = "A4", stem
     formats = tuple(formats)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
-        raise ValueError(f"unknown report format {unknown[0]!r}; choose from {', '.join(FORMATS)}.")
+        raise InputError(f"unknown report format {unknown[0]!r}; choose from {', '.join(FORMATS)}.")
     timings = {}
     with output_set(Path(out_dir)) as staged:
         if "json" in formats:
@@ -97,6 +98,6 @@ def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None) 
         from .context import comparison_context
 
         if not audit.comparisons:
-            raise ValueError("comparison= needs an audit with comparison models (audit(..., compare={...})).")
+            raise InputError("comparison= needs an audit with comparison models (audit(..., compare={...})).")
         context["comparison"] = comparison_context(audit, base_name=str(comparison))
     return context

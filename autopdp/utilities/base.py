@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = ["UtilityScore", "standard_utility", "not_applicable", "axis_positions", "LOSSES"]
 
 LOSSES = ("l2", "l1")
@@ -84,7 +86,7 @@ def standard_utility(f: np.ndarray, g: np.ndarray, w: np.ndarray, loss: str = "l
         return float(np.sqrt(np.sum(w[ok] * diff * diff) / total))
     if loss == "l1":
         return float(np.sum(w[ok] * np.abs(diff)) / total)
-    raise ValueError(f"loss={loss!r} is not supported; use 'l2' or 'l1'.")
+    raise InputError(f"loss={loss!r} is not supported; use 'l2' or 'l1'.")
 
 
 def axis_positions(result, axis: int) -> np.ndarray | None:

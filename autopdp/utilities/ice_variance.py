@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import UtilityScore, not_applicable
+from ..errors import InputError
 
 __all__ = ["score_ice_variance", "centred_ice", "CENTERINGS"]
 
@@ -82,7 +83,7 @@ def score_ice_variance(result, *, target_index: int, weights=None, centering: st
         the paper's eq. 12 (not a measure of heterogeneity, see module docs).
     """
     if centering not in CENTERINGS:
-        raise ValueError(f"centering must be one of {', '.join(CENTERINGS)}, got {centering!r}.")
+        raise InputError(f"centering must be one of {', '.join(CENTERINGS)}, got {centering!r}.")
     target = result.targets[target_index]
     w = _flat_weights(result, weights)
     if centering == "none":
