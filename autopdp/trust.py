@@ -49,8 +49,10 @@ def _on_grid(curve, result):
     if result.kinds[0] == "numeric":
         x = np.asarray(curve.x, dtype=float)
         g = np.asarray(result.grid[0], dtype=float)
-        out = np.interp(g, x, curve.pd) if x.size >= 2 else np.full(g.shape, np.nan)
-        out[(g < x.min()) | (g > x.max())] = np.nan if x.size else np.nan
+        if x.size < 2:  # no curve to interpolate
+            return np.full(g.shape, np.nan)
+        out = np.interp(g, x, curve.pd)
+        out[(g < x.min()) | (g > x.max())] = np.nan
         return out
     lookup = {str(k): v for k, v in zip(curve.x.tolist(), curve.pd)}
     return np.array([lookup.get(str(v), np.nan) for v in result.grid[0]], dtype=float)
@@ -184,21 +186,20 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                     curve = stratpd(frame.data, yv, name, categorical_features=[k for k, v in kinds.items()
                                                                               if v == "categorical"] or None)
                     curves[r.features]["stratpd"] = curve
-                    out[r.features]["stratpd"] = _centred_gap("stratpd", f, _on_grid(curve, r), w, loss, target,
-                                                              {"what": "StratPD (model-free)"})
+                    if r.kinds[0] == "numeric" and np.asarray(curve.x).size == 0:
+                        out[r.features]["stratpd"] = not_applicable(
+                            "stratpd", "no value of this feature has the 5 slopes StratPD needs within the leaves of "
+                            "its stratifying tree: too few rows for a model-free curve.", target)
+                    else:
+                        out[r.features]["stratpd"] = _centred_gap("stratpd", f, _on_grid(curve, r), w, loss,
+                                                                  target, {"what": "StratPD (model-free)"})
                 except Exception as exc:  # noqa: BLE001 - expected conditions named below; anything else is a bug
                     from .stage_failures import failed_score
 
                     numeric_y = np.asarray(y).dtype.kind in "biuf"
-                    sparse = curves[r.features].get("stratpd")  # set by this PDP's stratpd call when it returned
                     if isinstance(exc, ValueError) and not adapter.is_classifier and not numeric_y:
                         out[r.features]["stratpd"] = not_applicable(
                             "stratpd", "the target y is not numeric, so StratPD has no mean to follow.", target)
-                    elif isinstance(exc, ValueError) and sparse is not None and r.kinds[0] == "numeric" \
-                            and np.asarray(sparse.x).size == 0:  # _on_grid cannot place an empty curve
-                        out[r.features]["stratpd"] = not_applicable(
-                            "stratpd", "no value of this feature has the 5 slopes StratPD needs within the leaves of "
-                            "its stratifying tree: too few rows for a model-free curve.", target)
                     else:
                         out[r.features]["stratpd"] = failed_score("stratpd", "trust", exc, target)
         if "ale_divergence" in wanted:

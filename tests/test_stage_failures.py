@@ -11,6 +11,7 @@ from sklearn.linear_model import LinearRegression
 import autopdp.scoring as scoring_module
 import autopdp.trust as trust_module
 import autopdp.utilities.lipschitz as lipschitz_module
+import autopdp
 from autopdp import AuditConfig, StageFailure, StageFailureWarning, audit
 from autopdp.cli import main
 
@@ -176,3 +177,17 @@ def test_skops_zip_without_a_schema_is_bad_input(tmp_path):
         z.writestr("notes.txt", "not a model")
     with pytest.raises(ValueError, match=r"cannot read model file .* as skops: KeyError"):
         load_model(tmp_path / "m.skops")
+
+
+def test_stratpd_without_enough_rows_is_an_expected_na_not_a_failure():
+    # 30 rows: no value of a numeric feature has the 5 slopes StratPD needs, so its curve is empty;
+    # the audit says so for every 1D PD instead of failing or leaving the score blank
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=30), "b": rng.normal(size=30)})
+    y = 2 * X.a + X.b
+    assert np.asarray(autopdp.stratpd(X, y.to_numpy(), "a").x).size == 0  # the premise
+    a = audit(LinearRegression().fit(X, y), X, y, config=CFG)
+    assert a.stage_failures == ()
+    reasons = [v["reason"] for v in a.to_dict()["utility_scores"]
+               if v["utility"] == "stratpd" and len(v["features"]) == 1]
+    assert len(reasons) == 2 and all("5 slopes StratPD needs" in r for r in reasons), reasons
