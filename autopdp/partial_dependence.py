@@ -218,6 +218,19 @@ def _run_group(setup: _Setup, group: list[tuple[tuple[int, ...], bool]]) -> list
     keeps = [keep for _, keep in group]
     plan = setup.tree_plan()
     if plan is not None and not setup.centered:
+        refused = _refused_sets(plan, spec_sets)
+        if refused and setup.method == "tree":
+            raise InputError(f"method='tree' does not apply: {next(iter(refused.values()))}.")
+        if refused and len(refused) < len(spec_sets):
+            # only the sets whose features cannot reach the trees as one column go to brute force
+            out = _brute(setup, spec_sets, keeps, only=sorted(refused))
+            for i in refused:
+                note = f"Computed by brute force: the exact tree path does not apply ({refused[i]})."
+                out[i] = dataclasses.replace(out[i], notes=tuple(out[i].notes) + (note,))
+            accepted = [i for i in range(len(spec_sets)) if i not in refused]
+            for i, r in zip(accepted, _run_group(setup, [group[i] for i in accepted])):
+                out[i] = r
+            return out
         try:
             return _tree_group(setup, plan, spec_sets, keeps)
         except TreePathUnavailable as exc:
@@ -231,6 +244,19 @@ def _run_group(setup: _Setup, group: list[tuple[tuple[int, ...], bool]]) -> list
     if setup.method == "recursion":
         return [_recursion_result(setup, specs) for specs in spec_sets]
     return _brute(setup, spec_sets, keeps)
+
+
+def _refused_sets(plan, spec_sets) -> dict[int, str]:
+    """{set index: reason} for the feature sets the tree path cannot take (a feature that does not
+    reach the trees as one column of its own, e.g. one-hot encoded or mixed with others)."""
+    refused = {}
+    for i, specs in enumerate(spec_sets):
+        try:
+            for spec in specs:
+                plan.mapped(spec)
+        except TreePathUnavailable as exc:
+            refused[i] = str(exc)
+    return refused
 
 
 def _tree_group(setup: _Setup, plan, spec_sets, keeps) -> list[PDResult]:

@@ -141,6 +141,22 @@ def test_one_hot_leaves_elementwise_columns_on_the_tree_path(data):
     np.testing.assert_allclose(a.average, ref["average"], rtol=0, atol=1e-9)
 
 
+def test_one_refused_feature_does_not_send_the_other_sets_of_its_call_to_brute_force(data):
+    """In one call, the sets with the one-hot encoded feature take brute force (saying why) and the
+    others stay on the exact tree path; every PD equals scikit-learn's brute force on the same grid."""
+    X, y_reg, _, _ = data
+    model = NON_ELEMENTWISE[0][1]().fit(X, y_reg)
+    sets = ["a", "e", ("a", "b"), ("e", "a"), "c"]
+    results = partial_dependence(model, X, sets, kind="average", std_rows=0)
+    assert [r.method for r in results] == ["tree", "brute", "tree", "brute", "tree"]
+    for r in results:
+        if r.method == "brute":
+            assert any("does not reach the trees as one column" in n for n in r.notes), r.notes
+        ref = sk_pd(model, X, list(r.features), custom_values=dict(zip(r.features, r.grid)), method="brute",
+                    kind="average")
+        np.testing.assert_allclose(r.average, ref["average"], rtol=0, atol=1e-9)
+
+
 def test_tree_path_spread_from_sampled_rows(data):
     X, y_reg, _, _ = data
     model = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y_reg)
