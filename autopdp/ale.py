@@ -140,6 +140,15 @@ def ale_2d(model, X, features, *, bins: int = 10, response="auto", target=None) 
     return _ale_2d_curve(f"{frame.names[pa]} x {frame.names[pb]}", va, vb, ea, eb, f, ok)
 
 
+def _cells(grids, values) -> np.ndarray:
+    """(n_rows, 2): each row's lower edge index per axis (0 for rows with a missing value: unused)."""
+    out = np.zeros((values[0].size, 2), dtype=np.int64)
+    for ax, (edges, v) in enumerate(zip(grids, values)):
+        ok = np.isfinite(v)
+        out[ok, ax] = _bin_index(v[ok], edges) - 1
+    return out
+
+
 def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bins_2d: dict, column: int = 0,
                      max_bytes: float = 128e6) -> dict:
     """The same ALE curves as :func:`ale` and :func:`ale_2d`, with the model's values at the interval
@@ -191,7 +200,8 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
             warm.update(zip(positions, grids))
     if warm:
         source.ice([(pos,) for pos in warm], [(edges,) for edges in warm.values()])
-    cost = [n * 8.0 * width * float(np.prod([e.size for e in grids])) for _, _, grids, _ in jobs]
+    # 2D: each row's four cell corners only (not the whole edge grid)
+    cost = [n * 8.0 * width * (float(grids[0].size) if len(grids) == 1 else 4.0) for _, _, grids, _ in jobs]
     out = {}
     i = 0
     while i < len(jobs):
@@ -200,9 +210,13 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
             size += cost[j]
             j += 1
         batch = jobs[i:j]
-        ices = source.ice([positions for _, positions, _, _ in batch], [grids for _, _, grids, _ in batch])
+        if len(batch[0][1]) == 1:
+            ices = source.ice([positions for _, positions, _, _ in batch], [grids for _, _, grids, _ in batch])
+        else:
+            ices = source.corners([positions for _, positions, _, _ in batch], [grids for _, _, grids, _ in batch],
+                                  [_cells(grids, values) for _, _, grids, values in batch])
         for (key, positions, grids, values), ice in zip(batch, ices):
-            ice = np.asarray(ice[column], dtype=float)  # (n, *edges)
+            ice = np.asarray(ice[column], dtype=float)  # 1D: (n, edges); 2D: (n, 2, 2), the cell's corners
             if len(positions) == 1:
                 (edges,), (v,) = grids, values
                 ok = np.flatnonzero(np.isfinite(v))
@@ -211,8 +225,7 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
             else:
                 (ea, eb), (va, vb) = grids, values
                 ok = np.flatnonzero(np.isfinite(va) & np.isfinite(vb))
-                ka, kb = _bin_index(va[ok], ea), _bin_index(vb[ok], eb)
-                f = {(da, db): ice[ok, ka - 1 + da, kb - 1 + db] for da in (0, 1) for db in (0, 1)}
+                f = {(da, db): ice[ok, da, db] for da in (0, 1) for db in (0, 1)}
                 out[key] = _ale_2d_curve(f"{frame.names[positions[0]]} x {frame.names[positions[1]]}", va, vb, ea, eb,
                                          f, ok)
         i = j

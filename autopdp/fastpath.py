@@ -254,6 +254,12 @@ class TreePlan:
         cols = self.adapter.columns if self.adapter.columns is not None else np.arange(self.n_out)
         return kernel.run(self._requests(spec_sets), cols, keep_rows, keeps)
 
+    def corners(self, spec_sets, w, lower):
+        """Each row's response at the 4 corners of its cell per 2D set (:meth:`RowKernel.corners`)."""
+        kernel = self.kernel(w)
+        cols = self.adapter.columns if self.adapter.columns is not None else np.arange(self.n_out)
+        return kernel.corners(self._requests(spec_sets), cols, lower)
+
     def _offset(self) -> np.ndarray:
         offset = self.ensemble.offset
         if np.isnan(offset).any():

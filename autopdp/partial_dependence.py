@@ -496,20 +496,32 @@ class ExactICE:
         self.plan = plan
         self.targets = self.setup.adapter.targets
 
+    def _specs(self, feature_sets, grids):
+        return [
+            [build_spec(self.setup.frame, p, categorical=False, grid_resolution=2, percentiles=(0.05, 0.95),
+                        grid_method="quantile", custom_values=g) for p, g in zip(positions, gs)]
+            for positions, gs in zip(feature_sets, grids)
+        ]
+
     def ice(self, feature_sets, grids) -> list[np.ndarray]:
         """ICE of every row, one array ``(n_targets, n_rows, *grid_shape)`` per feature set.
 
         ``feature_sets``: column positions, 1 or 2 per set; ``grids``: one numeric grid per position.
         """
         frame = self.setup.frame
-        spec_sets = [
-            [build_spec(frame, p, categorical=False, grid_resolution=2, percentiles=(0.05, 0.95),
-                        grid_method="quantile", custom_values=g) for p, g in zip(positions, gs)]
-            for positions, gs in zip(feature_sets, grids)
-        ]
+        spec_sets = self._specs(feature_sets, grids)
         rows = np.arange(frame.n_rows)
         exact = self.plan.exact(spec_sets, self.setup.weights, rows, [True] * len(spec_sets))
         return [individual for _, _, individual in exact]
+
+    def corners(self, pairs, grids, lower) -> list[np.ndarray]:
+        """Every row's response at the 4 corners of one cell per pair, ``(n_targets, n_rows, 2, 2)`` each.
+
+        ``pairs``: two column positions each; ``grids``: their numeric grids; ``lower[s]`` (n_rows, 2):
+        the lower grid indices of each row's cell.  The same values as :meth:`ice` at those points.
+        """
+        spec_sets = self._specs(pairs, grids)
+        return self.plan.corners(spec_sets, self.setup.weights, lower)
 
 
 def partial_dependence(

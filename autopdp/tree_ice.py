@@ -494,6 +494,13 @@ def _as_grid(g, float32: bool) -> np.ndarray:
     return g.astype(np.float32).astype(np.float64) if float32 else g
 
 
+def _largest_grid(requests) -> int:
+    gmax = max(len(g) for _, grids in requests for g in grids)
+    if gmax > MAX_GRID:
+        raise TreePathUnavailable(f"a grid has more than {MAX_GRID} points")
+    return gmax
+
+
 def _grid_layers(requests, float32: bool) -> list[list[int]]:
     """Request indices in layers within which every feature has one grid (first fit, in order)."""
     layers: list[tuple[list[int], dict]] = []
@@ -626,30 +633,15 @@ class RowKernel:
             out[rows] = self.forest.value[own_leaf].sum(axis=1) + self.offset
         return out
 
-    def run(self, requests, cols, keep_rows=None, keep=None):
-        """Exact PD, std and (where kept) ICE of ``[(positions, grids), ...]``.
+    def _layer(self, requests, cols, gmax):
+        """What the requests of one layer (one grid per feature) share: the grid table, each node's
+        grid mask, the reported outputs, the features' slots, the row chunk and each leaf's masks."""
+        from types import SimpleNamespace
 
-        ``cols``: response columns to report.  ``keep_rows``: row positions whose
-        ICE curves are kept for the requests with ``keep[s]`` true.
-        Returns a list of (average, std, individual or None), shapes
-        (T, *grid_shape) and (T, n_keep, *grid_shape).
-        """
-        from .tree_kernels import grid_masks, ice_from_codes, ice_pairs, ice_singles, leaf_masks
+        from .tree_kernels import grid_masks, leaf_masks
 
         f = self.forest
         p = self.Z.shape[1]
-        gmax = max(len(g) for _, grids in requests for g in grids)
-        if gmax > MAX_GRID:
-            raise TreePathUnavailable(f"a grid has more than {MAX_GRID} points")
-        layers = _grid_layers(requests, f.float32)
-        if len(layers) > 1:  # a feature with two grids: one run per layer of consistent grids
-            out = [None] * len(requests)
-            for layer in layers:
-                sub = self.run([requests[s] for s in layer], cols, keep_rows,
-                               None if keep is None else [keep[s] for s in layer])
-                for s, r in zip(layer, sub):
-                    out[s] = r
-            return out
         grids_tab = np.zeros((p, gmax))
         gn = np.zeros(p, dtype=np.int64)
         sets = np.full((len(requests), 2), -1, dtype=np.int64)
@@ -667,6 +659,91 @@ class RowKernel:
             # an elementwise link: the raw outputs that are not reported need not be summed
             value = np.ascontiguousarray(value[:, cols])
             cols = np.arange(cols.size, dtype=np.int64)
+        if (sets[:, 1] >= 0).any() and p >= 0xFFFF:
+            raise TreePathUnavailable("2D sets of data with more than 65,534 columns")
+        feats = np.unique(sets[sets >= 0])
+        slot = np.full(p, -1, dtype=np.int64)
+        slot[feats] = np.arange(feats.size)
+        paths = self.paths()
+        n = self.Z.shape[0]
+        kept = n * paths.leaf.size * 4 <= self.cache_bytes  # the codes are kept for all rows, not per chunk
+        per_row = feats.size * gmax * value.shape[1] * 8 + (0 if kept else paths.leaf.size * 4)
+        chunk = max(1, min(n, int(self.chunk_bytes // per_row)))
+        lf = np.empty(paths.node.shape, dtype=np.int64)
+        lmk = np.empty(paths.node.shape, dtype=np.uint64)
+        leaf_masks(paths.node, paths.left, paths.feature, lmask, gn, lf, lmk)
+        return SimpleNamespace(grids_tab=grids_tab, gn=gn, sets=sets, lmask=lmask, value=value, cols=cols,
+                               cols_raw=cols_raw, feats=feats, slot=slot, paths=paths, chunk=chunk, lf=lf, lmk=lmk,
+                               gmax=gmax)
+
+    def _in_layers(self, requests, call):
+        """Results in request order from ``call(indices)`` per layer of consistent grids (a feature
+        with two grids, as ALE's 1D and 2D edges), or None when the requests form one layer."""
+        layers = _grid_layers(requests, self.forest.float32)
+        if len(layers) == 1:
+            return None
+        out = [None] * len(requests)
+        for layer in layers:
+            for s, r in zip(layer, call(layer)):
+                out[s] = r
+        return out
+
+    def corners(self, requests, cols, lower):
+        """The response of every row at the 4 corners of one cell of each 2D request (what ALE reads).
+
+        ``lower[s]`` (n_rows, 2): the lower grid indices (a, b) of each row's cell in request s
+        (a <= len(grid_a) - 2).  Returns one array (T, n_rows, 2, 2) per request: the response
+        columns ``cols`` at (a + da, b + db).  Equal to :meth:`run`'s kept ICE at those points,
+        without computing the other cells.
+        """
+        from .tree_kernels import pair_corners
+
+        f = self.forest
+        gmax = _largest_grid(requests)
+        split = self._in_layers(requests, lambda layer: self.corners([requests[s] for s in layer], cols,
+                                                                      [lower[s] for s in layer]))
+        if split is not None:
+            return split
+        L = self._layer(requests, cols, gmax)
+        if (L.sets[:, 1] < 0).any():
+            raise ValueError("corners are read for 2D requests only")  # a caller's bug, not the user's input
+        n, S, T = self.Z.shape[0], len(requests), L.cols.size
+        lower = np.stack([np.asarray(x, dtype=np.int64) for x in lower])  # (S, n, 2)
+        out = np.empty((S, n, 2, 2, T))
+        pairs = np.ascontiguousarray(L.sets)
+        for r0 in range(0, n, L.chunk):
+            rows = slice(r0, min(n, r0 + L.chunk))
+            raw0, codes = self.codes(rows, 2)
+            if L.value is not f.value:
+                raw0 = np.ascontiguousarray(raw0[:, L.cols_raw])
+            r1 = self._ice_1d(rows, codes, raw0, L.feats, L.slot, L.grids_tab, L.gn, gmax, L.value, L.cols_raw, L.lf,
+                              L.lmk)
+            part = np.empty((S, rows.stop - r0, 2, 2, T))
+            in_parallel(pair_corners, S, pairs, np.ascontiguousarray(L.slot[pairs]), L.gn, L.value, L.paths.node,
+                        L.paths.left, L.paths.feature, L.paths.bits, L.paths.leaf, codes, L.lmask, f.link, f.scale,
+                        L.cols, raw0, r1, np.ascontiguousarray(lower[:, rows]), part)
+            out[:, rows] = part
+        return [np.moveaxis(out[s], -1, 0) for s in range(S)]
+
+    def run(self, requests, cols, keep_rows=None, keep=None):
+        """Exact PD, std and (where kept) ICE of ``[(positions, grids), ...]``.
+
+        ``cols``: response columns to report.  ``keep_rows``: row positions whose
+        ICE curves are kept for the requests with ``keep[s]`` true.
+        Returns a list of (average, std, individual or None), shapes
+        (T, *grid_shape) and (T, n_keep, *grid_shape).
+        """
+        from .tree_kernels import ice_pairs, ice_singles
+
+        f = self.forest
+        gmax = _largest_grid(requests)
+        split = self._in_layers(requests, lambda layer: self.run(
+            [requests[s] for s in layer], cols, keep_rows, None if keep is None else [keep[s] for s in layer]))
+        if split is not None:
+            return split
+        L = self._layer(requests, cols, gmax)
+        grids_tab, gn, sets, lmask, value, cols, cols_raw = (L.grids_tab, L.gn, L.sets, L.lmask, L.value, L.cols,
+                                                             L.cols_raw)
         T, S = cols.size, len(requests)
         G = max(int(np.prod([len(g) for g in grids])) for _, grids in requests)  # cells of the largest set
         shift = np.zeros((S, T, G))
@@ -688,19 +765,7 @@ class RowKernel:
         # the leaf codes; 2D sets then add the leaves with conditions on both features
         singles = np.flatnonzero(sets[:, 1] < 0)
         by_pairs = np.flatnonzero(sets[:, 1] >= 0)
-        if by_pairs.size and p >= 0xFFFF:
-            raise TreePathUnavailable("2D sets of data with more than 65,534 columns")
-        feats = np.unique(sets[sets >= 0])
-        slot = np.full(p, -1, dtype=np.int64)
-        slot[feats] = np.arange(feats.size)
-        K = value.shape[1]
-        paths = self.paths()
-        kept = n * paths.leaf.size * 4 <= self.cache_bytes  # the codes are kept for all rows, not per chunk
-        per_row = feats.size * gmax * K * 8 + (0 if kept else paths.leaf.size * 4)
-        chunk = max(1, min(n, int(self.chunk_bytes // per_row)))
-        lf = np.empty(paths.node.shape, dtype=np.int64)
-        lmk = np.empty(paths.node.shape, dtype=np.uint64)
-        leaf_masks(paths.node, paths.left, paths.feature, lmask, gn, lf, lmk)
+        feats, slot, paths, chunk, lf, lmk = L.feats, L.slot, L.paths, L.chunk, L.lf, L.lmk
         pairs = np.ascontiguousarray(sets[by_pairs])
         for r0 in range(0, n, chunk):
             rows = slice(r0, min(n, r0 + chunk))

@@ -183,3 +183,32 @@ def test_pairs_on_deep_trees_with_three_way_interactions_equal_brute():
             assert f.method == "tree" and f.grid_shape == b.grid_shape
             np.testing.assert_allclose(f.individual, b.individual, rtol=0, atol=1e-9)
             np.testing.assert_allclose(f.std, b.std, rtol=0, atol=1e-9)
+
+
+def test_cell_corners_equal_the_ice_surface_at_those_points():
+    """ALE reads each row's response at the 4 corners of its cell only (``ExactICE.corners``); they
+    must be the full exact ICE surface's values there, for every row, class and pair."""
+    from autopdp.partial_dependence import ExactICE
+
+    rng = np.random.default_rng(5)
+    n = 300
+    X = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("pqrs"))
+    X.loc[rng.choice(n, 20, replace=False), "r"] = np.nan
+    signal = X.p * X.q + np.nan_to_num(X.r) * X.s + X.p
+    for y in ((signal > 0).astype(int), np.digitize(signal, [-0.5, 0.5])):
+        model = HistGradientBoostingClassifier(max_iter=25, max_leaf_nodes=31, random_state=0).fit(X, y)
+        source = ExactICE(model, X)
+        pairs = [(0, 1), (2, 3), (0, 3)]
+        grids = [(np.linspace(-2, 2, 9), np.linspace(-1.5, 1.5, 6)), (np.linspace(-1, 1, 5), np.linspace(-2, 2, 11)),
+                 (np.linspace(-2, 2, 9), np.linspace(-2, 2, 11))]
+        lower = [np.column_stack([rng.integers(0, ga.size - 1, n), rng.integers(0, gb.size - 1, n)])
+                 for ga, gb in grids]
+        full = source.ice(pairs, grids)
+        corners = source.corners(pairs, grids, lower)
+        rows = np.arange(n)
+        for surface, got, low in zip(full, corners, lower):
+            assert got.shape == (surface.shape[0], n, 2, 2)
+            for da in (0, 1):
+                for db in (0, 1):
+                    want = surface[:, rows, low[:, 0] + da, low[:, 1] + db]
+                    np.testing.assert_allclose(got[:, :, da, db], want, rtol=0, atol=1e-12)
