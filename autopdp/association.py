@@ -72,6 +72,17 @@ def association_test(a: np.ndarray, kind_a: str, b: np.ndarray, kind_b: str) -> 
     """``(association, p-value of the test of independence)`` of two columns (see module docs)."""
     from scipy import stats
 
+    if kind_a == "numeric" and kind_b == "numeric":  # one Spearman test gives both
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        ok = ~np.isnan(a) & ~np.isnan(b)
+        a, b = a[ok], b[ok]
+        if a.size < 3:
+            return float("nan"), float("nan")
+        if np.unique(a).size < 2 or np.unique(b).size < 2:
+            return 0.0, 1.0
+        res = stats.spearmanr(a, b)
+        p = float(res.pvalue)
+        return float(abs(res.statistic)), (p if np.isfinite(p) else 1.0)
     value = association(a, kind_a, b, kind_b)
     if not np.isfinite(value):
         return value, float("nan")
@@ -79,12 +90,7 @@ def association_test(a: np.ndarray, kind_a: str, b: np.ndarray, kind_b: str) -> 
     b = pd.Series(b, dtype=object if kind_b == "categorical" else float)
     ok = a.notna().to_numpy() & b.notna().to_numpy()
     a, b = a[ok].to_numpy(), b[ok].to_numpy()
-    if kind_a == "numeric" and kind_b == "numeric":
-        a, b = a.astype(float), b.astype(float)
-        if np.unique(a).size < 2 or np.unique(b).size < 2:
-            return value, 1.0
-        p = stats.spearmanr(a, b).pvalue
-    elif kind_a == "categorical" and kind_b == "categorical":
+    if kind_a == "categorical" and kind_b == "categorical":
         table = stats.contingency.crosstab(pd.Series(a, dtype=object).to_numpy(), pd.Series(b, dtype=object).to_numpy()).count
         if min(table.shape) < 2:
             return value, 1.0
