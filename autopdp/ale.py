@@ -175,23 +175,35 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
         (fewer than two distinct values) is absent.
     """
     n = frame.n_rows
+    columns: dict = {}
+    edges_of: dict = {}
+
+    def values_of(pos):
+        if pos not in columns:
+            columns[pos] = _numeric(frame, pos)  # InputError for a non-numeric feature
+        return columns[pos]
+
+    def edges_for(pos, bins):
+        """The ALE edges of a feature for ``bins`` intervals (computed once); None when ALE is undefined."""
+        if (pos, bins) not in edges_of:
+            try:
+                edges_of[(pos, bins)] = _edges(columns[pos], bins)
+            except ValueError:  # fewer than two distinct values
+                edges_of[(pos, bins)] = None
+        return edges_of[(pos, bins)]
+
     jobs = []
     for name in features:
         pos = frame.position_of(name)
-        v = _numeric(frame, pos)
-        try:
-            edges = _edges(v, bins_1d[name])
-        except ValueError:
-            continue
-        jobs.append((name, (pos,), (edges,), (v,)))
+        v, e = values_of(pos), edges_for(pos, bins_1d[name])
+        if e is not None:
+            jobs.append((name, (pos,), (e,), (v,)))
     for pair in pairs:
         pa, pb = (frame.position_of(f) for f in pair)
-        va, vb = _numeric(frame, pa), _numeric(frame, pb)
-        try:
-            ea, eb = _edges(va, bins_2d[pair]), _edges(vb, bins_2d[pair])
-        except ValueError:
-            continue
-        jobs.append((pair, (pa, pb), (ea, eb), (va, vb)))
+        va, vb = values_of(pa), values_of(pb)
+        ea, eb = edges_for(pa, bins_2d[pair]), edges_for(pb, bins_2d[pair])
+        if ea is not None and eb is not None:
+            jobs.append((pair, (pa, pb), (ea, eb), (va, vb)))
     width = max(len(source.targets), 1)
     # each feature's ICE on its 2D edges once, up front: the kernel keeps them for the pair batches
     warm = {}

@@ -11,7 +11,10 @@ either feature are left out.
 independence: Spearman's rank correlation test (``scipy.stats.spearmanr``),
 the one-way ANOVA F test of equal means across the levels
 (``scipy.stats.f_oneway``) and Pearson's chi-squared test of the contingency
-table (``scipy.stats.chi2_contingency``).
+table (``scipy.stats.chi2_contingency``).  :func:`association_tests` gives the same for
+many pairs at once: numeric pairs without missing values share one
+``scipy.stats.spearmanr`` call on all their columns (the same ranks and the same
+t test, so the same values to rounding).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["association", "association_test", "spearman", "correlation_ratio", "cramers_v"]
+__all__ = ["association", "association_test", "association_tests", "spearman", "correlation_ratio", "cramers_v"]
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -107,3 +110,40 @@ def association_test(a: np.ndarray, kind_a: str, b: np.ndarray, kind_b: str) -> 
             p = stats.f_oneway(*groups).pvalue
     p = float(p)
     return value, (p if np.isfinite(p) else 1.0)
+
+
+def association_tests(columns: dict, kinds: dict, pairs) -> dict:
+    """``{(a, b): (association, p-value)}`` for every pair, as :func:`association_test` gives one by one.
+
+    Parameters
+    ----------
+    columns : dict
+        ``{feature name: column values}``.
+    kinds : dict
+        ``{feature name: "numeric" | "categorical"}``.
+    pairs : iterable of (name, name)
+    """
+    from scipy import stats
+
+    pairs = [tuple(p) for p in pairs]
+    # numeric columns with no missing value and at least two values: one rank correlation matrix
+    batch = []
+    for name in dict.fromkeys(f for p in pairs for f in p):
+        if kinds[name] != "numeric":
+            continue
+        v = np.asarray(columns[name], dtype=float)
+        if v.size >= 3 and not np.isnan(v).any() and np.unique(v).size >= 2:
+            batch.append(name)
+    where = {name: i for i, name in enumerate(batch)}
+    matrix = None
+    if sum(1 for a, b in pairs if a in where and b in where) > 1 and len(batch) > 2:
+        res = stats.spearmanr(np.column_stack([np.asarray(columns[n], dtype=float) for n in batch]))
+        matrix = (np.abs(np.asarray(res.statistic)), np.asarray(res.pvalue))
+    out = {}
+    for a, b in pairs:
+        if matrix is not None and a in where and b in where:
+            value, p = float(matrix[0][where[a], where[b]]), float(matrix[1][where[a], where[b]])
+            out[(a, b)] = (value, p if np.isfinite(p) else 1.0)
+        else:
+            out[(a, b)] = association_test(columns[a], kinds[a], columns[b], kinds[b])
+    return out

@@ -13,7 +13,6 @@ import zlib
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from .association import association_test
 from .importance import flatness, interaction_statistic, marginal_weights
 from .scoring import _slopes, _weights, grid_cells
 from .significance import Evidence, adjust_p_values, monte_carlo_p, noise_level, pd_noise
@@ -270,17 +269,20 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
     # ---- 2D criteria
     if two_d:
         two = scores[scores["kind"] == "2d"].set_index(scores.loc[scores["kind"] == "2d", "features"].map(tuple))
+        two_importance = dict(zip(two.index, two["importance"])) if "importance" in two else {}
+        two_intersection = dict(zip(two.index, two["intersection"])) if "intersection" in two else {}
         crit: dict[str, dict] = {c: {} for c in ("correlation", "importance", "interaction", "surrogate_importance")}
+        associations = inputs.associations(two_d)
         for r in two_d:
             a, b = r.features
             # correlation: the data's association test
-            value, p = association_test(inputs.column(a), r.kinds[0], inputs.column(b), r.kinds[1])
+            value, p = associations[r.features]
             crit["correlation"][r.features] = _make("correlation", r.features, value, p, np.nan, cfg.min_association,
                                                     material_word="")
             # importance: both features' importance tests (intersection-union: the larger p)
             ea, eb = imp_final.get((a,)), imp_final.get((b,))
             if ea is not None and eb is not None:
-                value = float(two.loc[[r.features], "importance"].iloc[0]) if "importance" in two else np.nan
+                value = float(two_importance.get(r.features, np.nan))
                 material = ea.material and eb.material
                 p = max(ea.p_value, eb.p_value) if material else 1.0
                 crit["importance"][r.features] = Evidence(
@@ -322,7 +324,7 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
                           if c in evidence and r.features in evidence[c] and evidence[c][r.features].passed]
                 if "importance" in passed and "surrogate_importance" in passed:
                     passed.remove("surrogate_importance")  # two readings of one fact: both features matter
-                value = float(two.loc[[r.features], "intersection"].iloc[0]) if "intersection" in two else np.nan
+                value = float(two_intersection.get(r.features, np.nan))
                 ok = len(passed) >= 2
                 why = (f"a finding under {len(passed)} criteria at once ({', '.join(passed)})." if ok else
                        f"a finding under {len(passed)} criteria" + (f" ({', '.join(passed)})" if passed else "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .association import association
+from .association import association_tests
 from .data import Frame
 from .errors import InputError
 from .grids import FeatureSpec, nearest_grid_index
@@ -43,12 +43,23 @@ class ScoringInputs:
         self.config = config
         self.comparisons = comparisons  # {name: {features: PDResult}}
         self._columns: dict[int, np.ndarray] = {}
+        self._associations: dict[tuple, tuple] = {}
 
     def column(self, name: str) -> np.ndarray:
         pos = self.frame.names.index(name)
         if pos not in self._columns:
             self._columns[pos] = self.frame.column(pos)
         return self._columns[pos]
+
+
+    def associations(self, results_2d) -> dict:
+        """``{features: (association, p-value)}`` of the 2D PDPs' feature pairs in the data (computed once)."""
+        todo = [r for r in results_2d if r.features not in self._associations]
+        if todo:
+            kinds = {f: k for r in todo for f, k in zip(r.features, r.kinds)}
+            self._associations.update(association_tests({f: self.column(f) for f in kinds}, kinds,
+                                                        [r.features for r in todo]))
+        return {r.features: self._associations[r.features] for r in results_2d}
 
 
 def grid_cells(inputs: ScoringInputs, result) -> np.ndarray:
@@ -168,13 +179,14 @@ def pair_criteria(inputs: ScoringInputs, results_2d, importance: pd.DataFrame, i
     """Correlation, importance and interaction of every pair: {features: {criterion: value}}."""
     imp = importance.max(axis=1) if not importance.empty else pd.Series(dtype=float)
     inter = interaction.max(axis=1) if not interaction.empty else pd.Series(dtype=float)
+    associations = inputs.associations(results_2d)
     out = {}
     for r in results_2d:
         a, b = r.features
         ia = float(imp.get(a, np.nan))
         ib = float(imp.get(b, np.nan))
         out[r.features] = {
-            "correlation": association(inputs.column(a), r.kinds[0], inputs.column(b), r.kinds[1]),
+            "correlation": associations[r.features][0],
             "importance": float(np.sqrt(ia * ib)) if np.isfinite(ia) and np.isfinite(ib) else float("nan"),
             "interaction": float(inter.get((a, b), np.nan)),
         }

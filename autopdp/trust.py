@@ -137,6 +137,36 @@ def _exact_ale_curves(model, frame, results, config) -> dict:
     return out
 
 
+def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
+    """``{(feature, target): StratPD curve, or the exception it raised}`` of the 1D PDPs, on a thread pool.
+
+    Each curve fits its own stratifying tree (scikit-learn releases the GIL while it builds
+    one), so the fits run side by side; each curve is the same whatever the number of threads.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .tree_ice import n_threads
+
+    categorical = [k for k, v in kinds.items() if v == "categorical"] or None
+    yy = np.asarray(y)
+
+    def one(job):
+        name, target = job
+        try:
+            yv = ((yy == target) | (yy.astype(str) == str(target))).astype(float) if adapter.is_classifier \
+                else yy.astype(float)
+            return stratpd(frame.data, yv, name, categorical_features=categorical)
+        except Exception as exc:  # noqa: BLE001 - handed back to the caller, which names the expected cases
+            return exc
+
+    jobs = list(dict.fromkeys((r.features[0], r.targets[r.target_index(None)]) for r in results if r.ndim == 1))
+    workers = min(n_threads(), len(jobs))
+    if workers <= 1:
+        return {job: one(job) for job in jobs}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(jobs, pool.map(one, jobs)))
+
+
 def trust_scores(model, adapter, frame, y, results, config, *, predictions=None, random_state: int = 0):
     """``({features: {uid: UtilityScore}}, surrogate, curves)`` for the trust utilities in the config.
 
@@ -149,6 +179,7 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     loss = config.loss
     support = SupportModel(frame, kinds, random_state=random_state) if "ood_share" in wanted and kinds else None
     exact_ale = _exact_ale_curves(model, frame, results, config) if "ale_divergence" in wanted else {}
+    stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds) if "stratpd" in wanted and y is not None else {}
     for r in results:
         t = r.target_index(None)
         target = r.targets[t]
@@ -180,11 +211,9 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                 out[r.features]["stratpd"] = not_applicable("stratpd", "needs the observed target y.", target)
             else:
                 try:
-                    yy = np.asarray(y)
-                    yv = ((yy == target) | (yy.astype(str) == str(target))).astype(float) if adapter.is_classifier \
-                        else yy.astype(float)
-                    curve = stratpd(frame.data, yv, name, categorical_features=[k for k, v in kinds.items()
-                                                                              if v == "categorical"] or None)
+                    curve = stratpd_curves[(name, target)]
+                    if isinstance(curve, Exception):
+                        raise curve
                     curves[r.features]["stratpd"] = curve
                     if r.kinds[0] == "numeric" and np.asarray(curve.x).size == 0:
                         out[r.features]["stratpd"] = not_applicable(

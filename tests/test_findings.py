@@ -189,6 +189,32 @@ def test_association_tests_match_scipy():
     assert p == pytest.approx(stats.chi2_contingency(table, correction=False).pvalue, rel=0, abs=1e-12)
 
 
+def test_association_tests_of_many_pairs_equal_the_pairwise_tests():
+    from autopdp.association import association_test, association_tests
+
+    rng = np.random.default_rng(1)
+    n = 400
+    base = rng.normal(size=n)
+    cols = {
+        "a": base + rng.normal(size=n),
+        "b": np.round(base * 2),  # ties
+        "c": rng.normal(size=n),
+        "d": np.where(rng.random(n) < 0.1, np.nan, base),  # missing values: pairwise rows
+        "k": np.full(n, 3.0),  # constant
+        "e": -base,  # perfectly (negatively) associated with part of a
+        "g": rng.choice(list("xyz"), n),
+        "h": rng.choice(list("uv"), n),
+    }
+    kinds = {f: ("categorical" if f in "gh" else "numeric") for f in cols}
+    pairs = [(x, y) for i, x in enumerate(cols) for y in list(cols)[i + 1:]]
+    many = association_tests(cols, kinds, pairs)
+    assert set(many) == set(pairs)
+    for a, b in pairs:
+        one = association_test(cols[a], kinds[a], cols[b], kinds[b])
+        np.testing.assert_allclose(many[(a, b)], one, rtol=0, atol=1e-12, err_msg=f"{a}, {b}")
+    assert many[("b", "e")][0] > 0.9 and many[("a", "k")] == (0.0, 1.0)
+
+
 def test_report_shows_evidence_and_no_finding_wording(planted):
     html = planted.to_html()
     assert "No material finding under: correlation, intersection." in html  # no y: incidence is n/a, not "none"
