@@ -124,17 +124,19 @@ def _num_stratpd(name, x, y, leaves, min_slopes_per_x):
     ux = np.unique(x[ok])
     total = np.zeros(ux.size + 1)
     count = np.zeros(ux.size + 1)
-    for _, g in means.groupby("leaf", sort=False):
-        if len(g) < 2:
-            continue
-        xs, ys = g["x"].to_numpy(), g["y"].to_numpy()
-        slopes = np.diff(ys) / np.diff(xs)
-        ia = np.searchsorted(ux, xs[:-1], side="left")
-        ib = np.searchsorted(ux, xs[1:], side="left")  # covers ux[ia:ib], i.e. a <= u < b
-        np.add.at(total, ia, slopes)
-        np.add.at(total, ib, -slopes)
-        np.add.at(count, ia, 1)
-        np.add.at(count, ib, -1)
+    # the slopes between consecutive x values within each leaf (means are sorted by leaf, then x)
+    leaf, xs, ys = (means[c].to_numpy() for c in ("leaf", "x", "y"))
+    same = leaf[1:] == leaf[:-1]
+    slopes = (ys[1:] - ys[:-1])[same] / (xs[1:] - xs[:-1])[same]
+    ia = np.searchsorted(ux, xs[:-1][same], side="left")
+    ib = np.searchsorted(ux, xs[1:][same], side="left")  # covers ux[ia:ib], i.e. a <= u < b
+    # accumulated leaf by leaf, each leaf's starts then its ends (a fixed order of the float sums)
+    group = np.cumsum(np.concatenate([[0], ~same]))[:-1][same]  # the leaf of each slope
+    part = np.repeat([0, 1], slopes.size)
+    order = np.lexsort((np.tile(np.arange(slopes.size), 2), part, np.tile(group, 2)))
+    at = np.concatenate([ia, ib])[order]
+    np.add.at(total, at, np.concatenate([slopes, -slopes])[order])
+    np.add.at(count, at, np.repeat([1.0, -1.0], slopes.size)[order])
     n_slopes = np.cumsum(count)[:-1]
     sums = np.cumsum(total)[:-1]
     keep = n_slopes >= max(min_slopes_per_x, 1)
