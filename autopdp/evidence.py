@@ -353,11 +353,7 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, draws, sd):
     elif uid == "slope":
         null = _null_slope(e, r)
     elif uid == "incidence":
-        y = np.asarray(inputs.y)
-        if inputs.is_classifier:
-            yv = (y == s.target) | (y.astype(str) == str(s.target))
-        else:
-            yv = y.astype(float)
+        yv = inputs.observed(s.target)
         null = _null_incidence(r.average[t], e, cells, yv, r.grid_shape, w, cfg.loss, inputs.is_classifier,
                                _rng(r.features, "incidence"), draws)
     elif uid.startswith("similarity:"):

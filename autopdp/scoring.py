@@ -24,6 +24,7 @@ from .utilities import (
 )
 from .utilities import TRUST_IDS
 from .utilities.base import UtilityScore, axis_positions, best_over_targets
+from .utilities.incidence import observed_values
 from .utilities.lipschitz import default_bound
 from .stage_failures import failed_score
 
@@ -44,6 +45,14 @@ class ScoringInputs:
         self.comparisons = comparisons  # {name: {features: PDResult}}
         self._columns: dict[int, np.ndarray] = {}
         self._associations: dict[tuple, tuple] = {}
+        self._observed: dict = {}
+
+    def observed(self, target):
+        """:func:`~autopdp.utilities.incidence.observed_values` of ``y`` for ``target`` (computed once)."""
+        key = (type(target).__name__, str(target))
+        if key not in self._observed:
+            self._observed[key] = None if self.y is None else observed_values(self.y, target, self.is_classifier)
+        return self._observed[key]
 
     def column(self, name: str) -> np.ndarray:
         pos = self.frame.names.index(name)
@@ -143,7 +152,8 @@ def _score_utility(inputs: ScoringInputs, result, utility: str, cells, w) -> dic
                for t in targets]
     elif utility == "incidence":
         per = [score_incidence(result, target_index=t, weights=w, cells=cells, y=inputs.y,
-                               is_classifier=inputs.is_classifier, loss=cfg.loss, sample_weight=inputs.sample_weight)
+                               is_classifier=inputs.is_classifier, loss=cfg.loss, sample_weight=inputs.sample_weight,
+                               y_values=inputs.observed(result.targets[t]))
                for t in targets]
     elif utility == "slope":
         per = [score_slope(result, target_index=t) for t in targets]

@@ -20,7 +20,7 @@ import numpy as np
 
 from .base import UtilityScore, gap_score, not_applicable
 
-__all__ = ["incidence_curve", "score_incidence"]
+__all__ = ["incidence_curve", "observed_values", "score_incidence"]
 
 UTILITY = "incidence"
 
@@ -40,12 +40,25 @@ def incidence_curve(cells: np.ndarray, y_values: np.ndarray, shape: tuple[int, .
     return curve.reshape(shape)
 
 
+def observed_values(y, target, is_classifier: bool) -> np.ndarray | None:
+    """What the incidence averages per row: 1.0/0.0 for "the observed class is ``target``" (classifier),
+    else ``y`` as numbers; None when a regressor's ``y`` is not numeric."""
+    y = np.asarray(y)
+    if is_classifier:
+        return ((y == target) | (y.astype(str) == str(target))).astype(float)
+    try:
+        return y.astype(float)
+    except (TypeError, ValueError):
+        return None
+
+
 def score_incidence(result, *, target_index: int, weights: np.ndarray, cells: np.ndarray | None, y, is_classifier: bool, loss: str = "l2",
-                    sample_weight=None) -> UtilityScore:
+                    sample_weight=None, y_values=None) -> UtilityScore:
     """Score how far the PD is from the observed incidence (or mean target).
 
     ``cells``: flat grid-cell index of every data row (-1 for none); ``y``: the
-    observed target of those rows (None when not given).
+    observed target of those rows (None when not given); ``y_values``:
+    ``observed_values(y, target, is_classifier)`` when the caller has it already.
     """
     target = result.targets[target_index]
     if y is None or cells is None:
@@ -57,14 +70,10 @@ def score_incidence(result, *, target_index: int, weights: np.ndarray, cells: np
         )
     if result.centered:
         return not_applicable(UTILITY, "a centred PD cannot be compared with incidence rates.", target)
-    y = np.asarray(y)
-    if is_classifier:
-        y_values = (y == target) | (y.astype(str) == str(target))
-    else:
-        try:
-            y_values = y.astype(float)
-        except (TypeError, ValueError):
-            return not_applicable(UTILITY, "the target y is not numeric, so it has no mean to compare with.", target)
+    if y_values is None:
+        y_values = observed_values(y, target, is_classifier)
+    if y_values is None:
+        return not_applicable(UTILITY, "the target y is not numeric, so it has no mean to compare with.", target)
     g = incidence_curve(cells, y_values, result.grid_shape, sample_weight)
     f = np.asarray(result.average[target_index], dtype=float)
     return gap_score(UTILITY, f, g, weights, loss, target, what="share of class" if is_classifier else "mean target")
