@@ -90,12 +90,13 @@ def ale(model, X, feature, *, bins: int = 20, response="auto", target=None) -> M
     return _ale_1d_curve(frame.names[pos], values, edges, lo, hi, ok)
 
 
-def _ale_2d_curve(name, va, vb, ea, eb, f, ok) -> ModelFreePD:
+def _ale_2d_curve(name, va, vb, ea, eb, f, ok, k=None) -> ModelFreePD:
     """The centred pure-interaction 2D ALE from each usable row's predictions at its cell's corners.
 
-    ``f[da, db]``: the predictions at corner (lower + da, lower + db) of each row's cell.
+    ``f[da, db]``: the predictions at corner (lower + da, lower + db) of each row's cell;
+    ``k``: the usable rows' intervals ``(_bin_index(va[ok], ea), _bin_index(vb[ok], eb))`` when known.
     """
-    ka, kb = _bin_index(va[ok], ea), _bin_index(vb[ok], eb)
+    ka, kb = (_bin_index(va[ok], ea), _bin_index(vb[ok], eb)) if k is None else k
     second = f[1, 1] - f[1, 0] - f[0, 1] + f[0, 0]
     Ka, Kb = ea.size - 1, eb.size - 1
     cell = (ka - 1) * Kb + (kb - 1)
@@ -140,12 +141,11 @@ def ale_2d(model, X, features, *, bins: int = 10, response="auto", target=None) 
     return _ale_2d_curve(f"{frame.names[pa]} x {frame.names[pb]}", va, vb, ea, eb, f, ok)
 
 
-def _cells(grids, values) -> np.ndarray:
-    """(n_rows, 2): each row's lower edge index per axis (0 for rows with a missing value: unused)."""
-    out = np.zeros((values[0].size, 2), dtype=np.int64)
-    for ax, (edges, v) in enumerate(zip(grids, values)):
-        ok = np.isfinite(v)
-        out[ok, ax] = _bin_index(v[ok], edges) - 1
+def _lower(edges, v) -> np.ndarray:
+    """Each row's lower edge index (its interval minus one; 0 for a missing value: unused)."""
+    out = np.zeros(v.size, dtype=np.int64)
+    ok = np.isfinite(v)
+    out[ok] = _bin_index(v[ok], edges) - 1
     return out
 
 
@@ -192,6 +192,15 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
                 edges_of[(pos, bins)] = None
         return edges_of[(pos, bins)]
 
+    lower_of: dict = {}
+
+    def lower_for(pos, edges):
+        """:func:`_lower` of a feature on its 2D edges (computed once per feature and edges)."""
+        key = (pos, edges.size, edges.tobytes())
+        if key not in lower_of:
+            lower_of[key] = _lower(edges, columns[pos])
+        return lower_of[key]
+
     jobs = []
     for name in features:
         pos = frame.position_of(name)
@@ -225,8 +234,10 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
         if len(batch[0][1]) == 1:
             ices = source.ice([positions for _, positions, _, _ in batch], [grids for _, _, grids, _ in batch])
         else:
+            lowers = [np.column_stack([lower_for(p, e) for p, e in zip(positions, grids)])
+                      for _, positions, grids, _ in batch]
             ices = source.corners([positions for _, positions, _, _ in batch], [grids for _, _, grids, _ in batch],
-                                  [_cells(grids, values) for _, _, grids, values in batch])
+                                  lowers)
         for (key, positions, grids, values), ice in zip(batch, ices):
             ice = np.asarray(ice[column], dtype=float)  # 1D: (n, edges); 2D: (n, 2, 2), the cell's corners
             if len(positions) == 1:
@@ -238,7 +249,8 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
                 (ea, eb), (va, vb) = grids, values
                 ok = np.flatnonzero(np.isfinite(va) & np.isfinite(vb))
                 f = {(da, db): ice[ok, da, db] for da in (0, 1) for db in (0, 1)}
+                k = tuple(lower_for(p, e)[ok] + 1 for p, e in zip(positions, grids))
                 out[key] = _ale_2d_curve(f"{frame.names[positions[0]]} x {frame.names[positions[1]]}", va, vb, ea, eb,
-                                         f, ok)
+                                         f, ok, k)
         i = j
     return out
