@@ -281,7 +281,8 @@ _XGB_IDENTITY = ("reg:squarederror", "reg:absoluteerror", "reg:pseudohubererror"
 
 
 def _xgboost(model, adapter):
-    """XGBoost from the booster's tree dump: ``x < split`` left in float32, NaN to ``Missing``."""
+    """XGBoost from the booster's JSON model (its tree dump when the JSON has deleted nodes or vector leaves):
+    ``x < split`` left in float32, NaN to the default direction, a listed category to the right child."""
     booster = model.get_booster()
     objective = model.get_params().get("objective") or ("binary:logistic" if adapter.is_classifier else "reg:squarederror")
     if not isinstance(objective, str):
@@ -289,12 +290,72 @@ def _xgboost(model, adapter):
     if getattr(model, "best_iteration", None) is not None and \
             model.best_iteration + 1 < booster.num_boosted_rounds():
         raise TreePathUnavailable("an early-stopped XGBoost model predicts with part of its trees")
+    rounds = max(1, booster.num_boosted_rounds())
+    b = _xgboost_from_json(booster, objective, rounds)
+    if b is None:
+        b = _xgboost_from_dump(booster, objective, rounds)
+    if adapter.response == "decision_function" or not adapter.is_classifier:
+        link = _XGB_LINKS.get(objective, None) if not adapter.is_classifier else 0
+        if link is None and objective not in _XGB_IDENTITY:
+            raise TreePathUnavailable(f"XGBoost with objective {objective!r}")
+        link = link or 0
+        return b.build(link, float32=True), (b.K if link != 1 else 2) if adapter.is_classifier else 1
+    if objective == "binary:logistic":
+        return b.build(1, float32=True), 2
+    if objective in ("multi:softprob", "multi:softmax"):
+        return b.build(2, float32=True), b.K
+    raise TreePathUnavailable(f"XGBoost classifier with objective {objective!r}")
+
+
+def _xgboost_k(objective, n_trees, rounds) -> int:
+    return max(1, n_trees // rounds) if objective.startswith("multi:") else 1
+
+
+def _xgboost_from_json(booster, objective, rounds):
+    """A :class:`_Builder` of the booster's trees read from its JSON model; None when a tree has deleted
+    nodes or vector leaves (the tree dump handles those)."""
+    import json
+
+    model = json.loads(bytes(booster.save_raw("json")))["learner"]["gradient_booster"]["model"]
+    trees = model["trees"]
+    if any(str(t["tree_param"].get("num_deleted", "0")) != "0" or
+           str(t["tree_param"].get("size_leaf_vector", "1")) not in ("0", "1") for t in trees):
+        return None
+    K = _xgboost_k(objective, len(trees), rounds)
+    b = _Builder(K)
+    for t, tree in enumerate(trees):
+        left, right = np.asarray(tree["left_children"]), np.asarray(tree["right_children"])
+        split = np.asarray(tree["split_conditions"], dtype=np.float32)
+        below = np.nextafter(split, np.float32(-np.inf)).astype(float)  # x < split  <=>  x <= below (float32)
+        feature, kind = tree["split_indices"], tree["split_type"]
+        default_left = tree["default_left"]
+        cats = {}
+        for node, start, size in zip(tree["categories_nodes"], tree["categories_segments"], tree["categories_sizes"]):
+            cats[int(node)] = [int(c) for c in tree["categories"][start: start + size]]
+        base = b.tree(left.size)
+        k = t % K
+        for i in range(left.size):
+            if left[i] == -1:
+                v = np.zeros(K)
+                v[k] = float(split[i])
+                b.node(-1, value=v)
+            elif kind[i] == 1:
+                # XGBoost: a listed category goes right, every other category left, NaN the default way
+                b.node(int(feature[i]), 0.0, CATEGORICAL, not default_left[i], base + int(right[i]),
+                       base + int(left[i]), cats=cats.get(i, []), known=ALL_CATEGORIES)
+            else:
+                b.node(int(feature[i]), below[i], NUMERIC, bool(default_left[i]), base + int(left[i]),
+                       base + int(right[i]))
+    return b
+
+
+def _xgboost_from_dump(booster, objective, rounds):
+    """A :class:`_Builder` of the booster's trees read from its tree dump (``trees_to_dataframe``)."""
     df = booster.trees_to_dataframe()
     names = booster.feature_names
     index = {name: i for i, name in enumerate(names)} if names else None
     n_trees = int(df["Tree"].max()) + 1 if len(df) else 0
-    rounds = max(1, booster.num_boosted_rounds())
-    K = max(1, n_trees // rounds) if objective.startswith("multi:") else 1
+    K = _xgboost_k(objective, n_trees, rounds)
     b = _Builder(K)
     for t, tree in df.groupby("Tree", sort=True):
         ids = {row_id: i for i, row_id in enumerate(tree["ID"])}
@@ -316,17 +377,7 @@ def _xgboost(model, adapter):
             else:
                 t32 = float(np.nextafter(np.float32(row.Split), np.float32(-np.inf)))
                 b.node(f, t32, NUMERIC, mleft, left, right)
-    if adapter.response == "decision_function" or not adapter.is_classifier:
-        link = _XGB_LINKS.get(objective, None) if not adapter.is_classifier else 0
-        if link is None and objective not in _XGB_IDENTITY:
-            raise TreePathUnavailable(f"XGBoost with objective {objective!r}")
-        link = link or 0
-        return b.build(link, float32=True), (K if link != 1 else 2) if adapter.is_classifier else 1
-    if objective == "binary:logistic":
-        return b.build(1, float32=True), 2
-    if objective in ("multi:softprob", "multi:softmax"):
-        return b.build(2, float32=True), K
-    raise TreePathUnavailable(f"XGBoost classifier with objective {objective!r}")
+    return b
 
 
 _LGBM_IDENTITY = ("regression", "regression_l2", "l2", "mean_squared_error", "mse", "regression_l1", "l1",

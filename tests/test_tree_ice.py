@@ -110,6 +110,26 @@ def test_xgboost_classifier_categorical_and_missing(data):
     _check(xgb.XGBClassifier(**kw).fit(X, y_multi), X, atol=2e-6)
 
 
+def test_xgboost_json_extraction_equals_the_tree_dump(data):
+    """The JSON model (the fast path) and the tree dump (kept for deleted nodes and vector leaves) give the
+    same trees: same splits, directions, categories and children; leaf values equal to the dump's printed
+    precision (the JSON holds XGBoost's float32 values exactly)."""
+    xgb = pytest.importorskip("xgboost")
+    from autopdp.tree_ice import CATEGORICAL, _xgboost_from_dump, _xgboost_from_json
+
+    X, y_bin, y_multi, _ = data
+    kw = dict(n_estimators=15, max_depth=4, enable_categorical=True, tree_method="hist", random_state=0)
+    for y, objective in ((y_bin, "binary:logistic"), (y_multi, "multi:softprob")):
+        booster = xgb.XGBClassifier(**kw).fit(X, y).get_booster()
+        rounds = booster.num_boosted_rounds()
+        a = _xgboost_from_json(booster, objective, rounds).build(1, float32=True)
+        b = _xgboost_from_dump(booster, objective, rounds).build(1, float32=True)
+        assert (a.kind == CATEGORICAL).any() and a.missing_left.any() and not a.missing_left.all()
+        for field in ("feature", "threshold", "kind", "missing_left", "left", "right", "roots", "catbits", "catknown"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+        np.testing.assert_allclose(a.value, b.value, rtol=1e-6, atol=1e-8)
+
+
 def test_lightgbm_classifier_categorical_and_missing(data):
     lgb = pytest.importorskip("lightgbm")
     X, y_bin, y_multi, _ = data
