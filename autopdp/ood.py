@@ -112,6 +112,7 @@ class SupportModel:
         kth = dist[:, self.k - 1]
         self.edge = float(np.quantile(kth, quantile))
         self.d2 = euclidean_distances(embedding, squared=True)
+        self.near_d2 = np.ascontiguousarray(np.take_along_axis(self.d2, self.near, axis=1))
 
     @property
     def standard_error(self) -> float:
@@ -140,7 +141,7 @@ class SupportModel:
         outside = np.zeros((bounds.size - 1, ga.size, gb.size), dtype=np.int64)
         order = np.ascontiguousarray(np.argsort(values, axis=1, kind="stable"))
         sorted_values = np.ascontiguousarray(np.take_along_axis(values, order, axis=1))
-        in_parallel(count_outside, bounds.size - 1, bounds, self.d2, self.near, values, kinds, len(features),
+        in_parallel(count_outside, bounds.size - 1, bounds, self.d2, self.near, self.near_d2, values, kinds, len(features),
                     np.ascontiguousarray(ga), np.ascontiguousarray(gb), self.edge ** 2, self.k, order, sorted_values,
                     outside)
         share = outside.sum(axis=0) / m  # integer counts: the same whatever the threads

@@ -16,12 +16,13 @@ def _term(kind, a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always", nogil=True)
-def _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full):  # pragma: no cover
-    """Count row r as a neighbour of row i's augmented rows within the edge; returns the new ``n_full``.
+def _visit(i, r, d2_ir, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full):  # pragma: no cover
+    """Count row r (squared distance ``d2_ir`` from row i) as a neighbour of row i's augmented rows
+    within the edge; returns the new ``n_full``.
 
     ``a_full[a]``: how many cells of grid row a already have k neighbours (a full row is skipped).
     """
-    base = d2[i, r] - _term(kinds[0], values[0, i], values[0, r])
+    base = d2_ir - _term(kinds[0], values[0, i], values[0, r])
     if n_features == 2:
         base -= _term(kinds[1], values[1, i], values[1, r])
     if base > edge2:
@@ -53,12 +54,13 @@ def _window(sorted_values, g, edge):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def count_outside(lo_, hi_, bounds, d2, near, values, kinds, n_features, ga, gb, edge2, k, order, sorted_values,
+def count_outside(lo_, hi_, bounds, d2, near, near_d2, values, kinds, n_features, ga, gb, edge2, k, order, sorted_values,
                   outside):  # pragma: no cover - compiled
     """For blocks [lo_, hi_) of augmented rows: how many have fewer than k other rows within the edge.
 
     ``d2``: squared distances between the rows (m, m); ``near``: each row's
-    nearest other rows (m, L), visited first so that most grid cells fill early;
+    nearest other rows (m, L), visited first so that most grid cells fill early, and
+    ``near_d2`` their squared distances (read in row order, not scattered over ``d2``);
     ``values``: the explained features' embedded values (n_features, m);
     ``ga``/``gb``: their grid values (``gb`` unused in 1D);
     ``order``/``sorted_values`` (n_features, m): the rows sorted by each explained feature.
@@ -91,6 +93,7 @@ def count_outside(lo_, hi_, bounds, d2, near, values, kinds, n_features, ga, gb,
     cnt = np.zeros((A, B), dtype=np.int64)
     a_full = np.zeros(A, dtype=np.int64)
     seen = np.zeros(m, dtype=np.bool_)
+    rest = np.empty(m)
     for blk in range(lo_, hi_):
         for i in range(bounds[blk], bounds[blk + 1]):
             cnt[:, :] = 0
@@ -100,7 +103,8 @@ def count_outside(lo_, hi_, bounds, d2, near, values, kinds, n_features, ga, gb,
                 r = near[i, q]
                 seen[r] = True
                 if n_full < G:
-                    n_full = _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full)
+                    n_full = _visit(i, r, near_d2[i, q], values, kinds, n_features, ga, gb, edge2, k, cnt, a_full,
+                                    n_full)
             work = 0
             if n_full < G:
                 for a in range(A):
@@ -108,10 +112,17 @@ def count_outside(lo_, hi_, bounds, d2, near, values, kinds, n_features, ga, gb,
                         if cnt[a, b] < k:
                             work += w_hi[a, b] - w_lo[a, b]
             if n_full < G and work > m:  # windows wider than one pass: every row once, all cells
+                # first the distance over the other features of every row (one branch-free pass), then
+                # the rows within the edge on it, in row order
                 for r in range(m):
-                    if r == i or seen[r]:
+                    rest[r] = d2[i, r] - _term(kinds[0], values[0, i], values[0, r])
+                if n_features == 2:
+                    for r in range(m):
+                        rest[r] -= _term(kinds[1], values[1, i], values[1, r])
+                for r in range(m):
+                    if rest[r] > edge2 or r == i or seen[r]:
                         continue
-                    n_full = _visit(i, r, d2, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full)
+                    n_full = _visit(i, r, d2[i, r], values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full)
                     if n_full == G:
                         break
             elif n_full < G:
