@@ -138,6 +138,30 @@ def test_html_and_pdf_escape_text_from_the_data(tmp_path):
     assert "<script>alert(1)</script>" in text  # shown as text, never run
 
 
+def test_figures_drawn_on_worker_processes_equal_those_drawn_here(german, monkeypatch):
+    from autopdp.report import build_context, figures
+
+    # draw_all hands figures to other processes and keeps their order
+    monkeypatch.setattr(figures, "PARALLEL_FROM", 1)
+    pids = figures.draw_all([(os.getpid, (), {})] * 4, n_jobs=2)
+    assert len(pids) == 4 and os.getpid() not in pids
+    assert figures.draw_all([(str, (i,), {}) for i in range(5)], n_jobs=2) == [str(i) for i in range(5)]
+    X, y = german
+
+    def model(d):
+        return 1 / (1 + np.exp(-(d["duration_months"].to_numpy() / 24 - d["age"].to_numpy() / 40)))
+
+    a = audit(model, X.iloc[:300], y.iloc[:300],
+              config=AuditConfig(features=("duration_months", "age", "credit_amount"), grid_resolution=6,
+                                 grid_resolution_2d=4))
+    together = build_context(a)
+    monkeypatch.setattr(figures, "PARALLEL_FROM", 10**9)  # every figure drawn here, one by one
+    one_by_one = build_context(a)
+    together.pop("timings"), one_by_one.pop("timings")
+    assert together == one_by_one
+    assert together["small_multiples"][0]["svg"].startswith("<svg") and together["importance_svg"].startswith("<svg")
+
+
 def test_notebook_view(german):
     X, y = german
     a = audit(lambda d: d["duration_months"].to_numpy() / 72.0, X.iloc[:200], y.iloc[:200],

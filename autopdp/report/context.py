@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -11,7 +13,7 @@ import pandas as pd
 from ..config import DECISIONS, SIGN_OFF_KEYS
 from ..selection import PAIR_CRITERIA
 from ..utilities import TRUST_IDS
-from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
+from .figures import draw_all, plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
 
 __all__ = ["build_context", "notebook_context"]
@@ -23,6 +25,53 @@ COMPARISON_LABELS = {
     "stratpd": "StratPD (model-free, centred)",
     "ale_divergence": "ALE (centred)",
 }
+
+
+_QUEUE: ContextVar = ContextVar("autopdp_figure_queue", default=None)
+
+
+class _Queued:
+    """Stands for the SVG of the queued figure number ``index`` until :func:`_figures_drawn_together` draws it."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+def _plot(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``: an SVG string, or inside :func:`_figures_drawn_together` a stand-in for it."""
+    queue = _QUEUE.get()
+    if queue is None:
+        return fn(*args, **kwargs)
+    queue.append((fn, args, kwargs))
+    return _Queued(len(queue) - 1)
+
+
+@contextmanager
+def _figures_drawn_together(out: dict):
+    """Queue the figures made inside; on leaving, draw them all at once (:func:`.figures.draw_all`)
+    and put each SVG where its stand-in is in ``out``'s values."""
+    queue: list = []
+    token = _QUEUE.set(queue)
+    try:
+        yield
+    finally:
+        _QUEUE.reset(token)
+    svgs = draw_all(queue)
+
+    def put(obj):
+        if isinstance(obj, _Queued):
+            return svgs[obj.index]
+        if isinstance(obj, dict):
+            return {k: put(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [put(v) for v in obj]
+        if isinstance(obj, tuple):
+            return tuple(put(v) for v in obj)
+        return obj
+
+    out.update(put(out))
 
 
 def _label(features) -> str:
@@ -107,8 +156,9 @@ def _pd_figure(audit, features, uid=None):
     name = _label(r.features)
     ood = _ood(audit, r.features)
     if r.ndim == 1:
-        svg = plot_pd_1d(r, target_index=t, comparison=g, comparison_label=_g_label(uid, score) if g is not None else None,
-                         distribution=dist, ood=ood, extra_curves=_overlays(audit, r, uid))
+        svg = _plot(plot_pd_1d, r, target_index=t, comparison=g,
+                    comparison_label=_g_label(uid, score) if g is not None else None, distribution=dist, ood=ood,
+                    extra_curves=_overlays(audit, r, uid))
         alt = f"Partial dependence of the model's prediction on {name}"
         if g is not None:
             alt += f", with the {_g_label(uid, score)} overlaid"
@@ -116,7 +166,7 @@ def _pd_figure(audit, features, uid=None):
     else:
         pts = audit.data_summary.get("points", {})
         points = (pts.get(r.features[0], []), pts.get(r.features[1], [])) if pts else None
-        svg = plot_pd_2d(r, target_index=t, points=points, ood=ood)
+        svg = _plot(plot_pd_2d, r, target_index=t, points=points, ood=ood)
         alt = f"Heatmap of the 2D partial dependence on {name} with data rows shown as dots."
     return svg, alt, t
 
@@ -368,17 +418,21 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
     """Everything the templates need, as plain values and SVG strings."""
     t0 = time.perf_counter()
     cfg = audit.config
-    importance_svg = plot_importance(audit.importance) if not audit.importance.empty else None
-    interaction_svg = plot_interaction(audit.interaction) if not audit.interaction.empty else None
-    utilities = _utility_sections(audit, cfg.top_k)
-    pairs = _pair_section(audit)
-    small = []
-    for r in audit.results_1d:
-        f = np.asarray(r.average[0], dtype=float)
-        small.append(_figure(
-            plot_small_multiple(r), f"{r.features[0]}: PD from {fmt(f.min())} to {fmt(f.max())}",
-            f"Small partial dependence plot of {r.features[0]}.",
-        ))
+    drawn: dict = {}
+    with _figures_drawn_together(drawn):
+        drawn["importance"] = _plot(plot_importance, audit.importance) if not audit.importance.empty else None
+        drawn["interaction"] = _plot(plot_interaction, audit.interaction) if not audit.interaction.empty else None
+        drawn["utilities"] = _utility_sections(audit, cfg.top_k)
+        drawn["pairs"] = _pair_section(audit)
+        drawn["small"] = []
+        for r in audit.results_1d:
+            f = np.asarray(r.average[0], dtype=float)
+            drawn["small"].append(_figure(
+                _plot(plot_small_multiple, r), f"{r.features[0]}: PD from {fmt(f.min())} to {fmt(f.max())}",
+                f"Small partial dependence plot of {r.features[0]}.",
+            ))
+    importance_svg, interaction_svg = drawn["importance"], drawn["interaction"]
+    utilities, pairs, small = drawn["utilities"], drawn["pairs"], drawn["small"]
     timings = dict(audit.run.get("timings_s", {}))
     timings["figures"] = time.perf_counter() - t0
     timings.update(extra_timings or {})

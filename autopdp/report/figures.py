@@ -14,8 +14,11 @@ from contextlib import contextmanager
 import numpy as np
 
 __all__ = [
-    "svg_of", "plot_pd_1d", "plot_pd_2d", "plot_importance", "plot_interaction", "plot_small_multiple",
+    "svg_of", "plot_pd_1d", "plot_pd_2d", "plot_importance", "plot_interaction", "plot_small_multiple", "draw_all",
 ]
+
+#: From this many figures on, :func:`draw_all` draws them on worker processes (one per CPU).
+PARALLEL_FROM = 12
 
 PD_COLOR = "#1f4e79"
 BAND_COLOR = "#9ecae1"
@@ -279,3 +282,24 @@ def plot_small_multiple(result, *, target_index=0, width=2.4, height=1.7) -> str
         ax.set_title(text(result.features[0]), fontsize=8)
         ax.tick_params(labelsize=6)
         return svg_of(fig)
+
+
+def draw_all(jobs, *, n_jobs: int | None = None) -> list[str]:
+    """The SVG strings of ``[(plot function, args, kwargs), ...]``, in order.
+
+    From :data:`PARALLEL_FROM` figures on, and with more than one CPU, they are drawn on joblib's
+    worker processes, one per CPU (``n_jobs`` to set their number; 1 draws here).  Each figure is
+    the same string wherever it is drawn (fixed SVG ids and metadata).
+    """
+    jobs = list(jobs)
+    if n_jobs is None:
+        from ..tree_ice import n_threads
+
+        n_jobs = n_threads()
+    workers = min(int(n_jobs), len(jobs))
+    if workers <= 1 or len(jobs) < PARALLEL_FROM:
+        return [fn(*args, **kwargs) for fn, args, kwargs in jobs]
+    from joblib import Parallel, delayed
+
+    _plt()  # matplotlib's font cache exists before the workers start
+    return list(Parallel(n_jobs=workers)(delayed(fn)(*args, **kwargs) for fn, args, kwargs in jobs))
