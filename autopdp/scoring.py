@@ -60,7 +60,6 @@ class ScoringInputs:
             self._columns[pos] = self.frame.column(pos)
         return self._columns[pos]
 
-
     def associations(self, results_2d) -> dict:
         """``{features: (association, p-value)}`` of the 2D PDPs' feature pairs in the data (computed once)."""
         todo = [r for r in results_2d if r.features not in self._associations]

@@ -27,6 +27,7 @@ from .modelfree import stratpd
 from .ood import SupportModel
 from .surrogate import fit_surrogate
 from .utilities.base import UtilityScore, not_applicable, relative_to_range, standard_utility
+from .utilities.incidence import observed_values
 
 __all__ = ["TRUST_IDS", "trust_scores"]
 
@@ -153,8 +154,9 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
     def one(job):
         name, target = job
         try:
-            yv = ((yy == target) | (yy.astype(str) == str(target))).astype(float) if adapter.is_classifier \
-                else yy.astype(float)
+            yv = observed_values(yy, target, adapter.is_classifier)
+            if yv is None:
+                raise ValueError("the target y is not numeric")
             return stratpd(frame.data, yv, name, categorical_features=categorical)
         except Exception as exc:  # noqa: BLE001 - handed back to the caller, which names the expected cases
             return exc
