@@ -212,51 +212,44 @@ _IDENTITY_LGBM = ("regression", "regression_l2", "l2", "mean_squared_error", "ms
 
 
 def _xgboost(model, adapter, n_features):
-    """XGBoost regressors with an identity objective, from the booster's tree dump.
+    """XGBoost regressors with an identity objective, from the trees :mod:`autopdp.tree_ice` reads
+    (the booster's JSON model, or its tree dump for deleted nodes and vector leaves).
 
     XGBoost sends ``x < split`` left and compares float32 values, so the split
     becomes ``x <= prev_float32(split)`` in autopdp's (lo, hi] boxes.
     """
+    from .tree_ice import CATEGORICAL, _xgboost_from_dump, _xgboost_from_json
+
     objective = model.get_params().get("objective") or "reg:squarederror"
     if adapter.is_classifier or not isinstance(objective, str) or objective not in _IDENTITY_XGB:
         raise TreePathUnavailable(f"XGBoost with objective {objective!r} (only identity-link regressors decompose)")
+    booster = model.get_booster()
+    rounds = max(1, booster.num_boosted_rounds())
     if getattr(model, "best_iteration", None) is not None and hasattr(model, "n_estimators") \
-            and model.best_iteration + 1 < model.get_booster().num_boosted_rounds():
+            and model.best_iteration + 1 < rounds:
         raise TreePathUnavailable("an early-stopped XGBoost model predicts with part of its trees")
-    df = model.get_booster().trees_to_dataframe()
-    names = model.get_booster().feature_names
-    index = {name: i for i, name in enumerate(names)} if names else None
+    builder = _xgboost_from_json(booster, objective, rounds) or _xgboost_from_dump(booster, objective, rounds)
+    forest = builder.build(0, float32=True)  # thresholds already x <= prev_float32(split)
+    if (forest.kind == CATEGORICAL).any():
+        raise TreePathUnavailable("the model has categorical splits")
     boxes, values = [], []
-    for _, tree in df.groupby("Tree", sort=True):
-        nodes = {row.ID: row for row in tree.itertuples(index=False)}
-        root = f"{int(tree['Tree'].iloc[0])}-0"
-        stack = [(root, {})]
+    for root in forest.roots:
+        stack = [(int(root), {})]
         while stack:
             node, box = stack.pop()
-            row = nodes[node]
-            if row.Feature == "Leaf":
+            f = int(forest.feature[node])
+            if f < 0:
                 boxes.append(box)
-                values.append([float(row.Gain)])
+                values.append([float(forest.value[node, 0])])
                 continue
-            if isinstance(getattr(row, "Category", None), (list, tuple)) or (
-                    getattr(row, "Category", None) is not None and not _isnan(row.Category)):
-                raise TreePathUnavailable("the model has categorical splits")
-            f = index[row.Feature] if index else int(str(row.Feature).lstrip("f"))
-            t = float(np.nextafter(np.float32(row.Split), np.float32(-np.inf)))
+            t = float(forest.threshold[node])
             lo, hi = box.get(f, (-np.inf, np.inf))
             left, right = dict(box), dict(box)
             left[f] = (lo, min(hi, t))
             right[f] = (max(lo, t), hi)
-            stack.append((row.No, right))
-            stack.append((row.Yes, left))
+            stack.append((int(forest.right[node]), right))
+            stack.append((int(forest.left[node]), left))
     return _pack(boxes, np.asarray(values), n_features, np.full(1, np.nan), float32=True)
-
-
-def _isnan(v) -> bool:
-    try:
-        return bool(np.isnan(v))
-    except TypeError:
-        return False
 
 
 def _lightgbm(model, adapter, n_features):
