@@ -784,7 +784,7 @@ class RowKernel:
         Returns a list of (average, std, individual or None), shapes
         (T, *grid_shape) and (T, n_keep, *grid_shape).
         """
-        from .tree_kernels import ice_pairs, ice_singles
+        from .tree_kernels import ice_pairs, ice_singles, sigmoid_factors
 
         f = self.forest
         gmax = _largest_grid(requests)
@@ -830,9 +830,10 @@ class RowKernel:
                 in_parallel(ice_singles, singles.size, wr, one, np.ascontiguousarray(slot[one]), singles, gn, f.link,
                             f.scale, cols, r0 == 0, r1, shift, s1, s2, kp, keep_set, ice)
             if by_pairs.size:
+                e1, e0 = sigmoid_factors(r1, raw0, f.link, f.scale, gn[feats])
                 in_parallel(ice_pairs, by_pairs.size, wr, pairs, np.ascontiguousarray(slot[pairs]), by_pairs, gn,
                             value, paths.node, paths.left, paths.feature, paths.bits, paths.leaf, codes, lmask,
-                            f.link, f.scale, cols, r0 == 0, raw0, r1, shift, s1, s2, kp, keep_set, ice)
+                            f.link, f.scale, cols, r0 == 0, raw0, r1, e1, e0, shift, s1, s2, kp, keep_set, ice)
         total = float(self.w.sum())
         out = []
         for s, (positions, grids) in enumerate(requests):

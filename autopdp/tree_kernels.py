@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["count", "pd_sets", "own_paths", "grid_masks", "leaf_masks", "row_leaves", "ice_from_codes", "ice_singles",
-           "ice_pairs", "pair_corners"]
+           "ice_pairs", "pair_corners", "sigmoid_factors"]
 
 
 
@@ -483,15 +483,54 @@ def _pair_leaves(lo_, hi_, pairs, gn, path_nd, path_left, path_feature, leaf_bit
     return start, both, mask_j, mask_k, gmax
 
 
+def sigmoid_factors(r1, raw0, link, scale, lengths):
+    """``(e1, e0)`` for :func:`ice_pairs`: exp(-scale r1) and exp(scale raw0) of a one-output sigmoid model.
+
+    Then a row's sigmoid at (a, b) without leaves on both features is 1 / (1 + e1[j, a] e1[k, b] e0).
+    ``lengths[f]``: the grid points of r1's slot f (the rest is padding).  e0 is 0 for a row whose
+    scores reach |scale * raw| >= 200, where the product could overflow: that row takes the exp
+    per cell.  Empty arrays for any other model.
+    """
+    if link != 1 or r1.shape[-1] != 1:
+        return np.empty((0, 1, 1)), np.empty(0)
+    on_grid = np.arange(r1.shape[2])[None, :] < np.asarray(lengths)[:, None]  # (n_slots, gmax)
+    z1 = np.where(on_grid, scale * r1[..., 0], 0.0)
+    z0 = scale * raw0[:, 0]
+    e1 = np.exp(-np.clip(z1, -200.0, 200.0))
+    safe = (np.abs(z1).reshape(z1.shape[0], -1).max(axis=1, initial=0.0) < 200.0) & (np.abs(z0) < 200.0)
+    e0 = np.where(safe, np.exp(np.clip(z0, -200.0, 200.0)), 0.0)
+    return e1, e0
+
+
+@njit(cache=True, inline="always", nogil=True)
+def _add_cells(s, i, G, first, wi, kp, Y, cols, shift, s1, s2, keep_set, ice):  # pragma: no cover - compiled
+    """Add one row's response Y[column, cell] at the G cells of set s to its shifted sums (and kept ICE)."""
+    for tt in range(cols.shape[0]):
+        c = cols[tt]
+        if first and i == 0:
+            for g in range(G):
+                shift[s, tt, g] = Y[c, g]
+        for g in range(G):
+            d = Y[c, g] - shift[s, tt, g]
+            s1[s, tt, g] += wi * d
+            s2[s, tt, g] += wi * d * d
+        if kp >= 0:
+            for g in range(G):
+                ice[keep_set[s], tt, kp, g] = Y[c, g]
+
+
 @njit(cache=True, nogil=True)
 def ice_pairs(lo_, hi_, w, pairs, pos, index, gn, value, path_nd, path_left, path_feature, leaf_bits, leaf_of,
-              codes, lmask, link, scale, cols, first, raw0, r1, shift, s1, s2, keep_pos, keep_set, ice):
+              codes, lmask, link, scale, cols, first, raw0, r1, e1, e0, shift, s1, s2, keep_pos, keep_set, ice):
     # pragma: no cover - compiled
     """2D sets from the rows' 1D ICE (r1) plus the leaves with conditions on both features.
 
     pairs[p]: the two features; pos[p]: their slots in r1; index[p]: the set's slot in shift/s1/s2.
     ``path_*``, ``leaf_bits``, ``leaf_of``: the paths, condition features (bitsets) and node ids of
     the leaves with conditions on two or more features; ``codes``: the rows' leaf codes (:func:`row_leaves`).
+    ``e1``, ``e0``: :func:`sigmoid_factors` of r1 and raw0 for a one-output sigmoid model (else
+    unused, shape (0, ...)): where a row reaches no leaf with conditions on both features, its
+    sigmoid at (a, b) is 1 / (1 + e1[a] e1[b] e0) instead of an exp per cell.
     Rows are taken in blocks, every pair of the range per block, so a block's codes stay in
     cache; each pair still sums its rows in row order.
     """
@@ -541,6 +580,7 @@ def ice_pairs(lo_, hi_, w, pairs, pos, index, gn, value, path_nd, path_left, pat
     M = np.empty((K, gmax, gmax))
     raw = np.empty(K)
     prob = np.empty(n_out)
+    Y = np.empty((n_out, gmax * gmax))
     hits = np.empty(max(n_leaves, 1), dtype=np.int64)
     zero = np.uint32(0)
     block = 32
@@ -644,26 +684,30 @@ def ice_pairs(lo_, hi_, w, pairs, pos, index, gn, value, path_nd, path_left, pat
                                 run += D[q, a, b]
                                 D[q, a, b] = run + (D[q, a - 1, b] if a else 0.0)
                                 M[q, a, b] += D[q, a, b] + Uj[q, a] + Uk[q, b] + C[q]
-                wi = w[i]
-                kp = keep_pos[i] if keep_set[s] >= 0 else -1
-                for a in range(gj):
-                    for b in range(gk):
-                        for q in range(K):
-                            raw[q] = r1[i, pj, a, q] + r1[i, pk, b, q] - raw0[i, q]
-                            if any_leaf:
-                                raw[q] += M[q, a, b]
-                        # add_row's body, written out: calling it here measured 1.7x slower (numba)
-                        respond(raw, prob, link, scale)
-                        g = a * gk + b
-                        for tt in range(cols.shape[0]):
-                            y = prob[cols[tt]]
-                            if first and i == 0:
-                                shift[s, tt, g] = y
-                            d = y - shift[s, tt, g]
-                            s1[s, tt, g] += wi * d
-                            s2[s, tt, g] += wi * d * d
-                            if kp >= 0:
-                                ice[keep_set[s], tt, kp, g] = y
+                # the row's response at every cell into Y, then added to the set's sums cell by cell
+                if e0.shape[0] and e0[i] > 0.0:
+                    for a in range(gj):
+                        fa = e1[i, pj, a] * e0[i]
+                        for b in range(gk):
+                            if any_leaf and M[0, a, b] != 0.0:
+                                Y[1, a * gk + b] = 1.0 / (1.0 + np.exp(-scale * (
+                                    r1[i, pj, a, 0] + r1[i, pk, b, 0] - raw0[i, 0] + M[0, a, b])))
+                            else:
+                                Y[1, a * gk + b] = 1.0 / (1.0 + fa * e1[i, pk, b])
+                    for g in range(gj * gk):
+                        Y[0, g] = 1.0 - Y[1, g]
+                else:
+                    for a in range(gj):
+                        for b in range(gk):
+                            for q in range(K):
+                                raw[q] = r1[i, pj, a, q] + r1[i, pk, b, q] - raw0[i, q]
+                                if any_leaf:
+                                    raw[q] += M[q, a, b]
+                            respond(raw, prob, link, scale)
+                            for q in range(n_out):
+                                Y[q, a * gk + b] = prob[q]
+                _add_cells(s, i, gj * gk, first, w[i], keep_pos[i] if keep_set[s] >= 0 else -1, Y, cols, shift, s1,
+                           s2, keep_set, ice)
 
 
 @njit(cache=True, nogil=True)

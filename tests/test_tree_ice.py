@@ -232,3 +232,49 @@ def test_cell_corners_equal_the_ice_surface_at_those_points():
                 for db in (0, 1):
                     want = surface[:, rows, low[:, 0] + da, low[:, 1] + db]
                     np.testing.assert_allclose(got[:, :, da, db], want, rtol=0, atol=1e-12)
+
+
+def test_pairs_of_a_sigmoid_model_equal_brute_whichever_way_each_row_is_computed(monkeypatch):
+    """A binary model's 2D ICE takes each row's sigmoid from exp factors of its 1D ICE where no leaf
+    has conditions on both features, and an exp per cell elsewhere and for rows whose scores are too
+    large for the factors.  Rows forced onto the per-cell path must give the same surfaces."""
+    import autopdp.tree_kernels as tk
+
+    rng = np.random.default_rng(8)
+    n = 300
+    X = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("pqrs"))
+    y = (X.p * X.q + X.r - 0.5 * X.s + rng.normal(0, 0.3, n) > 0).astype(int)
+    model = HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(X, y)
+    pairs = [("p", "q"), ("r", "s"), ("p", "s")]
+    brute = partial_dependence(model, X, pairs, kind="both", method="brute", grid_resolution=7)
+    factors = tk.sigmoid_factors
+
+    def half_per_cell(r1, raw0, link, scale, lengths):
+        e1, e0 = factors(r1, raw0, link, scale, lengths)
+        assert e0.shape == (raw0.shape[0],) and (e0 > 0).all()
+        e0[::2] = 0.0  # the per-cell path, as for a row with |score| >= 200
+        return e1, e0
+
+    for patch in (None, half_per_cell):
+        if patch is not None:
+            monkeypatch.setattr(tk, "sigmoid_factors", patch)
+        fast = partial_dependence(model, X, pairs, kind="both", method="tree", grid_resolution=7)
+        for f, b in zip(fast, brute):
+            assert f.method == "tree"
+            np.testing.assert_allclose(f.individual, b.individual, rtol=0, atol=1e-9)
+            np.testing.assert_allclose(f.std, b.std, rtol=0, atol=1e-9)
+
+
+def test_sigmoid_factors_leave_rows_with_large_scores_to_the_exp_per_cell():
+    from autopdp.tree_kernels import sigmoid_factors
+
+    r1 = np.zeros((3, 2, 4, 1))
+    r1[0, 0, :2, 0] = [1.0, -2.0]
+    r1[1, 1, 0, 0] = 250.0  # too large: exp(250) times another factor could overflow
+    r1[2, 1, 3, 0] = 300.0  # padding beyond the slot's 3 grid points: not a score
+    raw0 = np.array([[0.5], [0.0], [-1.0]])
+    e1, e0 = sigmoid_factors(r1, raw0, 1, 1.0, np.array([4, 3]))
+    np.testing.assert_allclose(e0, [np.exp(0.5), 0.0, np.exp(-1.0)])
+    np.testing.assert_allclose(e1[0, 0, :2], np.exp([-1.0, 2.0]))
+    assert sigmoid_factors(r1, raw0, 1, 300.0, np.array([4, 3]))[1].tolist() == [0.0, 0.0, 0.0]
+    assert sigmoid_factors(r1, raw0, 0, 1.0, np.array([4, 3]))[1].size == 0  # identity link: no factors
