@@ -11,6 +11,7 @@ import itertools
 import json
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -81,8 +82,8 @@ class Audit:
         per level) and ``points`` (the values of a fixed random sample of up to
         400 rows per feature), which the report draws under the PDs.
     run : mapping
-        Date, timings per stage and (from the CLI) the command line: the only part that differs
-        between runs.
+        Date, timings per stage (``scoring`` and ``trust`` run side by side, so their times
+        overlap) and (from the CLI) the command line: the only part that differs between runs.
     evidence : mapping
         Per criterion, each PDP's :class:`~autopdp.significance.Evidence`.
     stage_failures : tuple of StageFailure
@@ -771,26 +772,35 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         comparisons[name] = tuple(c1) + tuple(c2)
     timings["comparisons"] = time.perf_counter() - t0
 
-    # ---- scores
+    # ---- scores and trust checks, side by side: both read only the PD results.  The scores (numpy,
+    # cvxpy: mostly one core) run on a second thread while the trust checks, which call the model
+    # and run compiled kernels that release the GIL, keep this thread.
     t0 = time.perf_counter()
     results = list(res1) + list(res2)
-    with announce(f"scoring {len(results)} PDs with {len(config.utilities)} utilities", progress):
-        predictions = _predictions(adapter, frame)
-        inputs = ScoringInputs(
-            frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
-            prediction_std=predictions.std(axis=0), config=config,
-            comparisons={k: {r.features: r for r in v} for k, v in comparisons.items()},
-            sample_weight=weights,
-        )
-        utility_scores = {r.features: score_result(inputs, r) for r in results}
-        importance = importance_table(res1)
-        interaction = interaction_table(res2)
-        criteria = pair_criteria(inputs, res2, importance, interaction)
-    timings["scoring"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    with announce("trust checks (out-of-distribution share, ALE, StratPD, surrogate)", progress):
-        trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, predictions=predictions,
-                                           random_state=random_state)
+    predictions = _predictions(adapter, frame)
+    inputs = ScoringInputs(
+        frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
+        prediction_std=predictions.std(axis=0), config=config,
+        comparisons={k: {r.features: r for r in v} for k, v in comparisons.items()},
+        sample_weight=weights,
+    )
+
+    def scoring_stage():
+        started_scoring = time.perf_counter()
+        with announce(f"scoring {len(results)} PDs with {len(config.utilities)} utilities", progress):
+            by_pd = {r.features: score_result(inputs, r) for r in results}
+            imp, inter = importance_table(res1), interaction_table(res2)
+            out = by_pd, imp, inter, pair_criteria(inputs, res2, imp, inter)
+        timings["scoring"] = time.perf_counter() - started_scoring
+        return out
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        scoring = pool.submit(scoring_stage)
+        with announce("trust checks (out-of-distribution share, ALE, StratPD, surrogate)", progress):
+            trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, predictions=predictions,
+                                               random_state=random_state)
+        timings["trust"] = time.perf_counter() - t0
+        utility_scores, importance, interaction, criteria = scoring.result()
     for key, by_id in trust.items():
         utility_scores[key].update(by_id)
     notes.extend(_ood_note(trust, frame.n_rows))
@@ -802,7 +812,6 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             f"Surrogate (additive spline model of the model's predictions) fidelity R^2 = {surrogate.fidelity:.3f}"
             + ("; its importances say little about a model this far from additive." if surrogate.fidelity < 0.5 else ".")
         )
-    timings["trust"] = time.perf_counter() - t0
     stage_failures = collect_stage_failures(utility_scores)
     if stage_failures:
         warnings.warn(

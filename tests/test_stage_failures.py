@@ -97,7 +97,7 @@ def test_unexpected_solver_error_is_not_swallowed(monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("inside the solver")
 
-    monkeypatch.setattr(problem.problem, "solve", broken)
+    monkeypatch.setattr(problem.problem, "get_problem_data", broken)  # the first of Problem.solve's steps
     f = np.array([0.0, 1.0, 0.0, 1.0, 0.0])
     with pytest.raises(ZeroDivisionError):
         lipschitz_module.lipschitz_fit(f, [np.arange(5.0)], [0.1])

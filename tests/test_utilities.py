@@ -113,6 +113,24 @@ def test_lipschitz_2d_bounds_both_axes():
     assert how2 == "feasible" and np.array_equal(g2, smooth)
 
 
+def test_lipschitz_fit_leaves_the_warning_filters_alone(monkeypatch):
+    """The audit scores PDs on a second thread beside the trust checks, and the process's warning
+    filters are not thread-safe: a fit must neither set nor save them (as ``catch_warnings`` does)."""
+    import warnings
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the warning filters were changed during a Lipschitz fit")
+
+    for name in ("catch_warnings", "simplefilter", "filterwarnings", "resetwarnings"):
+        monkeypatch.setattr(warnings, name, refuse)
+    x = np.linspace(0, 1, 12)
+    f = np.where(x > 0.5, 1.0, 0.0)  # a step: the fit needs a solve
+    g, how = lipschitz_fit(f, [x], [0.5])
+    assert how in ("CLARABEL", "OSQP") and np.all(np.abs(np.diff(g)) <= 0.5 * np.diff(x) + 1e-7)
+    g2, how2 = lipschitz_fit(np.outer(f, f), [x, x], [0.5, 0.5])
+    assert how2 in ("CLARABEL", "OSQP") and g2.shape == (12, 12)
+
+
 def test_isotonic_fit_is_monotone_and_optimal():
     f = np.array([1.0, 3.0, 2.0, 4.0, 3.5, 5.0])
     g = isotonic_fit(f, True)

@@ -32,7 +32,6 @@ The bound ``l``
 from __future__ import annotations
 
 import threading
-import warnings
 
 import numpy as np
 
@@ -87,16 +86,21 @@ class _Problem:
                     p.value = b
             statuses = []
             for solver, options in SOLVERS:
+                # Problem.solve's three steps, without the last (unpack_results), which warns about
+                # an inaccurate solution: silencing that warning would change the process's
+                # warning filters, which is not safe while another thread runs (the audit's trust
+                # stage); the status is read here instead.
                 try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        self.problem.solve(solver=solver, **options)
+                    data, chain, inverse = self.problem.get_problem_data(solver, enforce_dpp=True, solver_opts=options)
+                    raw = chain.solve_via_data(self.problem, data, solver_opts=options)
+                    solution = chain.invert(raw, inverse)
                 except SolverError as exc:  # the solver failed (or is not installed): try the next one
                     statuses.append(f"{solver}: SolverError: {exc}")
                     continue
-                if self.problem.status in _OK and self.g.value is not None:
-                    return np.array(self.g.value, dtype=float), solver
-                statuses.append(f"{solver}: {self.problem.status}")
+                g = solution.primal_vars.get(self.g.id) if solution.status in _OK else None
+                if g is not None:
+                    return np.asarray(g, dtype=float).reshape(self.shape), solver
+                statuses.append(f"{solver}: {solution.status}")
         raise LipschitzSolveError("Lipschitz fit failed (" + "; ".join(statuses) + ")")
 
 
