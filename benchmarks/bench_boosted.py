@@ -126,8 +126,8 @@ def wide():
         dt = time.perf_counter() - t0
         t = a.run["timings_s"]
         print(f"{p:3d} features: {len(a.results_1d)} 1D + {len(a.results_2d)} 2D PDs ({a.metadata['pd_method']}, all rows): "
-              f"{dt:7.1f} s  (PD 1D {t['pd_1d']:.1f}, PD 2D {t['pd_2d']:.1f}, scoring {t['scoring']:.1f}, "
-              f"trust {t['trust']:.1f})")
+              f"{dt:7.1f} s  (PD 1D {t['pd_1d']:.1f}, PD 2D {t['pd_2d']:.1f}, trust {t['trust']:.1f} with "
+              f"scoring {t['scoring']:.1f} beside it)")
 
 
 FULL_CHILD = r"""
