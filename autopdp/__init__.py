@@ -15,21 +15,21 @@ from ._version import __version__
 
 # public name -> the submodule that defines it
 _EXPORTS = {
-    "partial_dependence": ".partial_dependence",
-    "compute_all": ".partial_dependence",
-    "PDResult": ".result",
+    "partial_dependence": ".pd.partial_dependence",
+    "compute_all": ".pd.partial_dependence",
+    "PDResult": ".pd.result",
     "audit": ".audit",
     "Audit": ".audit",
     "AuditConfig": ".config",
-    "SelectedPDP": ".selection",
+    "SelectedPDP": ".scores.selection",
     "gate": ".gate",
     "GatePolicy": ".gate",
     "GateResult": ".gate",
     "GateCheck": ".gate",
-    "UtilityScore": ".utilities",
-    "stratpd": ".modelfree",
-    "ale": ".ale",
-    "ModelFreePD": ".modelfree",
+    "UtilityScore": ".scores.utilities",
+    "stratpd": ".trust.modelfree",
+    "ale": ".trust.ale",
+    "ModelFreePD": ".trust.modelfree",
     "StageFailure": ".stage_failures",
     "StageFailureWarning": ".stage_failures",
     "InputError": ".errors",
@@ -77,9 +77,9 @@ def __dir__():
 
 
 class _Package(types.ModuleType):
-    """The package module: ``autopdp.audit``, ``.gate``, ``.ale`` and ``.partial_dependence`` stay the
-    public functions when their same-named submodules are imported (the import system would
-    otherwise rebind the package attribute to the submodule, which stays in ``sys.modules``)."""
+    """The package module: ``autopdp.audit`` and ``autopdp.gate`` stay the public functions when
+    their same-named submodules are imported (the import system would otherwise rebind the
+    package attribute to the submodule, which stays in ``sys.modules``)."""
 
     def __setattr__(self, name, value):
         if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == "." + name:

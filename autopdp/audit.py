@@ -21,25 +21,25 @@ import pandas as pd
 from ._io import atomic_write_text
 from ._version import __version__
 from .config import AuditConfig
-from .data import Frame, as_frame
+from .pd.data import Frame, as_frame
 from .errors import InputError, InputTypeError
-from .grids import bin_edges, is_effectively_constant, resolve_categorical
+from .pd.grids import bin_edges, is_effectively_constant, resolve_categorical
 from ._progress import announce, say
 from .loading import column_error
 from .provenance import content_sha256, library_versions, platform_info
-from .partial_dependence import _reject_infinite, feature_grids, partial_dependence
-from .fastpath import plan_tree_path, shared_plans
-from .response import make_adapter
-from .trees import TreePathUnavailable
-from .trust import trust_scores
-from .utilities import TRUST_IDS
-from .result import PDResult, _scalar, _to_jsonable
-from .coverage import outside_grid
-from .evidence import assess
-from .scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
-from .selection import SelectedPDP, curate, intersection_scores, rank_scores, score_columns
+from .pd.partial_dependence import _reject_infinite, feature_grids, partial_dependence
+from .pd.fastpath import plan_tree_path, shared_plans
+from .pd.response import make_adapter
+from .pd.trees import TreePathUnavailable
+from .trust.checks import trust_scores
+from .scores.utilities import TRUST_IDS
+from .pd.result import PDResult, _scalar, _to_jsonable
+from .scores.coverage import outside_grid
+from .scores.evidence import assess
+from .scores.scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
+from .scores.selection import SelectedPDP, curate, intersection_scores, rank_scores, score_columns
 from .stage_failures import DETAIL_KEY, StageFailureWarning, collect_stage_failures
-from .utilities import UtilityScore
+from .scores.utilities import UtilityScore
 
 __all__ = ["audit", "Audit"]
 
@@ -85,7 +85,7 @@ class Audit:
         Date, timings per stage (``scoring`` and ``trust`` run side by side, so their times
         overlap) and (from the CLI) the command line: the only part that differs between runs.
     evidence : mapping
-        Per criterion, each PDP's :class:`~autopdp.significance.Evidence`.
+        Per criterion, each PDP's :class:`~autopdp.scores.significance.Evidence`.
     stage_failures : tuple of StageFailure
         Unexpected errors of a utility or trust statistic on one PDP (a bug, not an expected
         "n/a"; see :mod:`autopdp.stage_failures`).  Empty in a sound audit; the CLI exits 3
@@ -121,7 +121,7 @@ class Audit:
         return curate(self.scores, self._ranking_orders(), self.config.top_k, evidence=self.evidence or None)
 
     def findings(self, criterion: str) -> list:
-        """Every PDP's :class:`~autopdp.significance.Evidence` under ``criterion``, best score first.
+        """Every PDP's :class:`~autopdp.scores.significance.Evidence` under ``criterion``, best score first.
 
         Each says whether the score is material and clear of noise (``passed``)
         and why; an empty list of passed items means no material finding under
@@ -576,7 +576,7 @@ def _ood_note(trust: dict, n_rows: int) -> list[str]:
 
 
 def _one_tree_plan(fn):
-    """Run ``fn`` with one exact tree plan per model and data (see :func:`autopdp.fastpath.shared_plans`)."""
+    """Run ``fn`` with one exact tree plan per model and data (see :func:`autopdp.pd.fastpath.shared_plans`)."""
     import functools
 
     @functools.wraps(fn)

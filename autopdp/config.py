@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
-from .utilities import UTILITY_IDS
-from .utilities.monotonicity import DIRECTIONS
+from .scores.utilities import UTILITY_IDS
+from .scores.utilities.monotonicity import DIRECTIONS
 
 __all__ = ["AuditConfig", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "load_toml", "parse_pairs"]
 
@@ -108,13 +108,13 @@ class AuditConfig:
         ``expected_monotonic`` ({feature: "increasing"|"decreasing"|"none"}),
         ``lipschitz`` ({feature: slope bound in feature units}),
         ``lipschitz_scale`` (default bound = this many times the PD's own
-        average slope, default 3, see :mod:`autopdp.utilities.lipschitz`),
+        average slope, default 3, see :mod:`autopdp.scores.utilities.lipschitz`),
         ``ice_variance`` ("high": large ICE spread is interesting; "low":
         small), ``ice_variance_centering`` ("mean": spread of ICE curves
         centred at their own mean, the default; "first": anchored at the first
         grid point; "none": the paper's uncentred eq. 12), ``top_k`` (plots per criterion in
         the curated selection), ``criteria_2d``.
-    Findings (see :mod:`autopdp.significance`)
+    Findings (see :mod:`autopdp.scores.significance`)
         A PDP is selected under a criterion only when its score is material,
         at least ``materiality`` (default 0.05) times the standard deviation
         of the model's predictions (``min_association``, default 0.3, for the

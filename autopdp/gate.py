@@ -25,7 +25,7 @@ Policy (TOML)::
     [audit]                      # optional AuditConfig keys for the audit the gate runs
     grid_resolution = 20
 
-Scores are those of :mod:`autopdp.utilities` (units of the prediction).  A check
+Scores are those of :mod:`autopdp.scores.utilities` (units of the prediction).  A check
 that cannot be measured (e.g. monotonicity of an unordered categorical, incidence
 without a target) fails: the gate fails closed.
 """
@@ -43,8 +43,8 @@ import numpy as np
 from ._io import atomic_write_text
 from .config import AuditConfig, load_toml
 from .errors import InputError
-from .utilities import score_lipschitz, score_monotonicity
-from .utilities.monotonicity import DIRECTIONS
+from .scores.utilities import score_lipschitz, score_monotonicity
+from .scores.utilities.monotonicity import DIRECTIONS
 
 __all__ = ["GatePolicy", "FeaturePolicy", "GateCheck", "GateResult", "gate", "champion_name", "CHAMPION"]
 

@@ -29,7 +29,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .utilities.base import UtilityScore
+from .scores.utilities.base import UtilityScore
 
 __all__ = ["StageFailure", "StageFailureWarning", "failed_score", "collect_stage_failures"]
 

@@ -96,8 +96,8 @@ def audit_vs_sklearn(name, model, X, y, n_pairs, all_pairs):
 
 def ood_cost(X, r1, r2):
     """The out-of-distribution share of every PD on all rows (part of the audit's trust stage), timed alone."""
-    from autopdp.data import as_frame
-    from autopdp.ood import SupportModel
+    from autopdp.pd.data import as_frame
+    from autopdp.trust.ood import SupportModel
 
     kinds = {r.features[0]: r.kinds[0] for r in r1}
     t0 = time.perf_counter()

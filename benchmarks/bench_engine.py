@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 
 import autopdp
-from autopdp.data import as_frame
-from autopdp.engine import Augmenter, assemble, _grid_points, rows_per_batch
-from autopdp.grids import build_spec
+from autopdp.pd.data import as_frame
+from autopdp.pd.engine import Augmenter, assemble, _grid_points, rows_per_batch
+from autopdp.pd.grids import build_spec
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

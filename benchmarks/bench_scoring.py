@@ -20,7 +20,7 @@ import pandas as pd
 def lipschitz_costs(repeats: int = 30):
     import cvxpy as cp
 
-    from autopdp.utilities.lipschitz import lipschitz_fit
+    from autopdp.scores.utilities.lipschitz import lipschitz_fit
 
     rng = np.random.default_rng(0)
     x = np.linspace(0, 1, 50)

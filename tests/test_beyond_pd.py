@@ -6,10 +6,10 @@ import pytest
 
 import autopdp
 from autopdp import AuditConfig, audit
-from autopdp.ale import ale_2d
-from autopdp.data import as_frame
-from autopdp.ood import SupportModel
-from autopdp.surrogate import fit_surrogate
+from autopdp.trust.ale import ale_2d
+from autopdp.pd.data import as_frame
+from autopdp.trust.ood import SupportModel
+from autopdp.trust.surrogate import fit_surrogate
 
 
 def test_stratpd_recovers_the_report_example():

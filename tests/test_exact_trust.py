@@ -17,12 +17,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OrdinalEncoder
 
 import autopdp
-from autopdp import fastpath
-from autopdp.ale import ale, ale_2d, ale_curves_exact
+from autopdp.pd import fastpath
+from autopdp.trust.ale import ale, ale_2d, ale_curves_exact
 from autopdp.config import AuditConfig
-from autopdp.data import as_frame
-from autopdp.partial_dependence import ExactICE
-from autopdp.trees import TreePathUnavailable
+from autopdp.pd.data import as_frame
+from autopdp.pd.partial_dependence import ExactICE
+from autopdp.pd.trees import TreePathUnavailable
 
 
 @pytest.fixture(scope="module")

@@ -152,7 +152,7 @@ def test_noise_is_not_a_finding_incidence_of_a_correct_model():
 
 
 def test_monte_carlo_p_value_and_adjustments():
-    from autopdp.significance import adjust_p_values, monte_carlo_p
+    from autopdp.scores.significance import adjust_p_values, monte_carlo_p
 
     null = np.linspace(0.0, 1.0, 199)
     assert monte_carlo_p(0.5, null) == pytest.approx((1 + 100) / 200, rel=0, abs=1e-12)
@@ -172,7 +172,7 @@ def test_monte_carlo_p_value_and_adjustments():
 def test_association_tests_match_scipy():
     from scipy import stats
 
-    from autopdp.association import association_test
+    from autopdp.scores.association import association_test
 
     rng = np.random.default_rng(0)
     a = rng.normal(size=300)
@@ -190,7 +190,7 @@ def test_association_tests_match_scipy():
 
 
 def test_association_tests_of_many_pairs_equal_the_pairwise_tests():
-    from autopdp.association import association_test, association_tests
+    from autopdp.scores.association import association_test, association_tests
 
     rng = np.random.default_rng(1)
     n = 400

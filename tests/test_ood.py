@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from sklearn.neighbors import NearestNeighbors
 
-from autopdp.data import as_frame
-from autopdp.ood import SupportModel
+from autopdp.pd.data import as_frame
+from autopdp.trust.ood import SupportModel
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from autopdp import AuditConfig, audit, partial_dependence
 from autopdp._io import atomic_write_text
 from autopdp.audit import MIN_ROWS
 from autopdp.cli import main
-from autopdp.utilities import isotonic_fit, lipschitz_fit
+from autopdp.scores.utilities import isotonic_fit, lipschitz_fit
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,7 @@ def test_thousands_of_levels_are_capped_with_a_note():
 
 
 def test_solver_fallback_and_na_when_every_solver_fails(monkeypatch):
-    from autopdp.utilities import lipschitz
+    from autopdp.scores.utilities import lipschitz
 
     f = np.array([0.0, 1.0, 0.0, 1.0, 0.0])
     x = np.arange(5.0)

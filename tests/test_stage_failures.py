@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LinearRegression
 
-import autopdp.scoring as scoring_module
-import autopdp.trust as trust_module
-import autopdp.utilities.lipschitz as lipschitz_module
+import autopdp.scores.scoring as scoring_module
+import autopdp.trust.checks as trust_module
+import autopdp.scores.utilities.lipschitz as lipschitz_module
 import autopdp
 from autopdp import AuditConfig, StageFailure, StageFailureWarning, audit
 from autopdp.cli import main

@@ -8,8 +8,8 @@ from sklearn.linear_model import LogisticRegression
 
 import autopdp
 from autopdp import AuditConfig, audit
-from autopdp.importance import pd_importance, pd_interaction
-from autopdp.utilities import isotonic_fit, lipschitz_fit, standard_utility
+from autopdp.scores.importance import pd_importance, pd_interaction
+from autopdp.scores.utilities import isotonic_fit, lipschitz_fit, standard_utility
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from ..config import DECISIONS, SIGN_OFF_KEYS
-from ..selection import PAIR_CRITERIA
-from ..utilities import TRUST_IDS
+from ..scores.selection import PAIR_CRITERIA
+from ..scores.utilities import TRUST_IDS
 from .figures import draw_all, plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
 
@@ -542,7 +542,7 @@ def comparison_context(audit, base_name: str = "model", top: int = 5) -> dict:
     """The comparison section: PDs of every candidate overlaid, gaps, importance side by side."""
     import dataclasses
 
-    from ..importance import pd_importance
+    from ..scores.importance import pd_importance
 
     others = list(audit.comparisons)
     models = [base_name] + others

@@ -293,7 +293,7 @@ def draw_all(jobs, *, n_jobs: int | None = None) -> list[str]:
     """
     jobs = list(jobs)
     if n_jobs is None:
-        from ..tree_ice import n_threads
+        from ..pd.tree_ice import n_threads
 
         n_jobs = n_threads()
     workers = min(int(n_jobs), len(jobs))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._format import fmt
+
 __all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "fmt", "p_text", "evidence_text"]
 
 UTILITY_TITLES = {
@@ -64,23 +66,6 @@ UTILITY_DEFINITIONS = {
         "eq. 12 uses uncentred curves, which measure how far apart the rows' levels are, not heterogeneity.)"
     ),
 }
-
-
-def fmt(v, digits: int = 3) -> str:
-    """A number for people: 3 significant digits, thousands separators, n/a for missing."""
-    if v is None:
-        return "n/a"
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    if not np.isfinite(x):
-        return "n/a"
-    if x == 0:
-        return "0"
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
 
 
 def _scaled(value, scale) -> str:

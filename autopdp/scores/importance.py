@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["flatness", "pd_importance", "pd_interaction", "marginal_weights"]
 

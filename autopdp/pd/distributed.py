@@ -6,7 +6,7 @@ once; each task then names only its group of feature sets.
 
 from __future__ import annotations
 
-from .errors import InputError, InputTypeError
+from ..errors import InputError, InputTypeError
 
 __all__ = ["run_on_dask", "dask_workers"]
 

@@ -12,7 +12,7 @@ the conditions of at most two features, finds all it takes:
 * for 2D sets (j, k), the few leaves with conditions on both features: the
   row's raw score at (g_a, g_b) is its 1D ICE in j plus its 1D ICE in k minus
   its own score, plus their interaction terms (the comment above
-  :func:`autopdp.tree_kernels.leaf_masks` derives it).
+  :func:`autopdp.pd.tree_kernels.leaf_masks` derives it).
 
 The model's link (sigmoid, softmax, exp) is then applied per row and grid
 point before averaging, so ICE curves, PDs of boosted classifiers on the
@@ -82,7 +82,7 @@ class NodeForest:
     def packed(self) -> np.ndarray:
         """(n_nodes, 5) int64: feature, left, right, kind, missing_left per node, one cache line apiece.
 
-        The walk of :func:`autopdp.tree_kernels.row_leaves` reads these together at every node;
+        The walk of :func:`autopdp.pd.tree_kernels.row_leaves` reads these together at every node;
         from one row of a table it runs ~1.8x faster than from five arrays.
         """
         if getattr(self, "_packed", None) is None:

@@ -12,7 +12,7 @@ Intersection (paper section 4.3)
     several criteria come first.
 Selection
     The ``top_k`` of every ranking among the PDPs that are findings under that
-    criterion (material and clear of noise, see :mod:`autopdp.significance`),
+    criterion (material and clear of noise, see :mod:`autopdp.scores.significance`),
     duplicates merged with their reasons kept ("monotonicity #1,
     lipschitz #2"); 1D items first, each group ordered by best rank, then by
     number of reasons.  The rank is the PDP's place in the full ranking, which
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["SelectedPDP", "rank_scores", "intersection_scores", "curate", "score_columns"]
 
@@ -42,14 +42,14 @@ class SelectedPDP:
     features: tuple[str, ...]
     kind: str  # "1d" | "2d"
     reasons: tuple[tuple[str, int], ...]  # (criterion id, rank)
-    evidence: tuple = ()  # one autopdp.significance.Evidence per reason (when tested)
+    evidence: tuple = ()  # one autopdp.scores.significance.Evidence per reason (when tested)
 
     @property
     def reason_text(self) -> str:
         return ", ".join(f"{c} #{r}" for c, r in self.reasons)
 
     def evidence_for(self, criterion: str):
-        """The :class:`~autopdp.significance.Evidence` behind one reason (None when untested)."""
+        """The :class:`~autopdp.scores.significance.Evidence` behind one reason (None when untested)."""
         for e in self.evidence:
             if e.criterion == criterion:
                 return e

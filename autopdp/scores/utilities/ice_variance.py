@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import UtilityScore, not_applicable
-from ..errors import InputError
+from ...errors import InputError
 
 __all__ = ["score_ice_variance", "centred_ice", "CENTERINGS"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .data import Frame
+from ..pd.data import Frame
 
 __all__ = ["Surrogate", "fit_surrogate"]
 

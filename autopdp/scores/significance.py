@@ -75,7 +75,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = [
     "Evidence",

@@ -3,22 +3,22 @@
 They are module-level functions so that numba's on-disk cache (``cache=True``)
 is found again by the next process: kernels defined inside a factory function
 were recompiled in every process (~4 s).  Importing this module imports numba;
-``autopdp.trees`` and ``autopdp.tree_ice`` import it only when a tree path runs.
+``autopdp.pd.trees`` and ``autopdp.pd.tree_ice`` import it only when a tree path runs.
 
 * :func:`count`: background weight of every leaf box by number of violated
-  conditions (leaf-count PD averages, ``autopdp.trees``);
+  conditions (leaf-count PD averages, ``autopdp.pd.trees``);
 * :func:`pd_sets`: PD averages of many feature sets from those counts;
 * :func:`own_paths`: each row's own leaf in every tree (the reconstructed
   prediction checked against the model);
 * :func:`grid_masks`, :func:`leaf_masks`, :func:`row_leaves`,
   :func:`ice_from_codes`, :func:`ice_singles`, :func:`ice_pairs`: the per-row
-  exact ICE kernel (``autopdp.tree_ice``): one walk per row and tree gives the
+  exact ICE kernel (``autopdp.pd.tree_ice``): one walk per row and tree gives the
   row's leaf codes, from which follow its 1D ICE of every feature and, for 2D
   sets, the few leaves with conditions on both features (see the comment
   above :func:`leaf_masks`).
 
 All take ``(lo_, hi_, ...)`` as their first arguments where they are run over
-ranges of items by :func:`autopdp.tree_ice.in_parallel`; they release the GIL.
+ranges of items by :func:`autopdp.pd.tree_ice.in_parallel`; they release the GIL.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def go_left(x, nd, nodes, thr, catbits, catknown):  # pragma: no cover - compile
     """Whether value x goes left at node nd, as the model's library routes it.
 
     ``nodes``: the packed table (feature, left, right, kind, missing_left), see
-    :attr:`autopdp.tree_ice.NodeForest.packed`; kind 0 numeric (``x <= thr``), 1 categorical
+    :attr:`autopdp.pd.tree_ice.NodeForest.packed`; kind 0 numeric (``x <= thr``), 1 categorical
     (category in ``catbits`` left, in ``catknown`` right, else as missing), 2 numeric where 0
     counts as missing (LightGBM).
     """
@@ -300,7 +300,7 @@ def row_leaves(lo_, hi_, X, roots, nodes, thr, catbits, catknown, value, max_nod
     One depth-first walk per row and tree follows every branch that breaks the conditions of
     at most ``max_broken`` (1 or 2) features; a reached leaf's code is those features (+1,
     16 bits each; 0 for the row's own leaf), every other leaf's TOO_MANY.  Independent of the
-    grids.  ``nodes``: :attr:`autopdp.tree_ice.NodeForest.packed`.
+    grids.  ``nodes``: :attr:`autopdp.pd.tree_ice.NodeForest.packed`.
     """
     K = value.shape[1]
     stack = np.empty((max_nodes + 1, 3), dtype=np.int64)  # node, first and second broken feature

@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .data import Frame
-from .errors import InputError
+from ..pd.data import Frame
+from ..errors import InputError
 
 __all__ = ["SupportModel"]
 
@@ -127,7 +127,7 @@ class SupportModel:
 
     def share(self, features: tuple, grids: tuple) -> np.ndarray:
         """OOD share at every grid point (shape = grid shape) of a 1D or 2D PD."""
-        from .tree_ice import in_parallel
+        from ..pd.tree_ice import in_parallel
         from .ood_kernel import count_outside
 
         if len(features) not in (1, 2):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 
 __all__ = ["UtilityScore", "standard_utility", "not_applicable", "axis_positions", "LOSSES"]
 

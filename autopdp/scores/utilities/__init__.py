@@ -26,7 +26,7 @@ from .slope import score_slope
 
 UTILITY_IDS = ("monotonicity", "lipschitz", "incidence", "similarity", "slope", "ice_variance",
                "stratpd", "ale_divergence", "ood_share")
-#: utilities that qualify a PDP's trustworthiness (autopdp.trust) rather than its interest
+#: utilities that qualify a PDP's trustworthiness (autopdp.trust.checks) rather than its interest
 TRUST_IDS = ("stratpd", "ale_divergence", "ood_share")
 
 __all__ = [

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .data import as_frame
-from .errors import InputError
-from .grids import resolve_categorical
+from ..pd.data import as_frame
+from ..errors import InputError
+from ..pd.grids import resolve_categorical
 
 __all__ = ["ModelFreePD", "stratpd"]
 
@@ -59,7 +59,7 @@ class ModelFreePD:
     method: str
 
     def to_dict(self) -> dict:
-        from .result import _to_jsonable
+        from ..pd.result import _to_jsonable
 
         return {"feature": self.feature, "kind": self.kind, "method": self.method, "x": _to_jsonable(self.x),
                 "pd": _to_jsonable(self.pd), "counts": _to_jsonable(self.counts)}

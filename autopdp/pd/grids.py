@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .data import Frame, is_categorical_dtype
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["FeatureSpec", "build_spec", "resolve_categorical", "nearest_grid_index"]
 

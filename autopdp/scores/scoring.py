@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from .association import association_tests
-from .data import Frame
-from .errors import InputError
-from .grids import FeatureSpec, nearest_grid_index
+from ..pd.data import Frame
+from ..errors import InputError
+from ..pd.grids import FeatureSpec, nearest_grid_index
 from .importance import pd_importance, pd_interaction
 from .utilities import (
     score_ice_variance,
@@ -26,7 +26,7 @@ from .utilities import TRUST_IDS
 from .utilities.base import UtilityScore, axis_positions, best_over_targets
 from .utilities.incidence import observed_values
 from .utilities.lipschitz import default_bound
-from .stage_failures import failed_score
+from ..stage_failures import failed_score
 
 __all__ = ["ScoringInputs", "score_result", "grid_cells", "importance_table", "interaction_table", "pair_criteria"]
 
@@ -48,7 +48,7 @@ class ScoringInputs:
         self._observed: dict = {}
 
     def observed(self, target):
-        """:func:`~autopdp.utilities.incidence.observed_values` of ``y`` for ``target`` (computed once)."""
+        """:func:`~autopdp.scores.utilities.incidence.observed_values` of ``y`` for ``target`` (computed once)."""
         key = (type(target).__name__, str(target))
         if key not in self._observed:
             self._observed[key] = None if self.y is None else observed_values(self.y, target, self.is_classifier)
@@ -120,7 +120,7 @@ def score_result(inputs: ScoringInputs, result) -> dict[str, UtilityScore]:
     w = _weights(cells, result.grid_shape, inputs.sample_weight)
     out: dict[str, UtilityScore] = {}
     for utility in inputs.config.utilities:
-        if utility in TRUST_IDS:  # need the model and data: autopdp.trust
+        if utility in TRUST_IDS:  # need the model and data: autopdp.trust.checks
             continue
         try:
             out.update(_score_utility(inputs, result, utility, cells, w))

@@ -1,4 +1,4 @@
-"""The compiled counting kernel of :mod:`autopdp.ood` (module level so numba's disk cache is reused)."""
+"""The compiled counting kernel of :mod:`autopdp.trust.ood` (module level so numba's disk cache is reused)."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ stratpd                gap between the centred PD and the data's own partial
 ale_divergence         gap between the centred PD and the centred ALE curve, numeric
                        1D: large when the PD's story rests on extrapolation
 ood_share              mean share of the PD's augmented rows outside the data's
-                       support (:mod:`autopdp.ood`), 1D and 2D
+                       support (:mod:`autopdp.trust.ood`), 1D and 2D
 surrogate_importance   importance in an additive surrogate of the model
-                       (:mod:`autopdp.surrogate`); a 2D criterion (geometric mean)
+                       (:mod:`autopdp.trust.surrogate`); a 2D criterion (geometric mean)
 =====================  ==============================================================
 
 Centred comparisons use the density weights w of the PD's grid:
@@ -26,8 +26,8 @@ from .ale import ale
 from .modelfree import stratpd
 from .ood import SupportModel
 from .surrogate import fit_surrogate
-from .utilities.base import UtilityScore, not_applicable, relative_to_range, standard_utility
-from .utilities.incidence import observed_values
+from ..scores.utilities.base import UtilityScore, not_applicable, relative_to_range, standard_utility
+from ..scores.utilities.incidence import observed_values
 
 __all__ = ["TRUST_IDS", "trust_scores"]
 
@@ -93,7 +93,7 @@ def _ale_2d_gap(model, adapter, frame, r, t, config, target, curve=None):
         f = _interaction_part(np.asarray(r.average[t], dtype=float), w)
         return _centred_gap("ale_divergence", f, g, w, config.loss, target, {"what": "2D ALE (interaction)"})
     except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
-        from .stage_failures import failed_score
+        from ..stage_failures import failed_score
 
         return failed_score("ale_divergence", "trust", exc, target)
 
@@ -109,13 +109,13 @@ def _ale_bins_2d(r) -> int:
 def _exact_ale_curves(model, frame, results, config) -> dict:
     """ALE curves of the numeric 1D and 2D PDPs from exact per-row ICE when the tree path applies.
 
-    The same curves :func:`autopdp.ale.ale` and :func:`autopdp.ale.ale_2d` give, without predicting on
+    The same curves :func:`autopdp.trust.ale.ale` and :func:`autopdp.trust.ale.ale_2d` give, without predicting on
     modified copies of the data; ``{}`` when the tree path does not apply (they are then computed by
     prediction, one PDP at a time).  Keys: ``(feature,)`` or ``(feature, feature)`` and the target.
     """
     from .ale import ale_curves_exact
-    from .partial_dependence import ExactICE
-    from .trees import TreePathUnavailable
+    from ..pd.partial_dependence import ExactICE
+    from ..pd.trees import TreePathUnavailable
 
     numeric_1d = [r for r in results if r.ndim == 1 and r.kinds[0] == "numeric"]
     numeric_2d = [r for r in results if r.ndim == 2 and r.kinds == ("numeric", "numeric")]
@@ -146,7 +146,7 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from .tree_ice import n_threads
+    from ..pd.tree_ice import n_threads
 
     categorical = [k for k, v in kinds.items() if v == "categorical"] or None
     yy = np.asarray(y)
@@ -197,7 +197,7 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                              "standard_error": support.standard_error},
                 )
             except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
-                from .stage_failures import failed_score
+                from ..stage_failures import failed_score
 
                 out[r.features]["ood_share"] = failed_score("ood_share", "trust", exc, target)
         if r.ndim != 1:
@@ -225,7 +225,7 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                         out[r.features]["stratpd"] = _centred_gap("stratpd", f, _on_grid(curve, r), w, loss,
                                                                   target, {"what": "StratPD (model-free)"})
                 except Exception as exc:  # noqa: BLE001 - expected conditions named below; anything else is a bug
-                    from .stage_failures import failed_score
+                    from ..stage_failures import failed_score
 
                     numeric_y = np.asarray(y).dtype.kind in "biuf"
                     if isinstance(exc, ValueError) and not adapter.is_classifier and not numeric_y:
@@ -246,7 +246,7 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                     out[r.features]["ale_divergence"] = _centred_gap("ale_divergence", f, _on_grid(curve, r), w, loss,
                                                                      target, {"what": "ALE"})
                 except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
-                    from .stage_failures import failed_score
+                    from ..stage_failures import failed_score
 
                     out[r.features]["ale_divergence"] = failed_score("ale_divergence", "trust", exc, target)
     surrogate = None

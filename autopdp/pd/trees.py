@@ -212,7 +212,7 @@ _IDENTITY_LGBM = ("regression", "regression_l2", "l2", "mean_squared_error", "ms
 
 
 def _xgboost(model, adapter, n_features):
-    """XGBoost regressors with an identity objective, from the trees :mod:`autopdp.tree_ice` reads
+    """XGBoost regressors with an identity objective, from the trees :mod:`autopdp.pd.tree_ice` reads
     (the booster's JSON model, or its tree dump for deleted nodes and vector leaves).
 
     XGBoost sends ``x < split`` left and compares float32 values, so the split

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, InputTypeError
+from ..errors import InputError, InputTypeError
 
 __all__ = ["ResponseAdapter", "make_adapter"]
 

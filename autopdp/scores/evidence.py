@@ -1,8 +1,8 @@
 """Stage: scores -> evidence (noise test + materiality) for every PDP under every selection criterion.
 
-See :mod:`autopdp.significance` for the tests and their null distributions.
+See :mod:`autopdp.scores.significance` for the tests and their null distributions.
 The result, ``{criterion: {features: Evidence}}``, is what the curated
-selection filters on (:func:`autopdp.selection.curate`) and what the report
+selection filters on (:func:`autopdp.scores.selection.curate`) and what the report
 prints beside every finding.
 """
 
@@ -46,7 +46,7 @@ def _gap(diff: np.ndarray, w: np.ndarray, loss: str) -> np.ndarray:
 def fast_lipschitz_fit_1d(f: np.ndarray, x: np.ndarray, bound: float) -> np.ndarray:
     """Least-squares fit of a 1D curve with |g_{i+1} - g_i| <= bound (x_{i+1} - x_i).
 
-    The same problem as :func:`autopdp.utilities.lipschitz_fit` (eq. 7) written
+    The same problem as :func:`autopdp.scores.utilities.lipschitz_fit` (eq. 7) written
     as bounded least squares in the first value and the increments, solved by
     ``scipy.optimize.lsq_linear``; used for the many refits of the noise test.
     """
@@ -128,7 +128,7 @@ def _weighted_sd(values: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def _interaction_stat(avg: np.ndarray, kinds, weights) -> np.ndarray:
-    """The interaction of surfaces ``(..., k1, k2)`` (the statistic of :mod:`autopdp.importance`)."""
+    """The interaction of surfaces ``(..., k1, k2)`` (the statistic of :mod:`autopdp.scores.importance`)."""
     return interaction_statistic(avg, kinds, weights)[0]
 
 
@@ -180,7 +180,7 @@ def _finish(items: dict, config) -> dict:
 
 
 def _num(v) -> str:
-    from .report.findings import fmt
+    from .._format import fmt
 
     return fmt(v)
 

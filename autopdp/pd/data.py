@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import InputError, InputTypeError
+from ..errors import InputError, InputTypeError
 
 __all__ = ["Frame", "as_frame", "is_categorical_dtype"]
 

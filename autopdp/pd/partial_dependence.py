@@ -13,10 +13,10 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from ._progress import progress_bar
+from .._progress import progress_bar
 from .data import Frame, as_frame
 from .engine import augmented_rows, brute_force_many, rows_per_batch
-from .errors import InputError, InputTypeError
+from ..errors import InputError, InputTypeError
 from .fastpath import METHODS, plan_tree_path
 from .trees import TreePathUnavailable
 from .grids import FeatureSpec, build_spec, resolve_categorical
@@ -472,7 +472,7 @@ class ExactICE:
 
     The trees are extracted and checked against the model once; :meth:`ice`
     then answers any feature sets and grids from the per-row kernel.  Used by
-    the trust stage to read ALE's edge values (:func:`autopdp.ale.ale_curves_exact`).
+    the trust stage to read ALE's edge values (:func:`autopdp.trust.ale.ale_curves_exact`).
 
     Raises
     ------
@@ -564,7 +564,7 @@ def partial_dependence(
     features : list
         Items are a column name/index (1D) or a pair of them (2D).
     response : {"auto", "predict_proba", "decision_function", "predict"}
-        What to explain; see :mod:`autopdp.response`.  ``"predict"`` on a
+        What to explain; see :mod:`autopdp.pd.response`.  ``"predict"`` on a
         classifier gives the crisp-label PD (class proportions).
     target : optional
         Class label(s) or output index/indices.  Default: the positive class of
@@ -592,7 +592,7 @@ def partial_dependence(
     n_jobs : int, optional
         Feature sets computed in parallel with joblib.
     grid_method : {"quantile", "uniform"}
-        How numeric grids are placed; see :mod:`autopdp.grids`.
+        How numeric grids are placed; see :mod:`autopdp.pd.grids`.
     integer_as_categorical : int, default 0
         Integer columns with at most this many unique values are categorical.
     max_batch_mb : float, default 256
@@ -604,7 +604,7 @@ def partial_dependence(
         (noted in ``PDResult.notes``); default: every level.
     method : {"auto", "brute", "tree", "recursion"}
         ``"brute"``: predict every augmented row.  ``"tree"``: the exact tree
-        path (:mod:`autopdp.trees` leaf counting, :mod:`autopdp.tree_ice`
+        path (:mod:`autopdp.pd.trees` leaf counting, :mod:`autopdp.pd.tree_ice`
         per-row kernel: same values, ICE curves and std as brute force on
         every row, probabilities of boosted classifiers included, without
         predicting; an error when it does not apply).  ``"auto"`` (default):

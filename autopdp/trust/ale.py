@@ -16,11 +16,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .data import Frame, as_frame
-from .engine import _as_column
-from .errors import InputError
+from ..pd.data import Frame, as_frame
+from ..pd.engine import _as_column
+from ..errors import InputError
 from .modelfree import ModelFreePD
-from .response import make_adapter
+from ..pd.response import make_adapter
 
 __all__ = ["ale", "ale_2d", "ale_curves_exact"]
 
@@ -152,7 +152,7 @@ def _lower(edges, v) -> np.ndarray:
 def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bins_2d: dict, column: int = 0,
                      max_bytes: float = 128e6) -> dict:
     """The same ALE curves as :func:`ale` and :func:`ale_2d`, with the model's values at the interval
-    edges read from exact per-row ICE (:class:`autopdp.partial_dependence.ExactICE`) instead of
+    edges read from exact per-row ICE (:class:`autopdp.pd.partial_dependence.ExactICE`) instead of
     predicting on modified copies of the data.
 
     Parameters

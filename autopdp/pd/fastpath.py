@@ -1,4 +1,4 @@
-"""Choosing and running the exact tree path (see :mod:`autopdp.trees`) for a group of feature sets.
+"""Choosing and running the exact tree path (see :mod:`autopdp.pd.trees`) for a group of feature sets.
 
 The model is split into its preprocessing (all Pipeline steps but the last) and
 the final tree model.  Each explained column must reach the trees through an
@@ -77,9 +77,9 @@ def _internal_encoding(final, P):
 class TreePlan:
     """The final tree model, the background as the trees see it, and the map of explained columns.
 
-    Two exact engines: leaf counting (:mod:`autopdp.trees`, PD averages of
+    Two exact engines: leaf counting (:mod:`autopdp.pd.trees`, PD averages of
     identity-link models with numeric splits and no missing values) and the
-    per-row kernel (:mod:`autopdp.tree_ice`: ICE, std, links, categorical
+    per-row kernel (:mod:`autopdp.pd.tree_ice`: ICE, std, links, categorical
     splits, missing values).  At least one applies, or construction fails.
     """
 

@@ -64,7 +64,7 @@ def outside_grid(model, frame, results_1d, *, prediction_std, materiality: float
     ``pd_kwargs`` are passed to :func:`autopdp.partial_dependence` (response,
     target, method, ...); one extra call evaluates every such feature at once.
     """
-    from .partial_dependence import partial_dependence
+    from ..pd.partial_dependence import partial_dependence
 
     found = []
     for r in results_1d:

@@ -1,0 +1,24 @@
+"""Stage 1, partial dependence: data + model -> feature specs and grids -> PD/ICE results.
+
+Takes the validated data (:class:`~autopdp.pd.data.Frame`), a fitted model or callable and the
+features; gives :class:`~autopdp.pd.result.PDResult` objects (average, std, stderr, ICE).
+
+=====================  ==============================================================
+module                 what
+=====================  ==============================================================
+data                   the validated frame every stage reads (``as_frame``)
+grids                  feature kinds and grids (quantiles, levels, custom values)
+response               model adapters: the response (probability, margin, ...) as an array
+engine                 brute force: memory-bounded batches of augmented rows, any model
+trees                  exact averaging tree path (leaf counts) for tree ensembles
+tree_ice               exact per-row (ICE-level) tree path; boosted classifiers' links
+tree_kernels           the compiled kernels of both tree paths (numba)
+fastpath               which PDs take which tree path, and why not
+distributed            the brute engine's batches on a Dask cluster
+result                 ``PDResult``: the stage's output, with JSON round trip
+partial_dependence     the public entry: validation once, then the engines above
+=====================  ==============================================================
+
+A module here imports only this package and autopdp's base modules (``errors``, ``config``,
+``_io``, ``_progress``), never a later stage.
+"""

@@ -1,0 +1,23 @@
+"""Stage 2, scores: PD results -> utility scores -> ranking and selection.
+
+Takes :class:`~autopdp.pd.result.PDResult` objects (and the data, for incidence rates and
+associations); gives :class:`~autopdp.scores.utilities.UtilityScore` per PD and utility, the
+PD-based importance and interaction tables, the 2D selection criteria, each finding's noise
+test and the ranked, curated selection.
+
+=====================  ==============================================================
+module                 what
+=====================  ==============================================================
+utilities              the AutoPDP utilities, one module each (monotonicity,
+                       lipschitz, incidence, similarity, slope, ice_variance)
+importance             PD-based importance and interaction (Greenwell et al. 2018)
+association            association tests of feature pairs (2D correlation criterion)
+scoring                every utility of every PD, and the 2D criteria
+significance           noise levels: Monte-Carlo and model-noise tests of a statistic
+evidence               which scores are findings: material and clear of noise
+coverage               PD beyond the grid's range (what the grid leaves out)
+selection              ranking, intersection scores and the curated selection
+=====================  ==============================================================
+
+Imports the PD stage and the base modules, never the trust checks, the report or the audit.
+"""

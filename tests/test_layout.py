@@ -1,0 +1,83 @@
+"""The layout is the pipeline: each stage's package imports only earlier stages and the base modules.
+
+pd (data, grids, PD/ICE) -> scores (utilities, ranking, selection) -> trust (ALE, StratPD, OOD,
+surrogate) -> report (context, figures, templates) -> audit, gate, cli, demo on top.  Imports
+are read from the source with ``ast`` (those inside functions included), so a lazy import of a
+later stage fails here too.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import autopdp
+
+PACKAGE = Path(autopdp.__file__).parent
+STAGES = ["pd", "scores", "trust", "report"]
+TOP = {"audit", "gate", "cli", "demo"}  # the orchestration above every stage
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, name: str | None = None) -> set:
+    """Every autopdp module a source file imports, relative imports resolved (``name``: the
+    module's dotted name, when the file is not where that module lives)."""
+    name = name or _module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            out.add(target)
+            out.update(f"{target}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return {m for m in out if m == "autopdp" or m.startswith("autopdp.")}
+
+
+def _rank(module: str):
+    parts = module.split(".")
+    if len(parts) < 2:
+        return None
+    if parts[1] in STAGES:
+        return STAGES.index(parts[1])
+    if parts[1] in TOP:
+        return len(STAGES)
+    return None  # a base module (errors, config, _io, ...): any stage may use it
+
+
+SOURCES = sorted(p for s in STAGES for p in (PACKAGE / s).rglob("*.py"))
+
+
+def test_every_stage_package_exists_and_the_old_flat_modules_are_gone():
+    for s in STAGES:
+        assert (PACKAGE / s / "__init__.py").is_file(), s
+    flat = {p.stem for p in PACKAGE.glob("*.py")}
+    for moved in ("partial_dependence", "tree_ice", "scoring", "selection", "ale", "ood", "trust", "modelfree"):
+        assert moved not in flat, moved
+    assert len(SOURCES) > 30
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_a_stage_never_imports_a_later_stage(path):
+    own = _rank(_module_name(path))
+    later = sorted(m for m in _imports(path) if (_rank(m) or -1) > own)
+    assert not later, f"{_module_name(path)} (stage {STAGES[own]}) imports later stages: {later}"
+
+
+def test_the_check_sees_a_lazy_import_of_a_later_stage(tmp_path):
+    """The check itself can fail: a function-level import of the report, written into the PD stage."""
+    probe = tmp_path / "data.py"
+    probe.write_text((PACKAGE / "pd" / "data.py").read_text()
+                     + "\n\ndef _late():\n    from ..report.findings import fmt\n    return fmt\n")
+    found = _imports(probe, "autopdp.pd.data")
+    assert "autopdp.report.findings" in found
+    assert _rank("autopdp.report.findings") > _rank("autopdp.pd.data")
