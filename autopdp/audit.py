@@ -514,7 +514,7 @@ def _align_columns(model, frame: Frame, notes: list) -> Frame:
     if extra:
         notes.append(f"Columns the model does not use were left out: {', '.join(extra)}.")
     keys = [frame.keys[have.index(c)] for c in needed]
-    return as_frame(frame.data[keys])
+    return frame.select(keys)
 
 
 def _check_comparison(name: str, other, model, frame: Frame):
@@ -698,7 +698,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     t0 = time.perf_counter()
     say(f"1D partial dependence of {len(features)} features", progress)
     res1 = partial_dependence(
-        model, frame.data, features, grid_resolution=config.grid_resolution, kind="both",
+        model, frame, features, grid_resolution=config.grid_resolution, kind="both",
         categorical_features=config.categorical_features, subsample=config.subsample,
         random_state=random_state, n_jobs=n_jobs, max_levels=config.max_levels, sample_weight=weights, **common,
     )
@@ -718,14 +718,14 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     t0 = time.perf_counter()
     if pairs:
         grids = feature_grids(
-            frame.data, features, grid_resolution=config.grid_resolution_2d, percentiles=config.percentiles,
+            frame, features, grid_resolution=config.grid_resolution_2d, percentiles=config.percentiles,
             categorical_features=categorical, grid_method=config.grid_method,
             integer_as_categorical=config.integer_as_categorical, max_levels=config.max_levels,
         )
         custom_2d = {k: list(g) if kind == "categorical" else g for k, (kind, g) in grids.items()}
         say(f"2D partial dependence of {len(pairs)} pairs", progress)
         res2 = partial_dependence(
-            model, frame_2d.data, pairs, grid_resolution=config.grid_resolution_2d, kind="average",
+            model, frame_2d, pairs, grid_resolution=config.grid_resolution_2d, kind="average",
             categorical_features=categorical, custom_values=custom_2d, n_jobs=n_jobs, random_state=random_state,
             std=True, sample_weight=weights_2d, **common,
         )
@@ -760,11 +760,11 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         say(f"partial dependence of comparison model {name!r}", progress)
         try:
             c1 = partial_dependence(
-                other, frame.data, features, kind="average", categorical_features=categorical,
+                other, frame, features, kind="average", categorical_features=categorical,
                 custom_values=custom_1d, n_jobs=n_jobs, sample_weight=weights, **common,
             )
             c2 = partial_dependence(
-                other, frame_2d.data, pairs, kind="average", categorical_features=categorical,
+                other, frame_2d, pairs, kind="average", categorical_features=categorical,
                 custom_values=custom_2d, n_jobs=n_jobs, sample_weight=weights_2d, **common,
             ) if pairs else []
         except (ValueError, TypeError) as exc:

@@ -81,3 +81,34 @@ def test_the_check_sees_a_lazy_import_of_a_later_stage(tmp_path):
     found = _imports(probe, "autopdp.pd.data")
     assert "autopdp.report.findings" in found
     assert _rank("autopdp.report.findings") > _rank("autopdp.pd.data")
+
+
+def test_an_audit_validates_its_data_once(monkeypatch):
+    """audit() turns X into the validated frame at its entry; every stage below (PDs, 2D grids,
+    comparison models, scores, ALE, StratPD, OOD, coverage) is handed that frame, not raw X."""
+    import numpy as np
+    import pandas as pd
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+    import autopdp.pd.data as data
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 4)), columns=list("abcd"))
+    y = (X.a + X.b * X.c > 0).astype(int)
+    model = RandomForestClassifier(n_estimators=10, random_state=0).fit(X, y)
+    other = GradientBoostingClassifier(n_estimators=10, random_state=0).fit(X, y)
+    seen = []
+    validated = data._validated
+
+    def counted(X, name):
+        seen.append(type(X).__name__)
+        return validated(X, name)
+
+    monkeypatch.setattr(data, "_validated", counted)
+    a = autopdp.audit(model, X, y, compare={"other": other},
+                      config={"grid_resolution": 6, "grid_resolution_2d": 4, "max_rows_2d": 100})
+    assert len(a.results_2d) == 6 and "stratpd" in a.scores and "ood_share" in a.scores
+    assert seen == ["DataFrame"]
+    seen.clear()
+    autopdp.ale(model, X, "a")  # a public entry point validates its own X
+    assert seen == ["DataFrame"]

@@ -83,6 +83,12 @@ class Frame:
             data = self.data[rows]
         return Frame(data=data, names=self.names, keys=self.keys)
 
+    def select(self, keys) -> "Frame":
+        """The frame with only these columns (DataFrame data), in this order: a subset of a
+        validated frame needs no new checks."""
+        keys = tuple(keys)
+        return Frame(data=self.data[list(keys)], names=tuple(self.names[self.keys.index(k)] for k in keys), keys=keys)
+
     def position_of(self, feature) -> int:
         """Resolve a column name or integer index to a column position."""
         if isinstance(feature, (bool, np.bool_)):
@@ -107,7 +113,11 @@ class Frame:
 
 
 def as_frame(X, *, name: str = "X") -> Frame:
-    """Validate ``X`` and wrap it in a :class:`Frame`.
+    """Validate ``X`` and wrap it in a :class:`Frame`; a :class:`Frame` is returned as it is.
+
+    The public entry points (:func:`autopdp.audit`, :func:`autopdp.partial_dependence`,
+    :func:`autopdp.ale`, :func:`autopdp.stratpd`) validate their ``X`` here once; the stages
+    below them are handed that frame and do not check the data again.
 
     Raises
     ------
@@ -116,6 +126,13 @@ def as_frame(X, *, name: str = "X") -> Frame:
     ValueError
         If ``X`` is empty, not 2-D, or has duplicate column names.
     """
+    if isinstance(X, Frame):
+        return X
+    return _validated(X, name)
+
+
+def _validated(X, name: str) -> Frame:
+    """:func:`as_frame`'s checks of raw data (a separate function so tests can count them)."""
     if isinstance(X, pd.Series):
         raise InputTypeError(f"{name} is a pandas Series; pass a DataFrame with one column per feature (e.g. series.to_frame()).")
     if isinstance(X, pd.DataFrame):

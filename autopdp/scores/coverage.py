@@ -89,7 +89,7 @@ def outside_grid(model, frame, results_1d, *, prediction_std, materiality: float
     integer = {f: np.issubdtype(np.asarray(frame.column(frame.names.index(f))).dtype, np.integer) for f in feats}
     values = {f: (np.round(custom[f]).astype(np.int64) if integer[f] else np.asarray(custom[f], dtype=float))
               for f in feats}
-    extra = partial_dependence(model, frame.data, feats, custom_values=values, kind="average",
+    extra = partial_dependence(model, frame, feats, custom_values=values, kind="average",
                                **(pd_kwargs or {}))
     by_feature = {res.features[0]: res for res in extra}
     out = []

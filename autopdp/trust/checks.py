@@ -82,7 +82,7 @@ def _ale_2d_gap(model, adapter, frame, r, t, config, target, curve=None):
         return not_applicable("ale_divergence", "2D ALE needs two numeric features.", target)
     try:
         if curve is None:
-            curve = ale_2d(model, frame.data, r.features, bins=_ale_bins_2d(r), response=config.response,
+            curve = ale_2d(model, frame, r.features, bins=_ale_bins_2d(r), response=config.response,
                            target=target if adapter.is_classifier else None)
         ea, eb = curve.x
         interp = RegularGridInterpolator((ea, eb), curve.pd, bounds_error=False, fill_value=np.nan)
@@ -122,7 +122,7 @@ def _exact_ale_curves(model, frame, results, config) -> dict:
     if not numeric_1d and not numeric_2d or config.method not in ("auto", "tree"):
         return {}
     try:
-        source = ExactICE(model, frame.data, response=config.response, target=config.target)
+        source = ExactICE(model, frame, response=config.response, target=config.target)
     except TreePathUnavailable:
         return {}
     out = {}
@@ -157,7 +157,7 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
             yv = observed_values(yy, target, adapter.is_classifier)
             if yv is None:
                 raise ValueError("the target y is not numeric")
-            return stratpd(frame.data, yv, name, categorical_features=categorical)
+            return stratpd(frame, yv, name, categorical_features=categorical)
         except Exception as exc:  # noqa: BLE001 - handed back to the caller, which names the expected cases
             return exc
 
@@ -240,7 +240,7 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                 try:
                     curve = exact_ale.get((r.features, target))
                     if curve is None:
-                        curve = ale(model, frame.data, name, bins=_ale_bins_1d(r), response=config.response,
+                        curve = ale(model, frame, name, bins=_ale_bins_1d(r), response=config.response,
                                     target=target if adapter.targets and adapter.is_classifier else None)
                     curves[r.features]["ale"] = curve
                     out[r.features]["ale_divergence"] = _centred_gap("ale_divergence", f, _on_grid(curve, r), w, loss,
