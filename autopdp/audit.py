@@ -587,42 +587,8 @@ def _one_tree_plan(fn):
     return wrapper
 
 
-@_one_tree_plan
-def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None,
-          scheduler=None, sample_weight=None) -> Audit:
-    """Compute every 1D and 2D PD of ``model`` on ``X``, score, rank and select them.
-
-    Parameters
-    ----------
-    model : estimator or callable
-        A fitted scikit-learn estimator/Pipeline or ``f(X)``.
-    X : DataFrame or ndarray
-        The data the PDs average over.
-    y : array-like, optional
-        Observed target, for the ``incidence`` utility.
-    compare : dict, optional
-        ``{name: fitted model}``: comparison models for ``similarity:<name>``.
-    config : AuditConfig or dict, optional
-    n_jobs : int, optional
-        joblib workers for the PD computations.
-    random_state : int
-        Seed for row subsampling (same seed, same audit).
-    progress : bool, optional
-        Progress bars (default: only on an interactive terminal).
-    scheduler : str or distributed.Client, optional
-        Compute the PDs on a Dask cluster (``"tcp://host:8786"``).
-    sample_weight : array-like of shape (n_rows,), optional
-        Row weights (e.g. survey weights): every PD is the weighted mean over
-        rows, and the utilities' density weights and the observed incidence
-        are weighted the same way.  The trust checks (OOD share, ALE,
-        StratPD, surrogate) stay unweighted; the report says so.
-
-    Returns
-    -------
-    Audit
-    """
-    timings: dict[str, float] = {}
-    started = time.perf_counter()
+def _resolved(config, compare) -> tuple[AuditConfig, dict]:
+    """The config as an :class:`AuditConfig` and the comparison models as a checked dict."""
     if config is None:
         config = AuditConfig()
     elif isinstance(config, Mapping):
@@ -633,8 +599,30 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     for name in compare:
         if not isinstance(name, str) or not name or any(c in name for c in "=:"):
             raise InputError(f"comparison model names must be non-empty text without '=' or ':', got {name!r}.")
+    return config, compare
 
-    t0 = time.perf_counter()
+
+@dataclass(frozen=True, eq=False)
+class _Inputs:
+    """Stage 0's output: the validated data and what every later stage reads from it."""
+
+    full: Frame  # every row, columns aligned to the model
+    frame: Frame  # the rows the PDs average over (``max_rows``)
+    y: np.ndarray | None  # every row's target
+    y_pd: np.ndarray | None  # the target of ``frame``'s rows
+    weights_full: np.ndarray | None
+    weights: np.ndarray | None
+    target_name: str | None
+    names: list  # the features asked for
+    features: list  # those that are not constant
+    adapter: Any  # the model's response (:func:`autopdp.pd.response.make_adapter`)
+    rng: np.random.Generator  # row sampling, continued by the 2D stage
+    notes: tuple
+
+
+def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: dict, random_state) -> _Inputs:
+    """Stage 0: validate X once (:func:`autopdp.pd.data.as_frame`), y, the weights, the config's
+    feature names and the model's response; sample rows (``max_rows``); drop constant features."""
     X = _apply_categories(X, config.categories)
     full = as_frame(X)
     notes: list[str] = []
@@ -677,8 +665,37 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     _check_labels(y, model, adapter)
     for name, other in compare.items():
         _check_comparison(name, other, model, frame)
-    timings["validate"] = time.perf_counter() - t0
+    return _Inputs(full=full, frame=frame, y=y, y_pd=y_pd, weights_full=weights_full, weights=weights,
+                   target_name=target_name, names=names, features=features, adapter=adapter, rng=rng,
+                   notes=tuple(notes))
 
+
+@dataclass(frozen=True, eq=False)
+class _PDs:
+    """Stage 1's output: every PD of the model and of the comparison models."""
+
+    res1: list
+    res2: list
+    comparisons: dict  # {name: PDs of that model on the same grids and rows}
+    pairs: list
+    frame_2d: Frame  # the rows the 2D PDs average over
+    categorical: list | None  # the categorical features (from the 1D PDs)
+    fast_2d: bool  # the exact tree path applies
+    tree_reason: str  # why it does not ("" when it does)
+    notes: tuple
+
+    @property
+    def results(self) -> list:
+        return list(self.res1) + list(self.res2)
+
+
+def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dict, *, n_jobs, random_state, progress,
+                         scheduler, timings: dict) -> _PDs:
+    """Stage 1: the 1D PDs, the chosen pairs' 2D PDs (all rows on the exact tree path, else
+    ``max_rows_2d`` sampled rows) and the comparison models' PDs on the same grids and rows."""
+    frame, features, names, adapter, rng = data.frame, data.features, data.names, data.adapter, data.rng
+    weights = data.weights
+    notes: list[str] = []
     common = dict(
         response=config.response, target=config.target, percentiles=config.percentiles,
         grid_method=config.grid_method, integer_as_categorical=config.integer_as_categorical,
@@ -771,12 +788,34 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             raise InputError(f"comparison model {name!r}: {exc}") from exc
         comparisons[name] = tuple(c1) + tuple(c2)
     timings["comparisons"] = time.perf_counter() - t0
+    return _PDs(res1=res1, res2=res2, comparisons=comparisons, pairs=pairs, frame_2d=frame_2d, categorical=categorical,
+                fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes))
 
+
+@dataclass(frozen=True, eq=False)
+class _Scored:
+    """Stage 2's output: every score of every PD, and what the later stages need of it."""
+
+    utility_scores: dict  # {features: {utility id: UtilityScore}}, trust scores included
+    importance: pd.DataFrame
+    interaction: pd.DataFrame
+    criteria: dict  # {pair: {criterion: value}}: the 2D selection criteria
+    surrogate: Any  # the additive surrogate, or None
+    inputs: ScoringInputs  # what the scores read (the findings' noise tests read it too)
+    notes: tuple
+
+
+def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, random_state, progress,
+                      timings: dict) -> _Scored:
+    """Stage 2: the utilities, importance, interaction and 2D criteria of every PD, and the trust checks."""
+    frame, adapter, y_pd, weights = data.frame, data.adapter, data.y_pd, data.weights
+    res1, res2, comparisons = pds.res1, pds.res2, pds.comparisons
+    notes: list[str] = []
     # ---- scores and trust checks, side by side: both read only the PD results.  The scores (numpy,
     # cvxpy: mostly one core) run on a second thread while the trust checks, which call the model
     # and run compiled kernels that release the GIL, keep this thread.
     t0 = time.perf_counter()
-    results = list(res1) + list(res2)
+    results = pds.results
     predictions = _predictions(adapter, frame)
     inputs = ScoringInputs(
         frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
@@ -812,15 +851,14 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             f"Surrogate (additive spline model of the model's predictions) fidelity R^2 = {surrogate.fidelity:.3f}"
             + ("; its importances say little about a model this far from additive." if surrogate.fidelity < 0.5 else ".")
         )
-    stage_failures = collect_stage_failures(utility_scores)
-    if stage_failures:
-        warnings.warn(
-            f"{len(stage_failures)} score(s) failed with an unexpected error (a bug, not an expected n/a): "
-            f"{stage_failures[0].text}{' ...' if len(stage_failures) > 1 else ''}; see Audit.stage_failures.",
-            StageFailureWarning, stacklevel=2,
-        )
+    return _Scored(utility_scores=utility_scores, importance=importance, interaction=interaction, criteria=criteria,
+                   surrogate=surrogate, inputs=inputs, notes=tuple(notes))
 
-    # ---- table
+
+def _score_table(results: list, scored: _Scored, config: AuditConfig) -> pd.DataFrame:
+    """Stage 3: one row per PD with every score and criterion, and the 2D intersection score."""
+    utility_scores, importance, criteria, surrogate = (scored.utility_scores, scored.importance, scored.criteria,
+                                                       scored.surrogate)
     imp_max = importance.max(axis=1) if not importance.empty else pd.Series(dtype=float)
     records = []
     for r in results:
@@ -849,30 +887,18 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     tail = ["importance", "correlation", "interaction", "intersection", "surrogate_importance"]
     ordered = ["features", "kind"] + [c for c in scores.columns if c not in ("features", "kind", *tail)]
     scores = scores[ordered + tail]
+    return scores
 
-    t0 = time.perf_counter()
-    evidence = assess(inputs, results, utility_scores, scores, surrogate=surrogate)
-    timings["noise_tests"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    outside = outside_grid(
-        model, frame, res1, prediction_std=inputs.prediction_std, materiality=config.materiality,
-        pd_kwargs=dict(response=config.response, target=config.target, method=config.method, std_rows=0,
-                       categorical_features=categorical, max_batch_mb=config.max_batch_mb, sample_weight=weights),
-    )
-    notes.extend(o.text for o in outside)
-    timings["outside_grid"] = time.perf_counter() - t0
 
-    notes.extend(_na_notes(utility_scores))
-    if weights is not None:
-        notes.append(
-            "PDs, the utilities' density weights and the observed incidence are weighted by the sample weights; "
-            "the trust checks (OOD share, ALE, StratPD, surrogate) and the data plots under the PDs are unweighted."
-        )
-    notes = list(dict.fromkeys(notes))  # one line per distinct note
-    data_summary = summarise_data(frame, res1, np.random.default_rng(random_state))
-    timings["total"] = time.perf_counter() - started
-
-    metadata = {
+def _metadata(model, compare: dict, data: _Inputs, pds: _PDs, scored: _Scored, outside, config: AuditConfig,
+              random_state, sample_weight) -> dict:
+    """What was audited, how, and with which libraries (the audit's ``metadata``)."""
+    full, frame, adapter, y, weights_full = data.full, data.frame, data.adapter, data.y, data.weights_full
+    res1, res2, pairs, frame_2d, fast_2d, tree_reason = (pds.res1, pds.res2, pds.pairs, pds.frame_2d, pds.fast_2d,
+                                                         pds.tree_reason)
+    target_name, names, features, surrogate, inputs = (data.target_name, data.names, data.features, scored.surrogate,
+                                                       scored.inputs)
+    return {
         "model": describe_model(model),
         "compare": {k: describe_model(v) for k, v in compare.items()},
         "data": {
@@ -910,9 +936,94 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             "method": "additive cubic splines (numeric) and one-hot (categorical), ridge fit to the model's predictions",
         },
     }
+
+
+@_one_tree_plan
+def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None,
+          scheduler=None, sample_weight=None) -> Audit:
+    """Compute every 1D and 2D PD of ``model`` on ``X``, score, rank and select them.
+
+    Parameters
+    ----------
+    model : estimator or callable
+        A fitted scikit-learn estimator/Pipeline or ``f(X)``.
+    X : DataFrame or ndarray
+        The data the PDs average over.
+    y : array-like, optional
+        Observed target, for the ``incidence`` utility.
+    compare : dict, optional
+        ``{name: fitted model}``: comparison models for ``similarity:<name>``.
+    config : AuditConfig or dict, optional
+    n_jobs : int, optional
+        joblib workers for the PD computations.
+    random_state : int
+        Seed for row subsampling (same seed, same audit).
+    progress : bool, optional
+        Progress bars (default: only on an interactive terminal).
+    scheduler : str or distributed.Client, optional
+        Compute the PDs on a Dask cluster (``"tcp://host:8786"``).
+    sample_weight : array-like of shape (n_rows,), optional
+        Row weights (e.g. survey weights): every PD is the weighted mean over
+        rows, and the utilities' density weights and the observed incidence
+        are weighted the same way.  The trust checks (OOD share, ALE,
+        StratPD, surrogate) stay unweighted; the report says so.
+
+    Returns
+    -------
+    Audit
+
+    Notes
+    -----
+    The stages, in order: :func:`_validated_inputs` (X validated once into the frame every stage
+    reads), :func:`_partial_dependences` (1D, 2D and comparison models' PDs),
+    :func:`_scores_and_trust` (utilities, importance, 2D criteria and the trust checks, side by
+    side), :func:`_score_table`, the findings' noise tests (:func:`autopdp.scores.evidence.assess`),
+    PD outside the grid (:func:`autopdp.scores.coverage.outside_grid`), then the data summary and
+    :func:`_metadata`.
+    """
+    started = time.perf_counter()
+    config, compare = _resolved(config, compare)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    data = _validated_inputs(model, X, y, sample_weight, config, compare, random_state)
+    timings["validate"] = time.perf_counter() - t0
+    pds = _partial_dependences(model, data, config, compare, n_jobs=n_jobs, random_state=random_state,
+                               progress=progress, scheduler=scheduler, timings=timings)
+    scored = _scores_and_trust(model, data, pds, config, random_state=random_state, progress=progress,
+                               timings=timings)
+    stage_failures = collect_stage_failures(scored.utility_scores)
+    if stage_failures:
+        warnings.warn(
+            f"{len(stage_failures)} score(s) failed with an unexpected error (a bug, not an expected n/a): "
+            f"{stage_failures[0].text}{' ...' if len(stage_failures) > 1 else ''}; see Audit.stage_failures.",
+            StageFailureWarning, stacklevel=2,
+        )
+    scores = _score_table(pds.results, scored, config)
+    t0 = time.perf_counter()
+    evidence = assess(scored.inputs, pds.results, scored.utility_scores, scores, surrogate=scored.surrogate)
+    timings["noise_tests"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    outside = outside_grid(
+        model, data.frame, pds.res1, prediction_std=scored.inputs.prediction_std, materiality=config.materiality,
+        pd_kwargs=dict(response=config.response, target=config.target, method=config.method, std_rows=0,
+                       categorical_features=pds.categorical, max_batch_mb=config.max_batch_mb,
+                       sample_weight=data.weights),
+    )
+    timings["outside_grid"] = time.perf_counter() - t0
+    notes = [*data.notes, *pds.notes, *scored.notes, *(o.text for o in outside), *_na_notes(scored.utility_scores)]
+    if data.weights is not None:
+        notes.append(
+            "PDs, the utilities' density weights and the observed incidence are weighted by the sample weights; "
+            "the trust checks (OOD share, ALE, StratPD, surrogate) and the data plots under the PDs are unweighted."
+        )
+    notes = list(dict.fromkeys(notes))  # one line per distinct note
+    data_summary = summarise_data(data.frame, pds.res1, np.random.default_rng(random_state))
+    timings["total"] = time.perf_counter() - started
+    metadata = _metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight)
     run = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "timings_s": timings}
     return Audit(
-        config=config, results=tuple(results), comparisons=comparisons, utility_scores=utility_scores,
-        scores=scores, importance=importance, interaction=interaction, notes=tuple(notes),
-        metadata=metadata, data_summary=data_summary, run=run, evidence=evidence, stage_failures=stage_failures,
+        config=config, results=tuple(pds.results), comparisons=pds.comparisons,
+        utility_scores=scored.utility_scores, scores=scores, importance=scored.importance,
+        interaction=scored.interaction, notes=tuple(notes), metadata=metadata, data_summary=data_summary, run=run,
+        evidence=evidence, stage_failures=stage_failures,
     )
