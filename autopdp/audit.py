@@ -21,12 +21,12 @@ import pandas as pd
 from ._io import atomic_write_text
 from ._version import __version__
 from .config import AuditConfig
-from .pd.data import Frame, as_frame
+from .pd.data import Frame, as_frame, sample_rows
 from .errors import InputError, InputTypeError
-from .pd.grids import bin_edges, is_effectively_constant, resolve_categorical
+from .pd.grids import is_effectively_constant, resolve_categorical
 from ._progress import announce, say
 from .loading import column_error
-from .provenance import content_sha256, library_versions, platform_info
+from .summary import audit_metadata, summarise_data, target_name_of
 from .pd.partial_dependence import _reject_infinite, feature_grids, partial_dependence
 from .pd.fastpath import plan_tree_path, shared_plans
 from .pd.response import make_adapter
@@ -396,14 +396,6 @@ def _check_rows(n: int, notes: list) -> None:
         )
 
 
-def _target_name(y) -> str | None:
-    """The target column's name when y carries one (a named Series or one-column DataFrame)."""
-    if isinstance(y, pd.DataFrame) and y.shape[1] == 1:
-        return str(y.columns[0])
-    name = getattr(y, "name", None)
-    return None if name is None else str(name)
-
-
 def _check_labels(y: np.ndarray | None, model, adapter) -> None:
     """A classifier's observed labels must be among its classes, or incidence compares nothing."""
     if y is None or not adapter.is_classifier:
@@ -427,43 +419,6 @@ def _check_labels(y: np.ndarray | None, model, adapter) -> None:
         )
 
 
-def describe_model(model) -> dict:
-    """Name, type and key parameters of a model, as plain text."""
-    name = type(model).__name__
-    out: dict[str, Any] = {"name": name, "type": f"{type(model).__module__}.{name}"}
-    steps = getattr(model, "steps", None)
-    if steps:
-        out["steps"] = [f"{n}: {type(s).__name__}" for n, s in steps]
-        final = steps[-1][1]
-        out["final_estimator"] = type(final).__name__
-        params_of = final
-    else:
-        params_of = model
-    if hasattr(params_of, "get_params"):
-        try:
-            params = params_of.get_params(deep=False)
-        except (AttributeError, TypeError, RuntimeError):  # a custom estimator whose get_params fails (a parameter
-            # not stored as an attribute, or *args in __init__) still gets audited
-            params = {}
-        out["params"] = {k: _short(v) for k, v in sorted(params.items())}
-    if hasattr(model, "classes_"):
-        out["classes"] = [_scalar(c) for c in np.asarray(model.classes_).tolist()]
-    return out
-
-
-def _short(v) -> Any:
-    if isinstance(v, (bool, int, float, str, type(None))):
-        return v
-    text = repr(v)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _sample_rows(n: int, k: int | None, rng) -> np.ndarray | None:
-    if k is None or k >= n:
-        return None
-    return np.sort(rng.choice(n, size=k, replace=False))
-
-
 def _predictions(adapter, frame: Frame, max_batch_rows: int = 200_000) -> np.ndarray:
     """The model's response on every data row, (n_rows, n_targets), predicted once per audit."""
     parts = []
@@ -471,28 +426,6 @@ def _predictions(adapter, frame: Frame, max_batch_rows: int = 200_000) -> np.nda
         rows = np.arange(r0, min(frame.n_rows, r0 + max_batch_rows))
         parts.append(adapter(frame.take_rows(rows).data))
     return np.vstack(parts)
-
-
-def summarise_data(frame: Frame, results_1d, rng, n_points: int = 400, bins: int = 30) -> dict:
-    """Histograms and a point sample per feature, for drawing data under the PDs."""
-    distributions, points = {}, {}
-    rows = _sample_rows(frame.n_rows, n_points, rng)
-    rows = np.arange(frame.n_rows) if rows is None else rows
-    for r in results_1d:
-        name = r.features[0]
-        values = frame.column(frame.names.index(name))
-        if r.kinds[0] == "numeric":
-            v = np.asarray(values, dtype=float)
-            g = np.asarray(r.grid[0], dtype=float)
-            counts, edges = np.histogram(v[np.isfinite(v)], bins=bin_edges(float(g.min()), float(g.max()), bins))
-            distributions[name] = {"kind": "numeric", "edges": edges, "counts": counts}
-            points[name] = [None if not np.isfinite(x) else float(x) for x in v[rows]]
-        else:
-            distributions[name] = {
-                "kind": "categorical", "levels": [_scalar(x) for x in r.grid[0]], "counts": np.asarray(r.counts),
-            }
-            points[name] = [_scalar(x) if not (isinstance(x, float) and np.isnan(x)) else None for x in values[rows]]
-    return {"distributions": distributions, "points": points}
 
 
 def _align_columns(model, frame: Frame, notes: list) -> Frame:
@@ -628,11 +561,11 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     notes: list[str] = []
     full = _align_columns(model, full, notes)
     _check_rows(full.n_rows, notes)
-    target_name = _target_name(y)
+    target_name = target_name_of(y)
     y = _check_y(y, full.n_rows)
     weights_full = _check_weights(sample_weight, full.n_rows)
     rng = np.random.default_rng(random_state)
-    rows = _sample_rows(full.n_rows, config.max_rows, rng)
+    rows = sample_rows(full.n_rows, config.max_rows, rng)
     frame = full if rows is None else full.take_rows(rows)
     y_pd = None if y is None else (y if rows is None else y[rows])
     weights = None if weights_full is None else (weights_full if rows is None else weights_full[rows])
@@ -728,7 +661,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     # ---- 2D PDs (on a row subsample, grids from all rows)
     res2: list[PDResult] = []
     pairs = choose_pairs(config.pairs, features, res1, names, notes)
-    rows_2d = _sample_rows(frame.n_rows, config.max_rows_2d, rng) if pairs and not fast_2d else None
+    rows_2d = sample_rows(frame.n_rows, config.max_rows_2d, rng) if pairs and not fast_2d else None
     frame_2d = frame if rows_2d is None else frame.take_rows(rows_2d)
     weights_2d = None if weights is None else (weights if rows_2d is None else weights[rows_2d])
     custom_2d = {}
@@ -890,54 +823,6 @@ def _score_table(results: list, scored: _Scored, config: AuditConfig) -> pd.Data
     return scores
 
 
-def _metadata(model, compare: dict, data: _Inputs, pds: _PDs, scored: _Scored, outside, config: AuditConfig,
-              random_state, sample_weight) -> dict:
-    """What was audited, how, and with which libraries (the audit's ``metadata``)."""
-    full, frame, adapter, y, weights_full = data.full, data.frame, data.adapter, data.y, data.weights_full
-    res1, res2, pairs, frame_2d, fast_2d, tree_reason = (pds.res1, pds.res2, pds.pairs, pds.frame_2d, pds.fast_2d,
-                                                         pds.tree_reason)
-    target_name, names, features, surrogate, inputs = (data.target_name, data.names, data.features, scored.surrogate,
-                                                       scored.inputs)
-    return {
-        "model": describe_model(model),
-        "compare": {k: describe_model(v) for k, v in compare.items()},
-        "data": {
-            "rows": full.n_rows, "features": full.n_features, "feature_names": list(full.names),
-            "rows_used_1d": frame.n_rows,
-            "rows_used_2d": frame_2d.n_rows if pairs else 0,
-            "categorical": [r.features[0] for r in res1 if r.kinds[0] == "categorical"],
-        },
-        "response": adapter.response,
-        "pd_method": "tree" if fast_2d else ("recursion" if config.method == "recursion" else "brute"),
-        "tree_path": "used" if fast_2d else tree_reason,
-        "targets": [_scalar(t) for t in adapter.targets],
-        "target_name": target_name,
-        "prediction_std": [float(v) for v in np.atleast_1d(inputs.prediction_std)],
-        "outside_grid": [o.to_dict() for o in outside],
-        "is_classifier": adapter.is_classifier,
-        "has_y": y is not None,
-        "random_state": random_state,
-        "versions": library_versions(),
-        "provenance": {
-            "inputs": {},
-            "target": target_name,
-            "positive_class": ([_scalar(t) for t in adapter.targets] if len(adapter.targets) > 1
-                               else _scalar(adapter.targets[0])) if adapter.is_classifier else None,
-            "seed": random_state,
-            "data_content_sha256": content_sha256(full.data, y, weights_full),
-            "sample_weight": None if weights_full is None else (_target_name(sample_weight) or "given"),
-            "data_content_sha256_is": "sha256 of the data as loaded (column names, pandas row hashes of the features, "
-                                      "then the target and the sample weights), not of a file",
-            "platform": platform_info(),
-        },
-        "counts": {"pd_1d": len(res1), "pd_2d": len(res2), "features_skipped": len(names) - len(features)},
-        "surrogate": None if surrogate is None else {
-            "fidelity_r2": surrogate.fidelity, "importance": dict(surrogate.importance),
-            "method": "additive cubic splines (numeric) and one-hot (categorical), ridge fit to the model's predictions",
-        },
-    }
-
-
 @_one_tree_plan
 def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None,
           scheduler=None, sample_weight=None) -> Audit:
@@ -979,7 +864,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     :func:`_scores_and_trust` (utilities, importance, 2D criteria and the trust checks, side by
     side), :func:`_score_table`, the findings' noise tests (:func:`autopdp.scores.evidence.assess`),
     PD outside the grid (:func:`autopdp.scores.coverage.outside_grid`), then the data summary and
-    :func:`_metadata`.
+    :func:`autopdp.summary.audit_metadata`.
     """
     started = time.perf_counter()
     config, compare = _resolved(config, compare)
@@ -1019,7 +904,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     notes = list(dict.fromkeys(notes))  # one line per distinct note
     data_summary = summarise_data(data.frame, pds.res1, np.random.default_rng(random_state))
     timings["total"] = time.perf_counter() - started
-    metadata = _metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight)
+    metadata = audit_metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight)
     run = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "timings_s": timings}
     return Audit(
         config=config, results=tuple(pds.results), comparisons=pds.comparisons,

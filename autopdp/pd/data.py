@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..errors import InputError, InputTypeError
 
-__all__ = ["Frame", "as_frame", "is_categorical_dtype"]
+__all__ = ["Frame", "as_frame", "is_categorical_dtype", "sample_rows"]
 
 
 def is_categorical_dtype(dtype) -> bool:
@@ -163,3 +163,10 @@ def _validated(X, name: str) -> Frame:
         raise InputError(f"{name} has no columns: pass the feature columns the model was trained on.")
     names = tuple(f"x{i}" for i in range(arr.shape[1]))
     return Frame(data=arr, names=names, keys=tuple(range(arr.shape[1])))
+
+
+def sample_rows(n: int, k: int | None, rng) -> np.ndarray | None:
+    """``k`` of ``n`` row positions drawn by ``rng``, sorted; None when every row is kept."""
+    if k is None or k >= n:
+        return None
+    return np.sort(rng.choice(n, size=k, replace=False))
