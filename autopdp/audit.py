@@ -12,6 +12,7 @@ import json
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -428,6 +429,22 @@ def _predictions(adapter, frame: Frame, max_batch_rows: int = 200_000) -> np.nda
     return np.vstack(parts)
 
 
+def _comparison_predictions(data, compare: dict, config, shape) -> dict:
+    """Each comparison model's response on the rows, in the audited model's target order (when it has the same)."""
+    out = {}
+    frame = data.frame
+    for name, other in compare.items():
+        try:
+            other_adapter = make_adapter(other, config.response, config.target,
+                                         probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
+            pred = _predictions(other_adapter, frame)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise InputError(f"comparison model {name!r}: {exc}") from exc
+        if pred.shape == tuple(shape) and list(getattr(other_adapter, "targets", [])) == list(getattr(data.adapter, "targets", [])):
+            out[name] = pred
+    return out
+
+
 def _align_columns(model, frame: Frame, notes: list) -> Frame:
     """Match X to the columns the model was fitted on: missing ones are an error, extra ones are left out."""
     needed = getattr(model, "feature_names_in_", None)
@@ -674,8 +691,11 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
         )
         custom_2d = {k: list(g) if kind == "categorical" else g for k, (kind, g) in grids.items()}
         say(f"2D partial dependence of {len(pairs)} pairs", progress)
+        # ICE surfaces of a few sampled rows give the noise tests the covariance of each 2D PD's cells;
+        # they are dropped once the tests ran (_without_2d_ice)
         res2 = partial_dependence(
-            model, frame_2d, pairs, grid_resolution=config.grid_resolution_2d, kind="average",
+            model, frame_2d, pairs, grid_resolution=config.grid_resolution_2d, kind="both",
+            subsample=min(config.std_rows, frame_2d.n_rows) if config.std_rows else None,
             categorical_features=categorical, custom_values=custom_2d, n_jobs=n_jobs, random_state=random_state,
             std=True, sample_weight=weights_2d, **common,
         )
@@ -709,9 +729,11 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     for name, other in compare.items():
         say(f"partial dependence of comparison model {name!r}", progress)
         try:
+            # ICE curves on the same rows as the audited model's: the similarity test pairs them row by row
             c1 = partial_dependence(
-                other, frame, features, kind="average", categorical_features=categorical,
-                custom_values=custom_1d, n_jobs=n_jobs, sample_weight=weights, **common,
+                other, frame, features, kind="both", categorical_features=categorical,
+                custom_values=custom_1d, n_jobs=n_jobs, sample_weight=weights, subsample=config.subsample,
+                random_state=random_state, **common,
             )
             c2 = partial_dependence(
                 other, frame_2d, pairs, kind="average", categorical_features=categorical,
@@ -723,6 +745,14 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     timings["comparisons"] = time.perf_counter() - t0
     return _PDs(res1=res1, res2=res2, comparisons=comparisons, pairs=pairs, frame_2d=frame_2d, categorical=categorical,
                 fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes))
+
+
+def _without_2d_ice(pds: _PDs) -> _PDs:
+    """The PDs with the 2D results' sampled ICE surfaces dropped (only the noise tests read them)."""
+    if not any(r.individual is not None for r in pds.res2):
+        return pds
+    res2 = [dataclasses.replace(r, individual=None, ice_rows=None) for r in pds.res2]
+    return dataclasses.replace(pds, res2=res2)
 
 
 @dataclass(frozen=True, eq=False)
@@ -739,7 +769,7 @@ class _Scored:
 
 
 def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, random_state, progress,
-                      timings: dict) -> _Scored:
+                      timings: dict, compare: dict | None = None) -> _Scored:
     """Stage 2: the utilities, importance, interaction and 2D criteria of every PD, and the trust checks."""
     frame, adapter, y_pd, weights = data.frame, data.adapter, data.y_pd, data.weights
     res1, res2, comparisons = pds.res1, pds.res2, pds.comparisons
@@ -754,7 +784,8 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
         prediction_std=predictions.std(axis=0), config=config,
         comparisons={k: {r.features: r for r in v} for k, v in comparisons.items()},
-        sample_weight=weights,
+        sample_weight=weights, predictions=predictions,
+        comparison_predictions=_comparison_predictions(data, compare or {}, config, predictions.shape),
     )
 
     def scoring_stage():
@@ -875,7 +906,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     pds = _partial_dependences(model, data, config, compare, n_jobs=n_jobs, random_state=random_state,
                                progress=progress, scheduler=scheduler, timings=timings)
     scored = _scores_and_trust(model, data, pds, config, random_state=random_state, progress=progress,
-                               timings=timings)
+                               timings=timings, compare=compare)
     stage_failures = collect_stage_failures(scored.utility_scores)
     if stage_failures:
         warnings.warn(
@@ -887,6 +918,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     t0 = time.perf_counter()
     evidence = assess(scored.inputs, pds.results, scored.utility_scores, scores, surrogate=scored.surrogate)
     timings["noise_tests"] = time.perf_counter() - t0
+    pds = _without_2d_ice(pds)
     t0 = time.perf_counter()
     outside = outside_grid(
         model, data.frame, pds.res1, prediction_std=scored.inputs.prediction_std, materiality=config.materiality,

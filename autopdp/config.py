@@ -121,8 +121,11 @@ class AuditConfig:
         correlation criterion), and clear of noise: its p-value, adjusted
         across the PDPs of the criterion by ``multiple_testing`` ("bh":
         Benjamini-Hochberg, default; "holm"), is at most ``significance``
-        (default 0.05).  ``noise_draws`` (default 200) bootstrap draws give
-        each null distribution.
+        (default 0.05).  ``noise_draws`` (default 200) first Monte-Carlo draws,
+        more (up to ``max_noise_draws``, default 5000) where the multiple-testing
+        cut-off needs them (sequential test); ``ice_variance_scale`` ("link",
+        default: log-odds of probabilities, the decision function or the
+        prediction; "response": the prediction's own scale).
     Report
         ``title``, ``model_name``, ``model_version``, ``dataset_name``,
         ``reviewer`` (shown on the cover), ``sign_off``: a table with ``name``,
@@ -163,6 +166,8 @@ class AuditConfig:
     significance: float = 0.05
     multiple_testing: str = "bh"
     noise_draws: int = 200
+    max_noise_draws: int = 5000
+    ice_variance_scale: str = "link"
     criteria_2d: tuple = CRITERIA_2D
     title: str = "Partial dependence validation report"
     model_name: str | None = None
@@ -206,6 +211,13 @@ class AuditConfig:
         positive_int("grid_resolution_2d", minimum=2)
         positive_int("top_k")
         positive_int("noise_draws", minimum=20)
+        positive_int("max_noise_draws", minimum=20)
+        if self.max_noise_draws < self.noise_draws:
+            raise InputError(f"config key 'max_noise_draws' ({self.max_noise_draws}) must be at least 'noise_draws' "
+                             f"({self.noise_draws}).")
+        if self.ice_variance_scale not in ("link", "response"):
+            raise InputError(f"config key 'ice_variance_scale' must be 'link' or 'response', "
+                             f"got {self.ice_variance_scale!r}.")
         for key, lo, hi in (("materiality", 0.0, None), ("min_association", 0.0, 1.0), ("significance", 0.0, 1.0)):
             v = getattr(self, key)
             if not isinstance(v, numbers.Real) or isinstance(v, bool) or not (v >= lo) or (hi is not None and v > hi):

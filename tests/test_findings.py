@@ -157,16 +157,42 @@ def test_monte_carlo_p_value_and_adjustments():
     null = np.linspace(0.0, 1.0, 199)
     assert monte_carlo_p(0.5, null) == pytest.approx((1 + 100) / 200, rel=0, abs=1e-12)
     assert monte_carlo_p(0.0, null) == 1.0
+    # beyond every draw the p-value is what the draws can show, never an extrapolated tail
     p_far = monte_carlo_p(10.0, np.abs(np.random.default_rng(0).standard_normal(500)))
-    assert 0 < p_far < 1 / 501  # extrapolated beyond the largest draw
-    # a standard normal null: the scaled chi-squared tail of x^2 is chi2(1)'s
-    from scipy import stats
-    draws = np.abs(np.random.default_rng(1).standard_normal(200_000))
-    assert monte_carlo_p(6.0, draws) == pytest.approx(2 * stats.norm.sf(6.0), rel=0.3)
+    assert p_far == pytest.approx(1 / 501, rel=0, abs=1e-15)
     p = np.array([0.01, 0.04, 0.03, 0.5])
     # Benjamini-Hochberg by hand: p_(i) * m / i, made monotone from the top
     np.testing.assert_allclose(adjust_p_values(p, "bh"), [0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5], rtol=0, atol=1e-12)
     np.testing.assert_allclose(adjust_p_values(p, "holm"), [0.04, 0.09, 0.09, 0.5], rtol=0, atol=1e-12)
+
+
+def test_sequential_p_value_is_valid_and_stops_at_ten_exceedances():
+    from autopdp.scores.significance import sequential_p
+
+    rng = np.random.default_rng(0)
+
+    def draw(n):
+        return rng.standard_normal(n)
+
+    # an observed value at the null's 30% upper point: stops early with p = 10 / L close to 0.3
+    r = sequential_p(stats_norm_isf(0.3), draw, first=200, most=5000)
+    assert r.draws < 200 and abs(r.p_value - 0.3) < 0.2
+    # far in the tail: every draw is used and p = 1 / (1 + draws), never smaller
+    r = sequential_p(10.0, draw, first=200, most=5000)
+    assert r.draws == 5000 and r.p_value == pytest.approx(1 / 5001, rel=0, abs=1e-15)
+    # floating-point zero is not tested
+    assert sequential_p(0.0, draw, first=200, most=5000, tol=1e-12).p_value == 1.0
+    # validity: under the null P(p <= a) <= a for the levels that matter
+    ps = np.array([sequential_p(float(rng.standard_normal()), draw, first=50, most=400).p_value
+                   for _ in range(2000)])
+    for a in (0.01, 0.05, 0.2):
+        assert np.mean(ps <= a) <= a + 3 * np.sqrt(a * (1 - a) / ps.size)
+
+
+def stats_norm_isf(q):
+    from scipy import stats
+
+    return float(stats.norm.isf(q))
 
 
 def test_association_tests_match_scipy():

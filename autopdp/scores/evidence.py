@@ -13,15 +13,21 @@ import zlib
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from scipy import stats
+
+from .calibration import incidence_parts
 from .importance import flatness, interaction_statistic, marginal_weights
-from .scoring import _slopes, _weights, grid_cells
-from .significance import Evidence, adjust_p_values, monte_carlo_p, noise_level, pd_noise
+from .scoring import _weights, grid_cells
+from .significance import (
+    ANALYTIC_P_FLOOR, TESTS, Evidence, NoiseModel, adjust_p_values, analytic_p, pd_noise_model, sequential_p,
+    ice_row_weights, weighted_noise_factor,
+)
 from .utilities import TRUST_IDS
 from .utilities.base import axis_positions
-from .utilities.incidence import incidence_curve
+from .utilities.ice_variance import link_scale
 from .utilities.monotonicity import isotonic_fit
 
-__all__ = ["assess", "fast_lipschitz_fit_1d"]
+__all__ = ["assess", "fast_lipschitz_fit_1d", "why_sentence"]
 
 PAIR_ONLY = ("correlation", "importance", "interaction", "intersection", "surrogate_importance")
 
@@ -62,69 +68,60 @@ def fast_lipschitz_fit_1d(f: np.ndarray, x: np.ndarray, bound: float) -> np.ndar
     return A @ z
 
 
-# ------------------------------------------------------------------ null draws per utility (1D)
-def _null_monotonicity(score, noise, w, loss, declared):
-    g = np.asarray(score.comparison, dtype=float)
-    out = np.empty(noise.shape[0])
+# ------------------------------------------------------------------ null statistics per criterion (1D)
+def _draw_monotonicity(score, noise: NoiseModel, w, loss, declared, rng):
+    g = np.asarray(score.comparison, dtype=float).ravel()
     dirs = [score.details.get("direction")] if declared else ["increasing", "decreasing"]
-    for b in range(noise.shape[0]):
-        h = g + noise[b]
-        best = None
-        for d in dirs:
-            fit = isotonic_fit(h, d == "increasing")
-            sse = float(np.sum((fit - h) ** 2))
-            if best is None or sse < best[0]:
-                best = (sse, fit)
-        out[b] = _gap((h - best[1])[None], w, loss)[0]
-    return out
+
+    def draw(n):
+        e = noise.draw(n, rng).reshape(n, -1)
+        out = np.empty(n)
+        for b in range(n):
+            h = g + e[b]
+            best = None
+            for d in dirs:
+                fit = isotonic_fit(h, d == "increasing")
+                sse = float(np.sum((fit - h) ** 2))
+                if best is None or sse < best[0]:
+                    best = (sse, fit)
+            out[b] = _gap((h - best[1])[None], w, loss)[0]
+        return out
+    return draw
 
 
-def _null_lipschitz(score, noise, result, w, loss):
-    g = np.asarray(score.comparison, dtype=float)
+def _draw_lipschitz(score, noise: NoiseModel, result, w, loss, rng):
+    g = np.asarray(score.comparison, dtype=float).ravel()
     x = axis_positions(result, 0)
     bound = float(score.details["bound"][0])
-    out = np.empty(noise.shape[0])
-    for b in range(noise.shape[0]):
-        h = g + noise[b]
-        out[b] = _gap((h - fast_lipschitz_fit_1d(h, x, bound))[None], w, loss)[0]
-    return out
+
+    def draw(n):
+        e = noise.draw(n, rng).reshape(n, -1)
+        out = np.empty(n)
+        for b in range(n):
+            h = g + e[b]
+            out[b] = _gap((h - fast_lipschitz_fit_1d(h, x, bound))[None], w, loss)[0]
+        return out
+    return draw
 
 
-def _null_slope(noise, result):
+def _draw_slope(noise: NoiseModel, result, rng):
     x = axis_positions(result, 0)
     if x is None or x.size < 2 or x[-1] == x[0]:
         return None
     du = np.diff((x - x[0]) / (x[-1] - x[0]))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.abs(np.diff(noise, axis=-1)) / du
-    return np.max(np.where(np.isfinite(s), s, 0.0), axis=-1)
+
+    def draw(n):
+        e = noise.draw(n, rng).reshape(n, -1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.abs(np.diff(e, axis=-1)) / du
+        return np.max(np.where(np.isfinite(s), s, 0.0), axis=-1)
+    return draw
 
 
-def _null_incidence(f, noise, cells, y_values, shape, w, loss, is_classifier, rng, draws):
-    size = int(np.prod(shape))
-    ok = cells >= 0
-    n = np.bincount(cells[ok], minlength=size).astype(float)
-    fl = np.asarray(f, dtype=float).ravel()
-    if is_classifier:
-        p = np.clip(fl, 0.0, 1.0)
-        sim = rng.binomial(n.astype(np.int64), p, size=(draws, size)) / np.maximum(n, 1)
-    else:
-        yv = np.asarray(y_values, dtype=float)[ok]
-        c = cells[ok]
-        mean = np.bincount(c, weights=yv, minlength=size) / np.maximum(n, 1)
-        sq = np.bincount(c, weights=(yv - mean[c]) ** 2, minlength=size)
-        pooled = np.sqrt(sq.sum() / max(n.sum() - np.count_nonzero(n), 1))
-        sd = np.where(n >= 2, np.sqrt(sq / np.maximum(n - 1, 1)), pooled)
-        sd = np.where(sd > 0, sd, pooled)
-        sim = fl + rng.standard_normal((draws, size)) * sd / np.sqrt(np.maximum(n, 1))
-    sim = np.where(n > 0, sim, np.nan)
-    return _gap(fl + noise.reshape(draws, -1) - sim, w.ravel(), loss)
-
-
-def _weighted_sd(values: np.ndarray, w: np.ndarray) -> np.ndarray:
-    w = w / w.sum()
-    m = np.sum(values * w, axis=-1, keepdims=True)
-    return np.sqrt(np.sum(w * (values - m) ** 2, axis=-1))
+def _draw_flatness(noise: NoiseModel, kind, weights, rng):
+    def draw(n):
+        return flatness(noise.draw(n, rng).reshape(n, -1), kind, axis=-1, weights=weights)
+    return draw
 
 
 def _interaction_stat(avg: np.ndarray, kinds, weights) -> np.ndarray:
@@ -141,44 +138,13 @@ def _additive_fit(f2: np.ndarray, w1, w2) -> np.ndarray:
     return rows[:, None] + cols[None, :] - a @ f2 @ b
 
 
-# ------------------------------------------------------------------ assembling the evidence
-def _make(criterion, features, value, p, noise_lvl, threshold, *, material_word, adjusted=np.nan, reason_na=""):
-    material = bool(np.isfinite(value) and np.isfinite(threshold) and value >= threshold)
-    return Evidence(criterion=criterion, features=tuple(features), value=float(value), p_value=float(p),
-                    adjusted_p=float(adjusted), noise_level=float(noise_lvl), threshold=float(threshold),
-                    material=material, significant=False, why=reason_na or material_word)
+def _weighted_sd(values: np.ndarray, w: np.ndarray) -> np.ndarray:
+    w = w / w.sum()
+    m = np.sum(values * w, axis=-1, keepdims=True)
+    return np.sqrt(np.sum(w * (values - m) ** 2, axis=-1))
 
 
-def _finish(items: dict, config) -> dict:
-    """Adjust the p-values of one criterion across its PDPs and write the 'why' of each."""
-    keys = list(items)
-    p = np.array([items[k].p_value if items[k].material else (1.0 if np.isfinite(items[k].p_value) else np.nan)
-                  for k in keys])
-    adj = adjust_p_values(p, config.multiple_testing)
-    label = "Benjamini-Hochberg" if config.multiple_testing == "bh" else "Holm"
-    out = {}
-    for k, q in zip(keys, adj):
-        e = items[k]
-        significant = bool(np.isfinite(q) and q <= config.significance)
-        if not np.isfinite(e.value):
-            why = "not scored."
-        elif not np.isfinite(e.p_value) and e.why:
-            why = e.why
-        elif not e.material:
-            why = f"not material: {_num(e.value)} is below the materiality threshold {_num(e.threshold)}."
-        elif not significant:
-            why = (f"not distinguishable from noise: p = {_p(e.p_value)}, {label}-adjusted {_p(q)} > "
-                   f"{config.significance:g} (noise level {_num(e.noise_level)}).")
-        else:
-            why = (f"material ({_num(e.value)} >= threshold {_num(e.threshold)}) and clear of noise "
-                   f"(p = {_p(e.p_value)}, {label}-adjusted {_p(q)} <= {config.significance:g}"
-                   + (f"; noise level {_num(e.noise_level)}" if np.isfinite(e.noise_level) else "") + ").")
-        out[k] = Evidence(criterion=e.criterion, features=e.features, value=e.value, p_value=e.p_value,
-                          adjusted_p=float(q), noise_level=e.noise_level, threshold=e.threshold,
-                          material=e.material, significant=significant, why=why)
-    return out
-
-
+# ------------------------------------------------------------------ the decision and its words
 def _num(v) -> str:
     from .._format import fmt
 
@@ -188,9 +154,85 @@ def _num(v) -> str:
 def _p(p) -> str:
     if not np.isfinite(p):
         return "n/a"
+    if p <= ANALYTIC_P_FLOOR:
+        return f"<= {ANALYTIC_P_FLOOR:g}"
     if p < 1e-4:
         return f"{p:.1e}"
     return f"{p:.4f}".rstrip("0").rstrip(".") if p < 0.01 else f"{p:.3f}"
+
+
+def why_sentence(e: Evidence, adjusted: float, significant: bool, config, *, reason: str = "") -> str:
+    """The one sentence that explains ``e``'s decision, from the same facts that made it.
+
+    ``reason``: why the score or its test is missing, or, for a decision made
+    on parts (2D importance: both features), which part failed.
+    """
+    label = "Benjamini-Hochberg" if config.multiple_testing == "bh" else "Holm"
+    stat = e.statistic or e.criterion
+    if not np.isfinite(e.value):
+        return f"not scored{': ' + reason if reason else '.'}"
+    if not e.material:
+        if reason:
+            return f"not material: {reason}"
+        return (f"not material: the {stat} {_num(e.value)} is below the materiality threshold {_num(e.threshold)}.")
+    if not np.isfinite(e.p_value):
+        return f"untested: the {stat} {_num(e.value)} is material, but its noise test could not be run ({reason or 'no noise estimate'})."
+    test = f"; {e.test}" if e.test else ""
+    noise = f"; noise level {_num(e.noise_level)}" if np.isfinite(e.noise_level) else ""
+    if not significant:
+        return (f"not distinguishable from noise: the {stat} {_num(e.value)} has p = {_p(e.p_value)}, "
+                f"{label}-adjusted {_p(adjusted)} > {config.significance:g}{noise}{test}.")
+    return (f"material (the {stat} {_num(e.value)} >= threshold {_num(e.threshold)}) and clear of noise "
+            f"(p = {_p(e.p_value)}, {label}-adjusted {_p(adjusted)} <= {config.significance:g}{noise}{test}).")
+
+
+def _item(criterion, features, value, threshold, *, p=np.nan, noise=np.nan, test="", statistic="", draws=0,
+          kind="", details=None, material=None, reason=""):
+    """An undecided Evidence (``significant`` False, ``why`` holding the reason until :func:`_finish`)."""
+    if material is None:
+        material = bool(np.isfinite(value) and np.isfinite(threshold) and value >= threshold)
+    null = TESTS.get(criterion.split(":", 1)[0], ("", ""))[0]
+    return Evidence(criterion=criterion, features=tuple(features), value=float(value), p_value=float(p),
+                    adjusted_p=float("nan"), noise_level=float(noise), threshold=float(threshold),
+                    material=bool(material), significant=False, why=reason, test=test, null=null,
+                    statistic=statistic, draws=int(draws), kind=kind, details=dict(details or {}))
+
+
+def _finish(items: dict, config) -> dict:
+    """Adjust the p-values of one criterion across its PDPs and word each decision (:func:`why_sentence`).
+
+    Immaterial scores count as p = 1; untested ones (material, p NaN) are left out of the adjustment.
+    """
+    keys = list(items)
+    p = np.array([items[k].p_value if items[k].material else (1.0 if np.isfinite(items[k].value) else np.nan)
+                  for k in keys])
+    adj = adjust_p_values(p, config.multiple_testing)
+    out = {}
+    for k, q in zip(keys, adj):
+        e = items[k]
+        significant = bool(e.material and np.isfinite(e.p_value) and np.isfinite(q) and q <= config.significance)
+        why = why_sentence(e, float(q), significant, config, reason=e.why)
+        out[k] = Evidence(criterion=e.criterion, features=e.features, value=e.value, p_value=e.p_value,
+                          adjusted_p=float(q), noise_level=e.noise_level, threshold=e.threshold,
+                          material=e.material, significant=significant, why=why, test=e.test, null=e.null,
+                          statistic=e.statistic, draws=e.draws, kind=e.kind, details=e.details)
+    return out
+
+
+# ------------------------------------------------------------------ the stage
+class _Budget:
+    """Monte-Carlo draws per criterion: ``noise_draws`` first, up to what the cut-off needs (module docs of
+    :mod:`autopdp.scores.significance`)."""
+
+    def __init__(self, config, n_items: int, cap: int | None = None):
+        self.first = int(config.noise_draws)
+        need = int(np.ceil(2.0 * max(n_items, 1) / max(config.significance, 1e-12)))
+        most = max(self.first, min(int(config.max_noise_draws), need))
+        self.most = most if cap is None else max(self.first, min(most, cap))
+
+
+#: the Lipschitz null refits a bounded least-squares problem per draw: at most this many draws
+LIPSCHITZ_MAX_DRAWS = 1000
 
 
 def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
@@ -204,25 +246,32 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
     scores : DataFrame
         The audit's score table (for the 2D criteria's values).
     surrogate : Surrogate, optional
+
+    Besides the criteria, ``"similarity_level:<name>"`` holds one item per
+    comparison model: the overall difference of the two models' predictions
+    (a model-level fact, not a per-feature finding).
     """
     cfg = inputs.config
-    draws = int(cfg.noise_draws)
     sd = np.asarray(inputs.prediction_std, dtype=float)
     sd = np.where(np.isfinite(sd) & (sd > 0), sd, np.nan)
     raw: dict[str, dict] = {}
-    noises: dict[tuple, dict] = {}
+    noises: dict[tuple, NoiseModel | None] = {}
     imp_ev: dict[str, Evidence] = {}
     one_d = [r for r in results if r.ndim == 1]
     two_d = [r for r in results if r.ndim == 2]
+    budget_1d = _Budget(cfg, len(one_d))
 
     def noise_of(r, t):
         key = (r.features, t)
         if key not in noises:
-            noises[key] = pd_noise(r, t, draws, _rng(r.features, f"pd{t}"))
+            noises[key] = pd_noise_model(r, t, inputs.sample_weight)
         return noises[key]
 
     def threshold(t):
         return float(cfg.materiality * sd[t]) if t < sd.size else float("nan")
+
+    def tol_of(t):
+        return 1e-9 * (sd[t] if t < sd.size and np.isfinite(sd[t]) else 1.0)
 
     for r in one_d:
         cells = grid_cells(inputs, r)
@@ -231,145 +280,363 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
         wimp = marginal_weights(r)[0]
         imp = flatness(np.asarray(r.average, dtype=float), r.kinds[0], axis=-1, weights=wimp)
         t = int(np.nanargmax(imp)) if np.isfinite(imp).any() else 0
-        e = noise_of(r, t)
-        if e is None:
-            imp_ev[r.features[0]] = _make("importance", r.features, imp[t], np.nan, np.nan, threshold(t),
-                                          material_word="", reason_na="noise not estimated (no ICE curves or standard errors).")
-        else:
-            null = flatness(e, r.kinds[0], axis=-1, weights=wimp)
-            imp_ev[r.features[0]] = _make("importance", r.features, imp[t], monte_carlo_p(imp[t], null, tol=1e-12 * (sd[t] if np.isfinite(sd[t]) else 1)),
-                                          noise_level(null), threshold(t), material_word="")
+        imp_ev[r.features[0]] = _flat_test("importance", r, t, imp[t], threshold(t), noise_of(r, t), r.kinds[0],
+                                           wimp, budget_1d, tol_of(t),
+                                           statistic="importance (density-weighted sd of the PD)")
         for uid, s in utility_scores[r.features].items():
             if uid in TRUST_IDS:
                 continue
             if uid == "ice_variance" and cfg.ice_variance == "low":
                 continue
             if not s.available:
-                raw.setdefault(uid, {})[r.features] = _make(uid, r.features, np.nan, np.nan, np.nan, np.nan, material_word="")
+                raw.setdefault(uid, {})[r.features] = _item(uid, r.features, np.nan, np.nan,
+                                                            reason=s.reason or "not applicable.")
                 continue
             t = r.target_index(s.target)
-            thr = threshold(t)
-            if not (np.isfinite(thr) and s.value >= thr):  # not material: no need to draw its null
-                raw.setdefault(uid, {})[r.features] = _make(uid, r.features, s.value, np.nan if not np.isfinite(thr) else 1.0,
-                                                            np.nan, thr, material_word="")
-                continue
-            p, lvl, why = _test_1d(uid, s, r, t, w, cells, inputs, noise_of, draws, sd)
-            raw.setdefault(uid, {})[r.features] = _make(uid, r.features, s.value, p, lvl, thr, material_word="", reason_na=why)
+            raw.setdefault(uid, {})[r.features] = _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget_1d,
+                                                           threshold(t), tol_of(t))
     if cfg.ice_variance == "low" and "ice_variance" in cfg.utilities:
-        raw["ice_variance"] = {
-            r.features: Evidence("ice_variance", r.features, float(utility_scores[r.features]["ice_variance"].value),
-                                 imp_ev[r.features[0]].p_value, np.nan, imp_ev[r.features[0]].noise_level,
-                                 imp_ev[r.features[0]].threshold, imp_ev[r.features[0]].material, False,
-                                 "with ice_variance='low' a PDP qualifies when its feature's importance is material and clear of noise.")
-            for r in one_d if "ice_variance" in utility_scores[r.features]
-        }
+        raw["ice_variance"] = {}
+        for r in one_d:
+            if "ice_variance" not in utility_scores[r.features]:
+                continue
+            e = imp_ev[r.features[0]]
+            raw["ice_variance"][r.features] = Evidence(
+                "ice_variance", r.features, e.value, e.p_value, np.nan, e.noise_level, e.threshold, e.material, False,
+                e.why, test=e.test, null=e.null,
+                statistic="importance (with ice_variance='low' a PDP qualifies when its feature is important; the "
+                          "ranking puts the most homogeneous first)",
+                draws=e.draws, details={"ice_variance": float(utility_scores[r.features]["ice_variance"].value)})
     evidence = {uid: _finish(items, cfg) for uid, items in raw.items()}
     imp_final = _finish({(k,): v for k, v in imp_ev.items()}, cfg) if imp_ev else {}
 
+    # ---- the overall level difference of each comparison model: one line, not a per-feature finding
+    for name, other_pred in inputs.comparison_predictions.items():
+        level = _level_difference(inputs, name, other_pred, threshold, cfg)
+        if level is not None:
+            evidence[f"similarity_level:{name}"] = {(): level}
+
     # ---- 2D criteria
     if two_d:
-        two = scores[scores["kind"] == "2d"].set_index(scores.loc[scores["kind"] == "2d", "features"].map(tuple))
-        two_importance = dict(zip(two.index, two["importance"])) if "importance" in two else {}
-        two_intersection = dict(zip(two.index, two["intersection"])) if "intersection" in two else {}
-        crit: dict[str, dict] = {c: {} for c in ("correlation", "importance", "interaction", "surrogate_importance")}
-        associations = inputs.associations(two_d)
-        for r in two_d:
-            a, b = r.features
-            # correlation: the data's association test
-            value, p = associations[r.features]
-            crit["correlation"][r.features] = _make("correlation", r.features, value, p, np.nan, cfg.min_association,
-                                                    material_word="")
-            # importance: both features' importance tests (intersection-union: the larger p)
-            ea, eb = imp_final.get((a,)), imp_final.get((b,))
-            if ea is not None and eb is not None:
-                value = float(two_importance.get(r.features, np.nan))
-                material = ea.material and eb.material
-                p = max(ea.p_value, eb.p_value) if material else 1.0
-                crit["importance"][r.features] = Evidence(
-                    "importance", r.features, value, p, np.nan, max(ea.noise_level, eb.noise_level),
-                    max(ea.threshold, eb.threshold), material, False,
-                    "" if material else "")
-                if surrogate is not None:
-                    sa = float(surrogate.importance.get(a, np.nan))
-                    sb = float(surrogate.importance.get(b, np.nan))
-                    thr = max(ea.threshold, eb.threshold)
-                    smat = bool(np.isfinite(sa) and np.isfinite(sb) and min(sa, sb) >= thr)
-                    crit["surrogate_importance"][r.features] = Evidence(
-                        "surrogate_importance", r.features, float(np.sqrt(sa * sb)), p if smat else 1.0, np.nan,
-                        np.nan, thr, smat, False, "")
-            # interaction: the additive part of the surface plus noise
-            avg = np.asarray(r.average, dtype=float)
-            mw = marginal_weights(r)
-            stat = _interaction_stat(avg, r.kinds, mw)
-            t = int(np.nanargmax(stat)) if np.isfinite(stat).any() else 0
-            thr = threshold(t)
-            if np.isfinite(thr) and stat[t] >= thr:
-                e = noise_of(r, t)
-                if e is None:
-                    p, lvl = np.nan, np.nan
-                else:
-                    null = _interaction_stat(_additive_fit(avg[t], *mw)[None] + e, r.kinds, mw)
-                    p, lvl = monte_carlo_p(stat[t], null, tol=1e-9 * sd[t]), noise_level(null)
-            else:
-                p, lvl = 1.0, np.nan
-            crit["interaction"][r.features] = _make("interaction", r.features, stat[t], p, lvl, thr, material_word="",
-                                                    reason_na="" if np.isfinite(p) else "noise not estimated (std_rows=0).")
-        for c, items in crit.items():
-            if items and c in cfg.criteria_2d:
-                evidence[c] = _finish(items, cfg)
-        if "intersection" in cfg.criteria_2d:
-            inter = {}
-            for r in two_d:
-                passed = [c for c in ("correlation", "importance", "interaction", "surrogate_importance")
-                          if c in evidence and r.features in evidence[c] and evidence[c][r.features].passed]
-                if "importance" in passed and "surrogate_importance" in passed:
-                    passed.remove("surrogate_importance")  # two readings of one fact: both features matter
-                value = float(two_intersection.get(r.features, np.nan))
-                ok = len(passed) >= 2
-                why = (f"a finding under {len(passed)} criteria at once ({', '.join(passed)})." if ok else
-                       f"a finding under {len(passed)} criteria" + (f" ({', '.join(passed)})" if passed else "")
-                       + "; intersection needs at least two.")
-                inter[r.features] = Evidence("intersection", r.features, value, np.nan, np.nan, np.nan, 2.0, ok, ok, why)
-            evidence["intersection"] = inter
+        evidence.update(_assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, noise_of, cfg))
     evidence["importance_1d"] = imp_final
     return evidence
 
 
-def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, draws, sd):
-    """(p-value, noise level, reason when untestable) of one material 1D utility score."""
+def _flat_test(criterion, r, t, value, thr, noise, kind, weights, budget, tol, *, statistic, rng_salt=""):
+    """A statistic that is 0 for a flat curve, tested against a flat curve plus the curve's noise."""
+    if not np.isfinite(value):
+        return _item(criterion, r.features, np.nan, thr, statistic=statistic, reason="no PD values.")
+    if noise is None:
+        return _item(criterion, r.features, value, thr, statistic=statistic,
+                     reason="no ICE curves or standard errors for this PD")
+    if not (np.isfinite(thr) and value >= thr):
+        return _item(criterion, r.features, value, thr, p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
+    res = sequential_p(value, _draw_flatness(noise, kind, weights, _rng(r.features, f"{criterion}{t}{rng_salt}")),
+                       first=budget.first, most=budget.most, tol=tol)
+    return _item(criterion, r.features, value, thr, p=res.p_value, noise=res.noise_level, draws=res.draws,
+                 statistic=statistic, test=f"{TESTS['importance'][1]} ({noise.source}), {res.draws:,} draws")
+
+
+def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evidence:
+    """The Evidence (before the multiple-testing adjustment) of one available 1D utility score."""
     cfg = inputs.config
-    tol = 1e-9 * (sd[t] if np.isfinite(sd[t]) else 1.0)
+    material = bool(np.isfinite(thr) and s.value >= thr)
     if uid == "ice_variance":
-        # without heterogeneity the centred curves coincide and the score is exactly 0 in any sample
-        return (0.0 if s.value > tol else 1.0), np.nan, ""
-    e = noise_of(r, t)
-    if e is None:
-        return np.nan, np.nan, "noise not estimated (no ICE curves or standard errors for this PD)."
+        return _ice_variance_item(s, r, t, inputs, thr, tol)
+    if uid == "incidence":
+        return _incidence_item(s, r, t, w, cells, inputs, noise_of(r, t), thr, tol, budget)
+    if uid.startswith("similarity:"):
+        return _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget)
+    statistic = {"monotonicity": "gap to the best monotone curve", "lipschitz": "gap to the closest slope-bounded curve",
+                 "slope": "steepest slope per full feature range"}.get(uid, uid)
+    if not material:
+        return _item(uid, r.features, s.value, thr, p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
+    noise = noise_of(r, t)
+    if noise is None:
+        return _item(uid, r.features, s.value, thr, statistic=statistic,
+                     reason="no ICE curves or standard errors for this PD")
+    rng = _rng(r.features, uid)
+    most = budget.most
     if uid == "monotonicity":
-        null = _null_monotonicity(s, e, w, cfg.loss, bool(s.details.get("declared")))
+        draw = _draw_monotonicity(s, noise, w, cfg.loss, bool(s.details.get("declared")), rng)
     elif uid == "lipschitz":
-        # each draw is a bounded least-squares refit: half the draws keep the cost of this test near the others'
-        null = _null_lipschitz(s, e[: max(20, draws // 2)], r, w, cfg.loss)
+        draw = _draw_lipschitz(s, noise, r, w, cfg.loss, rng)
+        most = max(budget.first, min(most, LIPSCHITZ_MAX_DRAWS))
     elif uid == "slope":
-        null = _null_slope(e, r)
-    elif uid == "incidence":
-        yv = inputs.observed(s.target)
-        null = _null_incidence(r.average[t], e, cells, yv, r.grid_shape, w, cfg.loss, inputs.is_classifier,
-                               _rng(r.features, "incidence"), draws)
-    elif uid.startswith("similarity:"):
-        name = uid.split(":", 1)[1]
-        other = inputs.comparisons.get(name, {}).get(r.features)
-        e2 = None
-        if other is not None:
-            try:
-                e2 = pd_noise(other, other.target_index(s.target), draws, _rng(r.features, uid))
-            except ValueError:
-                e2 = None
-        if e2 is None:  # the comparison PD kept no spread: take its noise to be as large as this PD's (independent)
-            e2 = pd_noise(r, t, draws, _rng(r.features, uid + "|proxy"))
-        null = _gap(e - (0 if e2 is None else e2), w, cfg.loss)
+        draw = _draw_slope(noise, r, rng)
     else:
-        return np.nan, np.nan, f"no noise test for {uid}."
-    if null is None:
-        return np.nan, np.nan, "noise not estimated."
-    return monte_carlo_p(s.value, null, tol=tol), noise_level(null), ""
+        return _item(uid, r.features, s.value, thr, statistic=statistic, reason=f"no noise test for {uid}")
+    if draw is None:
+        return _item(uid, r.features, s.value, thr, statistic=statistic, reason="the grid has no range")
+    res = sequential_p(s.value, draw, first=budget.first, most=most, tol=tol)
+    return _item(uid, r.features, s.value, thr, p=res.p_value, noise=res.noise_level, draws=res.draws,
+                 statistic=statistic, test=f"{TESTS[uid][1]} ({noise.source}), {res.draws:,} draws")
+
+
+def _link_threshold(inputs, r, t, scale_name) -> float:
+    """The materiality threshold on the scale the ICE spread was measured on."""
+    cfg = inputs.config
+    pred = inputs.predictions
+    if pred is None or scale_name in ("prediction", "decision function", "share of predicted class") \
+            or scale_name.startswith("probability"):
+        sd = np.asarray(inputs.prediction_std, dtype=float)
+        return float(cfg.materiality * sd[t]) if t < sd.size and np.isfinite(sd[t]) and sd[t] > 0 else float("nan")
+    all_classes = bool(pred.shape[1] >= 3 and np.allclose(pred.sum(axis=1), 1.0, atol=1e-6))
+    linked, _ = link_scale(pred.T, r.response, all_classes=all_classes)
+    col = linked[t]
+    col = col[np.isfinite(col)]
+    sd = float(col.std()) if col.size > 1 else float("nan")
+    return float(cfg.materiality * sd) if np.isfinite(sd) and sd > 0 else float("nan")
+
+
+def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
+    d = s.details or {}
+    scale_name = d.get("scale", "prediction")
+    statistic = f"spread of centred ICE curves on the {scale_name.split(' (')[0]} scale"
+    if d.get("centering") == "none":
+        return _item("ice_variance", r.features, s.value, thr_response, statistic="spread of uncentred ICE curves",
+                     reason="the uncentred spread (centering='none') measures the rows' levels; it has no noise "
+                            "test for heterogeneity")
+    thr = _link_threshold(inputs, r, t, scale_name)
+    if not (np.isfinite(thr) and s.value >= thr):
+        return _item("ice_variance", r.features, s.value, thr, p=1.0 if np.isfinite(thr) else np.nan,
+                     statistic=statistic, details={"scale": scale_name})
+    mean, se = float(d.get("mean_square", np.nan)), float(d.get("mean_square_se", np.nan))
+    rows = int(d.get("ice_rows", 0))
+    tol_scale = tol * (1.0 if not np.isfinite(thr) else max(thr, 1.0))
+    if not np.isfinite(mean) or not np.isfinite(se):
+        return _item("ice_variance", r.features, s.value, thr, statistic=statistic,
+                     reason="the rows' spread has no standard error", details={"scale": scale_name})
+    if s.value <= tol_scale or se <= 0:
+        p = 1.0 if s.value <= tol_scale else ANALYTIC_P_FLOOR
+    else:
+        p = analytic_p(stats.norm.sf(mean / se))
+    return _item("ice_variance", r.features, s.value, thr, p=p, statistic=statistic,
+                 test=f"{TESTS['ice_variance'][1]} over {rows:,} ICE rows",
+                 details={"scale": scale_name, "z": float(mean / se) if se > 0 else None})
+
+
+def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evidence:
+    cfg = inputs.config
+    statistic = "gap between the PD and the data's incidence"
+    if r.response == "crisp":
+        return _item("incidence", r.features, s.value, thr, statistic=statistic,
+                     reason="crisp labels are not probabilities, so a correct model gives no calibration null")
+    if inputs.predictions is None:
+        return _item("incidence", r.features, s.value, thr, statistic=statistic,
+                     reason="the model's predictions on the rows were not given")
+    yv = inputs.observed(s.target)
+    name = r.features[0]
+    positions = inputs.column(name) if r.kinds[0] == "numeric" else None
+    parts = incidence_parts(
+        predicted=inputs.predictions[:, t], observed=yv, cells=cells, size=int(np.prod(r.grid_shape)),
+        sample_weight=inputs.sample_weight, pd_curve=r.average[t], positions=positions, grid_values=r.grid[0],
+        kind=r.kinds[0], noise=noise, is_classifier=inputs.is_classifier, loss=cfg.loss)
+    rng = _rng(r.features, "incidence")
+    out = {}
+    for kind, value, draw in (("calibration", parts.calibration, parts.draw_calibration),
+                              ("dependence", parts.dependence, parts.draw_dependence)):
+        mat = bool(np.isfinite(value) and np.isfinite(thr) and value >= thr)
+        if draw is None or not np.isfinite(value):
+            out[kind] = (value, np.nan, np.nan, 0, mat)
+        elif not mat:
+            out[kind] = (value, 1.0, np.nan, 0, mat)
+        else:
+            res = sequential_p(value, lambda n, d=draw: d(n, rng), first=budget.first, most=budget.most, tol=tol)
+            out[kind] = (value, res.p_value, res.noise_level, res.draws, mat)
+    details = {"calibration_gap": out["calibration"][0], "calibration_p": out["calibration"][1],
+               "dependence_gap": out["dependence"][0], "dependence_p": out["dependence"][1],
+               "dependence_rows": parts.dependence_rows, "paper_gap": float(s.value)}
+    material = [k for k in out if out[k][4]]
+    if not material:
+        value = max((v[0] for v in out.values() if np.isfinite(v[0])), default=np.nan)
+        return _item("incidence", r.features, value, thr, p=1.0 if np.isfinite(thr) else np.nan,
+                     statistic="larger of the calibration and dependence gaps", details=details)
+    tested = [k for k in material if np.isfinite(out[k][1])]
+    if not tested:
+        k = material[0]
+        return _item("incidence", r.features, out[k][0], thr, statistic=f"{k} gap", kind=k, details=details,
+                     reason="the bins' noise could not be drawn")
+    k = min(tested, key=lambda k: (out[k][1], k != "calibration"))
+    p = min(1.0, 2.0 * out[k][1])  # Bonferroni over the two parts
+    draws = sum(v[3] for v in out.values())
+    what = ("calibration gap (observed against the model's mean prediction, bin by bin)" if k == "calibration"
+            else "dependence gap (the PD against the model's mean prediction over each bin's rows)")
+    return _item("incidence", r.features, out[k][0], thr, p=p, noise=out[k][2], draws=draws, kind=k,
+                 statistic=what, details=details,
+                 test=f"{TESTS['incidence'][1]}; {draws:,} draws")
+
+
+def _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget) -> Evidence:
+    """Per-feature similarity on the centred shape gap, with the paired noise of the two models' ICE curves."""
+    name = uid.split(":", 1)[1]
+    other = inputs.comparisons.get(name, {}).get(r.features)
+    statistic = "shape gap (the PDs' difference less its density-weighted mean)"
+    d = s.details or {}
+    shape_gap = float(d.get("shape_gap", np.nan))
+    details = {"level_shift": d.get("level_shift"), "total_gap": float(s.value)}
+    if not np.isfinite(shape_gap):
+        return _item(uid, r.features, np.nan, thr, statistic=statistic, reason="no shape gap")
+    if not (np.isfinite(thr) and shape_gap >= thr):
+        return _item(uid, r.features, shape_gap, thr, p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic,
+                     details=details)
+    noise, how = _paired_noise(r, t, other, s.target, inputs.sample_weight)
+    if noise is None:
+        return _item(uid, r.features, shape_gap, thr, statistic=statistic, details=details,
+                     reason="neither PD kept ICE curves or standard errors")
+    wv = np.asarray(w, dtype=float)
+    rng = _rng(r.features, uid)
+
+    def draw(n):
+        return _weighted_sd(noise.draw(n, rng).reshape(n, -1), wv) if wv.sum() > 0 else np.zeros(n)
+    res = sequential_p(shape_gap, draw, first=budget.first, most=budget.most, tol=tol)
+    return _item(uid, r.features, shape_gap, thr, p=res.p_value, noise=res.noise_level, draws=res.draws,
+                 statistic=statistic, details={**details, "noise": how},
+                 test=f"{TESTS['similarity'][1]} ({how}), {res.draws:,} draws")
+
+
+def _paired_noise(r, t, other, target, sample_weight):
+    """The noise of the difference of two PDs: paired on their common ICE rows when both kept curves."""
+    if other is None:
+        return None, ""
+    try:
+        t2 = other.target_index(target)
+    except ValueError:
+        return None, ""
+    if r.individual is not None and other.individual is not None:
+        rows_a = np.arange(np.asarray(r.individual).shape[1]) if r.ice_rows is None else np.asarray(r.ice_rows)
+        rows_b = np.arange(np.asarray(other.individual).shape[1]) if other.ice_rows is None else np.asarray(other.ice_rows)
+        common, ia, ib = np.intersect1d(rows_a, rows_b, return_indices=True)
+        if common.size >= 2:
+            a = np.asarray(r.individual[t], dtype=float).reshape(rows_a.size, -1)[ia]
+            b = np.asarray(other.individual[t2], dtype=float).reshape(rows_b.size, -1)[ib]
+            sw = None if sample_weight is None else np.asarray(sample_weight, dtype=float)[common]
+            from .significance import _n_eff
+            factor = weighted_noise_factor(a - b, sw, _n_eff(r, t))
+            return NoiseModel(factor=factor, shape=tuple(r.grid_shape),
+                              source=f"paired on {common.size:,} rows"), f"paired on {common.size:,} rows"
+    na, nb = pd_noise_model(r, t, sample_weight), pd_noise_model(other, t2, sample_weight)
+    if na is None or nb is None:
+        return None, ""
+    # unpaired: the two PDs' noise added as if independent
+    return NoiseModel(factor=np.vstack([na.factor, nb.factor]), shape=tuple(r.grid_shape),
+                      source="unpaired"), "unpaired: the two PDs' noise taken as independent"
+
+
+def _level_difference(inputs, name, other_pred, threshold, cfg):
+    """The mean difference of the two models' predictions over the rows, with a paired z-test."""
+    pred = inputs.predictions
+    if pred is None or other_pred is None or np.asarray(other_pred).shape != pred.shape:
+        return None
+    diff = pred - np.asarray(other_pred, dtype=float)
+    sw = np.ones(diff.shape[0]) if inputs.sample_weight is None else np.asarray(inputs.sample_weight, dtype=float)
+    W = sw.sum()
+    means = (sw @ diff) / W
+    t = int(np.nanargmax(np.abs(means)))
+    dev = diff[:, t] - means[t]
+    n_eff = W * W / float(np.sum(sw * sw))
+    se = float(np.sqrt(np.sum(sw * sw * dev * dev)) / W * np.sqrt(n_eff / max(n_eff - 1, 1)))
+    value = float(abs(means[t]))
+    if value <= 1e-12 * max(1.0, float(np.nanstd(pred))):
+        p = 1.0
+    elif se <= 0:
+        p = ANALYTIC_P_FLOOR
+    else:
+        p = analytic_p(2 * stats.norm.sf(value / se))
+    item = _item(f"similarity_level:{name}", (), value, threshold(t), p=p,
+                 statistic="mean difference of the two models' predictions over the rows",
+                 test=f"paired z-test over {diff.shape[0]:,} rows",
+                 details={"mean_difference": float(means[t]), "target_index": t, "standard_error": se})
+    return _finish({(): item}, cfg)[()]
+
+
+def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, noise_of, cfg) -> dict:
+    evidence = {}
+    two = scores[scores["kind"] == "2d"].set_index(scores.loc[scores["kind"] == "2d", "features"].map(tuple))
+    two_importance = dict(zip(two.index, two["importance"])) if "importance" in two else {}
+    two_intersection = dict(zip(two.index, two["intersection"])) if "intersection" in two else {}
+    crit: dict[str, dict] = {c: {} for c in ("correlation", "importance", "interaction", "surrogate_importance")}
+    associations = inputs.associations(two_d)
+    budget = _Budget(cfg, len(two_d))
+    for r in two_d:
+        a, b = r.features
+        # correlation: the data's association test
+        value, p = associations[r.features]
+        crit["correlation"][r.features] = _item(
+            "correlation", r.features, value, cfg.min_association, p=analytic_p(p),
+            statistic="association (0-1)", test=TESTS["correlation"][1])
+        # importance: both features' importance tests (intersection-union: the larger p; untested if either is)
+        ea, eb = imp_final.get((a,)), imp_final.get((b,))
+        if ea is not None and eb is not None:
+            value = float(two_importance.get(r.features, np.nan))
+            material = ea.material and eb.material
+            failing = [e for e in (ea, eb) if not e.material]
+            reason = "; ".join(f"{e.features[0]}'s importance {_num(e.value)} is below the threshold {_num(e.threshold)}"
+                               for e in failing) + ("." if failing else "")
+            if material:
+                p = np.nan if not (np.isfinite(ea.p_value) and np.isfinite(eb.p_value)) else max(ea.p_value, eb.p_value)
+                if not np.isfinite(p):
+                    reason = "one feature's importance could not be tested"
+            else:
+                p = 1.0
+            crit["importance"][r.features] = _item(
+                "importance", r.features, value, max(ea.threshold, eb.threshold), p=p, material=material,
+                statistic="pair importance (geometric mean of the two features' importances)",
+                test="intersection-union: the larger of the two features' importance tests", reason=reason,
+                details={"importance": {a: ea.value, b: eb.value}})
+            if surrogate is not None:
+                sa = float(surrogate.importance.get(a, np.nan))
+                sb = float(surrogate.importance.get(b, np.nan))
+                thr = max(ea.threshold, eb.threshold)
+                smat = bool(np.isfinite(sa) and np.isfinite(sb) and min(sa, sb) >= thr)
+                sreason = "" if smat else "one of the two features' surrogate importances is below the threshold."
+                crit["surrogate_importance"][r.features] = _item(
+                    "surrogate_importance", r.features, float(np.sqrt(sa * sb)), thr, p=p if smat else 1.0,
+                    material=smat, statistic="pair importance to the additive surrogate",
+                    test="the two features' PD importance tests (intersection-union)", reason=sreason)
+        # interaction: the additive part of the surface plus noise
+        avg = np.asarray(r.average, dtype=float)
+        mw = marginal_weights(r)
+        stat = _interaction_stat(avg, r.kinds, mw)
+        t = int(np.nanargmax(stat)) if np.isfinite(stat).any() else 0
+        thr = threshold(t)
+        statistic = "Greenwell interaction"
+        if np.isfinite(thr) and stat[t] >= thr:
+            noise = noise_of(r, t)
+            if noise is None:
+                crit["interaction"][r.features] = _item("interaction", r.features, stat[t], thr, statistic=statistic,
+                                                        reason="no standard errors for this 2D PD (std_rows=0)")
+                continue
+            base = _additive_fit(avg[t], *mw)
+            rng = _rng(r.features, "interaction")
+
+            def draw(n, base=base, noise=noise, r=r, mw=mw, rng=rng):
+                return _interaction_stat(base[None] + noise.draw(n, rng), r.kinds, mw)
+            res = sequential_p(stat[t], draw, first=budget.first, most=budget.most, tol=tol_of(t))
+            crit["interaction"][r.features] = _item(
+                "interaction", r.features, stat[t], thr, p=res.p_value, noise=res.noise_level, draws=res.draws,
+                statistic=statistic, test=f"{TESTS['interaction'][1]}, {res.draws:,} draws")
+        else:
+            crit["interaction"][r.features] = _item("interaction", r.features, stat[t], thr,
+                                                    p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
+    for c, items in crit.items():
+        if items and c in cfg.criteria_2d:
+            evidence[c] = _finish(items, cfg)
+    if "intersection" in cfg.criteria_2d:
+        inter = {}
+        for r in two_d:
+            passed = [c for c in ("correlation", "importance", "interaction", "surrogate_importance")
+                      if c in evidence and r.features in evidence[c] and evidence[c][r.features].passed]
+            if "importance" in passed and "surrogate_importance" in passed:
+                passed.remove("surrogate_importance")  # two readings of one fact: both features matter
+            value = float(two_intersection.get(r.features, np.nan))
+            ok = len(passed) >= 2
+            why = (f"a finding under {len(passed)} criteria at once ({', '.join(passed)})." if ok else
+                   f"a finding under {len(passed)} criteria" + (f" ({', '.join(passed)})" if passed else "")
+                   + "; intersection needs at least two.")
+            inter[r.features] = Evidence("intersection", r.features, value, np.nan, np.nan, np.nan, 2.0, ok, ok, why,
+                                         test="count of the other criteria's findings", statistic="criteria passed",
+                                         details={"criteria": passed})
+        evidence["intersection"] = inter
+    return evidence

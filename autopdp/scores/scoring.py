@@ -27,6 +27,7 @@ from .utilities.base import UtilityScore, axis_positions, best_over_targets
 from .utilities.incidence import observed_values
 from .utilities.lipschitz import default_bound
 from ..stage_failures import failed_score
+from .significance import ice_row_weights
 
 __all__ = ["ScoringInputs", "score_result", "grid_cells", "importance_table", "interaction_table", "pair_criteria"]
 
@@ -35,8 +36,12 @@ class ScoringInputs:
     """What the utilities need besides the PD itself (shared by every PDP)."""
 
     def __init__(self, frame: Frame, y, is_classifier: bool, prediction_std: np.ndarray, config, comparisons,
-                 sample_weight=None):
+                 sample_weight=None, predictions=None, comparison_predictions=None):
         self.frame = frame
+        #: the model's response on every row, (n_rows, n_targets) in the PDs' target order (None: not given)
+        self.predictions = None if predictions is None else np.asarray(predictions, dtype=float)
+        #: {name: (n_rows, n_targets)} the comparison models' responses on the same rows
+        self.comparison_predictions = dict(comparison_predictions or {})
         self.sample_weight = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
         self.y = None if y is None else np.asarray(y)
         self.is_classifier = is_classifier
@@ -157,7 +162,9 @@ def _score_utility(inputs: ScoringInputs, result, utility: str, cells, w) -> dic
     elif utility == "slope":
         per = [score_slope(result, target_index=t) for t in targets]
     elif utility == "ice_variance":
-        per = [score_ice_variance(result, target_index=t, weights=w, centering=cfg.ice_variance_centering)
+        row_weights = ice_row_weights(result, inputs.sample_weight)
+        per = [score_ice_variance(result, target_index=t, weights=w, centering=cfg.ice_variance_centering,
+                                  scale=cfg.ice_variance_scale, row_weights=row_weights)
                for t in targets]
     else:  # pragma: no cover - guarded by AuditConfig
         raise InputError(f"unknown utility {utility!r}")

@@ -1,76 +1,51 @@
-"""Noise floor and materiality: when a score is a finding a validator can defend.
+"""Noise tests and materiality: when a score is a finding a validator can defend.
 
 A PDP enters the curated selection under a criterion only when its score is
 
 (a) **distinguishable from noise**: a test suited to the statistic rejects the
-    "nothing to see" hypothesis, with the multiple comparisons across the PDPs
-    of that criterion controlled (Benjamini-Hochberg false discovery rate by
+    criterion's stated null hypothesis, with the multiple comparisons across the
+    PDPs of that criterion controlled (Benjamini-Hochberg false discovery rate by
     default, Holm's family-wise error as an option); and
 (b) **material on the model's own output scale**: the score is at least
     ``materiality`` (default 0.05) times the standard deviation of the model's
     predictions on the data (for the association criterion, at least
     ``min_association`` on its 0-1 scale).
 
+A material score whose test could not be run is **untested** (never "noise"):
+it is not a finding, and the report says it was not tested and why.
+
 The noise of a PD
-    A PD averages ICE curves over n rows, so it carries the sampling noise of
-    those rows.  Its bootstrap distribution is drawn cheaply from the ICE curves
-    already computed (the ``subsample`` rows of every 1D PD): each draw
-    reweights those m curves with multinomial counts (one matrix product for
-    all draws) and the deviation of the reweighted mean from the plain mean is
-    shrunk by ``sqrt(m / n_eff)``, the ratio of the standard errors of an
-    m-row and an n_eff-row mean (``n_eff = (std / stderr)**2``, the rows or the
-    effective number of weighted rows the PD averages over).  2D PDs keep no
-    ICE curves; their noise is drawn independently per cell with the cell's
-    standard error, which ignores the strong correlation between cells and so
-    overstates the noise (conservative).
+    A PD is a (weighted) mean of ICE curves over the rows, so its sampling error
+    is, to first order, ``e = sum_i w_i (ice_i - PD) / sum_i w_i``.  Its
+    covariance over the grid is estimated from the ICE curves kept for every 1D
+    PD (``subsample`` rows, with their sample weights):
+    ``Sigma = sum_i w_i^2 (ice_i - PD)(ice_i - PD)^T / W^2``, corrected for the
+    degrees of freedom and scaled from the kept rows' effective number
+    ``n_eff = W^2 / sum w_i^2`` to that of all the rows the PD averages over.
+    The null draws are Gaussian with that covariance (a Gaussian multiplier
+    bootstrap of the ICE rows, which keeps the rows' weights and the strong
+    correlation between grid points).  2D PDs keep no ICE curves; their noise is
+    drawn independently per cell with the cell's standard error (the common,
+    additive part of the rows' noise is then overstated: conservative for the
+    interaction test, which removes the additive part).
 
-Null distributions (B = ``noise_draws`` draws, default 200)
-    ``monotonicity``
-        the PD's best monotone fit g plus PD noise, refitted: what the score
-        would be if the true PD were monotone.
-    ``lipschitz``
-        the bounded fit g plus PD noise, refitted with the same bound (half
-        the draws: each is a bounded least-squares solve).
-    ``incidence``
-        the data drawn from the PD: at each grid point with n_j rows, the
-        observed share is Binomial(n_j, f_j) / n_j (classifiers) or the mean
-        target is f_j + N(0, s_j^2 / n_j) with s_j the within-point standard
-        deviation of the target (regressors), and the PD carries its own noise.
-        This is a parametric-bootstrap goodness-of-fit test of the PD against
-        the per-grid-point observed means that is valid for small n_j, where
-        the chi-squared approximation is not.  With sample weights the score
-        and the density weights are weighted; the null's n_j stay row counts
-        (an approximation).
-    ``similarity:<name>``
-        both PDs equal, each with its noise (independent draws; when the
-        comparison PD kept no spread its noise is taken to be as large as the
-        audited PD's).
-    ``slope``, ``importance``
-        a flat PD plus noise.
-    ``interaction``
-        the additive part of the 2D PD (row + column means - grand mean) plus
-        noise: Greenwell's statistic of a surface without interaction.
-    ``ice_variance``
-        without heterogeneity every row's centred ICE curve is the same, so
-        the statistic is exactly 0 whatever the sample: any value above
-        floating-point noise rejects it (p = 0); materiality decides.
-    ``correlation``
-        the association tests of the data: Spearman's rank correlation test,
-        one-way ANOVA F test (correlation ratio), Pearson's chi-squared test of
-        independence (Cramer's V).
+Monte-Carlo p-values
+    ``(1 + #{null >= observed}) / (1 + draws)``, never smaller than the draws can
+    show.  Draws are sequential (Besag and Clifford 1991): ``noise_draws`` first,
+    then more for the PDPs with fewer than 10 exceedances, up to the number
+    the multiple-testing cut-off needs (``2 * n_PDPs / significance``, at most
+    ``max_noise_draws``); a PDP that reaches 10 exceedances after L draws gets
+    ``p = 10 / L``.  Both are valid p-values.  Analytic tests (association,
+    the ICE spread's z-test) report at least :data:`ANALYTIC_P_FLOOR`: their
+    approximations are not trusted further into the tail.
 
-    The p-value is the Monte-Carlo one, ``(1 + #{null >= observed}) / (B + 1)``;
-    when the observed score exceeds every draw, its tail is extrapolated with a
-    scaled chi-squared distribution fitted to the mean and variance of the
-    squared null draws (Satterthwaite 1946), so p-values smaller than 1 / (B + 1)
-    stay comparable across the ~200 PDPs the correction runs over.  The
-    "noise level" reported beside a score is the 95th percentile of its null
-    draws.
+Each criterion's null and test are in :data:`TESTS` (their names are in every
+:class:`Evidence`) and in docs/methodology.md with their measured level and power.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
@@ -79,14 +54,46 @@ from ..errors import InputError
 
 __all__ = [
     "Evidence",
+    "NoiseModel",
+    "pd_noise_model",
     "pd_noise",
     "monte_carlo_p",
+    "sequential_p",
+    "analytic_p",
     "adjust_p_values",
     "noise_level",
     "ADJUSTMENTS",
+    "ANALYTIC_P_FLOOR",
+    "TESTS",
 ]
 
 ADJUSTMENTS = ("bh", "holm")
+#: the smallest p-value an analytic (asymptotic) test reports: "p <= 1e-6"
+ANALYTIC_P_FLOOR = 1e-6
+#: exceedances after which the sequential Monte-Carlo test stops (Besag and Clifford 1991)
+STOP_EXCEEDANCES = 10
+
+#: each criterion's null hypothesis and test, as the evidence and the methodology state them
+TESTS = {
+    "monotonicity": ("the PD is monotone", "Monte-Carlo: the best monotone fit plus PD noise, refitted"),
+    "lipschitz": ("the PD's slopes stay within the bound", "Monte-Carlo: the bounded fit plus PD noise, refitted"),
+    "slope": ("the PD is flat", "Monte-Carlo: a flat PD plus PD noise"),
+    "importance": ("the PD is flat", "Monte-Carlo: a flat PD plus PD noise"),
+    "incidence": (
+        "the model is calibrated within the feature's bins (mean observed = mean predicted), and the PD equals "
+        "the model's mean prediction over each bin's rows (the feature is independent of the others)",
+        "parametric bootstrap of the rows' outcomes under the model (calibration) and a wild bootstrap of the "
+        "rows' departures from the PD (dependence), Bonferroni over the two",
+    ),
+    "similarity": ("the two models' PDs have the same shape (they may differ by a constant)",
+                   "Monte-Carlo: paired noise of the per-row difference of the two models' ICE curves"),
+    "ice_variance": ("every row's centred ICE curve is the same (an additive effect on this scale)",
+                     "one-sided z-test of the rows' mean squared departure from the average centred curve"),
+    "interaction": ("the 2D PD is additive (row + column effects)",
+                    "Monte-Carlo: the additive part of the surface plus independent cell noise"),
+    "correlation": ("the two features are independent",
+                    "Spearman's rank test, one-way ANOVA F test, or Pearson's chi-squared test"),
+}
 
 
 @dataclass(frozen=True)
@@ -99,21 +106,35 @@ class Evidence:
         Utility or 2D criterion id.
     features : tuple of str
     value : float
-        The score (higher = more interesting).
+        The statistic the decision is made on (higher = more interesting); see
+        ``statistic`` for what it measures.
     p_value : float
-        Probability of a score at least this large from noise alone (NaN when
-        the noise could not be estimated).
+        Probability of a statistic at least this large under the null (NaN when
+        the test could not be run: the item is then ``untested``).
     adjusted_p : float
-        ``p_value`` adjusted for the number of PDPs scored under the criterion
+        ``p_value`` adjusted for the number of PDPs tested under the criterion
         (Benjamini-Hochberg or Holm).
     noise_level : float
-        95th percentile of the score under the null (NaN when not drawn).
+        95th percentile of the statistic under the null (NaN when not drawn).
     threshold : float
-        The materiality threshold on the score's scale.
+        The materiality threshold on the statistic's scale.
     material : bool
     significant : bool
     why : str
         One sentence: why it passed, or why not.
+    test : str
+        The test that gave ``p_value`` (with its draws or degrees of freedom).
+    null : str
+        The null hypothesis the test rejects.
+    statistic : str
+        What ``value`` measures.
+    draws : int
+        Monte-Carlo draws behind ``p_value`` (0 for analytic tests).
+    kind : str
+        For criteria with several readings, which one the finding is
+        (incidence: ``calibration`` or ``dependence``).
+    details : dict
+        The parts of the decision (e.g. both incidence parts with their p-values).
     """
 
     criterion: str
@@ -126,10 +147,21 @@ class Evidence:
     material: bool
     significant: bool
     why: str
+    test: str = ""
+    null: str = ""
+    statistic: str = ""
+    draws: int = 0
+    kind: str = ""
+    details: dict = field(default_factory=dict, compare=False)
 
     @property
     def passed(self) -> bool:
         return bool(self.material and self.significant)
+
+    @property
+    def untested(self) -> bool:
+        """Material, but its noise test could not be run: neither a finding nor noise."""
+        return bool(self.material and not np.isfinite(self.p_value))
 
     def to_dict(self) -> dict:
         def num(v):
@@ -139,11 +171,37 @@ class Evidence:
             "criterion": self.criterion, "features": list(self.features), "value": num(self.value),
             "p_value": num(self.p_value), "adjusted_p": num(self.adjusted_p), "noise_level": num(self.noise_level),
             "threshold": num(self.threshold), "material": self.material, "significant": self.significant,
-            "passed": self.passed, "why": self.why,
+            "passed": self.passed, "untested": self.untested, "why": self.why, "test": self.test,
+            "null": self.null, "statistic": self.statistic, "draws": int(self.draws), "kind": self.kind,
+            "details": {k: (num(v) if isinstance(v, (float, np.floating)) else v) for k, v in self.details.items()},
         }
 
 
+# ------------------------------------------------------------------ the noise of a PD
+@dataclass(frozen=True)
+class NoiseModel:
+    """Gaussian noise of a PD over its flattened grid: ``draw(B) = Z @ factor``, ``Z ~ N(0, I)``.
+
+    ``factor`` has shape ``(rank, n_cells)``; ``factor.T @ factor`` is the covariance.
+    ``source`` says where it came from ("ICE rows" or "cell standard errors").
+    """
+
+    factor: np.ndarray
+    shape: tuple
+    source: str
+
+    def draw(self, n: int, rng) -> np.ndarray:
+        z = rng.standard_normal((n, self.factor.shape[0]))
+        return (z @ self.factor).reshape((n, *self.shape))
+
+    @property
+    def sd(self) -> np.ndarray:
+        """Standard deviation of the PD at each grid cell (``shape``)."""
+        return np.sqrt(np.sum(self.factor ** 2, axis=0)).reshape(self.shape)
+
+
 def _n_eff(result, target_index: int) -> float:
+    """Effective number of rows the PD averages over: ``(std / stderr)**2`` (``W**2 / sum w**2``)."""
     std = np.asarray(result.std[target_index], dtype=float).ravel()
     se = np.asarray(result.stderr[target_index], dtype=float).ravel()
     ok = np.isfinite(std) & np.isfinite(se) & (se > 0) & (std > 0)
@@ -152,23 +210,64 @@ def _n_eff(result, target_index: int) -> float:
     return float(max(result.n_rows, 1))
 
 
-def pd_noise(result, target_index: int, draws: int, rng) -> np.ndarray | None:
-    """Bootstrap draws of the PD's sampling error, shape ``(draws, *grid_shape)`` (see module docs).
+def ice_row_weights(result, sample_weight) -> np.ndarray | None:
+    """The sample weights of the rows whose ICE curves ``result`` kept (None: unweighted)."""
+    if sample_weight is None or result.individual is None:
+        return None
+    sw = np.asarray(sample_weight, dtype=float)
+    rows = result.ice_rows
+    m = np.asarray(result.individual).shape[1]
+    if rows is None:
+        return sw if sw.shape[0] == m else None
+    rows = np.asarray(rows)
+    return sw[rows] if rows.max(initial=-1) < sw.shape[0] else None
 
-    None when the noise cannot be estimated (no ICE curves and no standard errors).
+
+def weighted_noise_factor(curves: np.ndarray, w: np.ndarray | None, n_eff_all: float | None = None) -> np.ndarray:
+    """Factor of the covariance of the weighted mean of ``curves`` (rows x cells), see module docs.
+
+    ``n_eff_all``: the effective row count of the mean being described, when the
+    curves are a subsample of its rows (the covariance is scaled to it).
     """
-    shape = result.grid_shape
+    c = np.asarray(curves, dtype=float)
+    m = c.shape[0]
+    w = np.ones(m) if w is None else np.asarray(w, dtype=float)
+    W = float(w.sum())
+    mean = (w @ c) / W
+    dev = (w[:, None] * (c - mean)) / W
+    n_eff_kept = W * W / float(np.sum(w * w))
+    # unbiased weighted covariance: divide by 1 - sum w^2 / W^2 = 1 - 1 / n_eff
+    correction = 1.0 / max(1.0 - 1.0 / n_eff_kept, 1e-12)
+    scale = correction
+    if n_eff_all is not None and np.isfinite(n_eff_all) and n_eff_all > n_eff_kept:
+        scale *= n_eff_kept / n_eff_all
+    _, s, vt = np.linalg.svd(dev, full_matrices=False)
+    keep = s > s.max(initial=0.0) * 1e-12 if s.size else s > 0
+    return (s[keep, None] * vt[keep]) * np.sqrt(scale)
+
+
+def pd_noise_model(result, target_index: int, sample_weight=None) -> NoiseModel | None:
+    """The Gaussian noise of ``result``'s PD for one target (see module docs); None when it cannot be estimated."""
+    shape = tuple(result.grid_shape)
     if result.individual is not None and np.asarray(result.individual).shape[1] >= 2:
-        ice = np.asarray(result.individual[target_index], dtype=float).reshape(np.asarray(result.individual).shape[1], -1)
-        m = ice.shape[0]
-        counts = rng.multinomial(m, np.full(m, 1.0 / m), size=draws).astype(float) / m  # (B, m)
-        dev = counts @ ice - ice.mean(axis=0)
-        scale = np.sqrt(m / max(_n_eff(result, target_index), m))
-        return (dev * scale).reshape((draws, *shape))
-    se = np.asarray(result.stderr[target_index], dtype=float)
+        ice = np.asarray(result.individual[target_index], dtype=float)
+        ice = ice.reshape(ice.shape[0], -1)
+        w = ice_row_weights(result, sample_weight)
+        if w is not None and (not np.isfinite(w).all() or np.count_nonzero(w > 0) < 2):
+            w = None
+        factor = weighted_noise_factor(ice, w, _n_eff(result, target_index))
+        if np.isfinite(factor).all():
+            return NoiseModel(factor=factor, shape=shape, source="ICE rows")
+    se = np.asarray(result.stderr[target_index], dtype=float).ravel()
     if not np.isfinite(se).all():
         return None
-    return rng.standard_normal((draws, *shape)) * se
+    return NoiseModel(factor=np.diag(se), shape=shape, source="cell standard errors")
+
+
+def pd_noise(result, target_index: int, draws: int, rng, sample_weight=None) -> np.ndarray | None:
+    """``draws`` draws of the PD's sampling error, shape ``(draws, *grid_shape)``; None when not estimable."""
+    model = pd_noise_model(result, target_index, sample_weight)
+    return None if model is None else model.draw(draws, rng)
 
 
 def noise_level(null: np.ndarray) -> float:
@@ -178,9 +277,9 @@ def noise_level(null: np.ndarray) -> float:
 
 
 def monte_carlo_p(observed: float, null: np.ndarray, *, tol: float = 0.0) -> float:
-    """Monte-Carlo p-value with a Satterthwaite tail beyond the largest draw (see module docs).
+    """Monte-Carlo p-value ``(1 + #{null >= observed}) / (1 + draws)``: never below ``1 / (1 + draws)``.
 
-    ``tol``: scores at or below it count as exactly zero (floating-point noise).
+    ``tol``: scores at or below it count as exactly zero (floating-point noise): p = 1.
     """
     null = np.asarray(null, dtype=float)
     null = null[np.isfinite(null)]
@@ -189,16 +288,57 @@ def monte_carlo_p(observed: float, null: np.ndarray, *, tol: float = 0.0) -> flo
     if observed <= tol:
         return 1.0
     exceed = int(np.sum(null >= observed))
-    p_mc = (1 + exceed) / (null.size + 1)
-    if exceed > 0:
-        return float(p_mc)
-    sq = null ** 2
-    mean, var = float(sq.mean()), float(sq.var(ddof=1)) if sq.size > 1 else 0.0
-    if mean <= tol * tol or var <= 0:
-        return 0.0  # the null is (numerically) a point mass at 0 and the score is above it
-    a = var / (2 * mean)
-    dof = 2 * mean * mean / var
-    return float(min(p_mc, stats.chi2.sf(observed * observed / a, dof)))
+    return float((1 + exceed) / (null.size + 1))
+
+
+@dataclass(frozen=True)
+class SequentialResult:
+    p_value: float
+    draws: int
+    noise_level: float
+
+
+def sequential_p(observed: float, draw_null, *, first: int, most: int, tol: float = 0.0,
+                 stop: int = STOP_EXCEEDANCES) -> SequentialResult:
+    """Sequential Monte-Carlo p-value (Besag and Clifford 1991).
+
+    ``draw_null(n)`` returns ``n`` null statistics.  Draws ``first``, then
+    doubles until ``stop`` exceedances or ``most`` draws: ``p = stop / L`` when
+    the ``stop``-th exceedance came at draw ``L``, else ``(1 + exceedances) / (1 + draws)``.
+    """
+    if not np.isfinite(observed):
+        return SequentialResult(float("nan"), 0, float("nan"))
+    if observed <= tol:  # floating-point zero: nothing to test
+        return SequentialResult(1.0, 0, float("nan"))
+    first = max(int(first), 1)
+    most = max(int(most), first)
+    parts: list[np.ndarray] = []
+    total = 0
+    exceed = 0
+    batch = first
+    while True:
+        null = np.asarray(draw_null(batch), dtype=float).ravel()
+        null = np.where(np.isfinite(null), null, -np.inf)
+        parts.append(null)
+        hits = null >= observed
+        if exceed + int(hits.sum()) >= stop:
+            position = int(np.flatnonzero(hits)[stop - exceed - 1]) + 1
+            draws = total + position
+            allnull = np.concatenate(parts)
+            return SequentialResult(float(stop / draws), draws, noise_level(allnull[np.isfinite(allnull)]))
+        exceed += int(hits.sum())
+        total += null.size
+        if total >= most:
+            break
+        batch = min(total, most - total)
+    allnull = np.concatenate(parts)
+    return SequentialResult(float((1 + exceed) / (1 + total)), total, noise_level(allnull[np.isfinite(allnull)]))
+
+
+def analytic_p(p: float) -> float:
+    """An analytic test's p-value, floored at :data:`ANALYTIC_P_FLOOR` (NaN stays NaN)."""
+    p = float(p)
+    return p if not np.isfinite(p) else float(min(max(p, ANALYTIC_P_FLOOR), 1.0))
 
 
 def adjust_p_values(p: np.ndarray, method: str = "bh") -> np.ndarray:

@@ -25,6 +25,25 @@ Departure from the paper
     at its mean, as scikit-learn's ``centered=True`` does; the mean anchor is the
     default because it does not depend on which grid point is the anchor.
 
+Scale (``scale="link"``, the default)
+    Heterogeneity depends on the scale: an additive logistic model is additive
+    on the log-odds, but its probability curves differ in shape between rows
+    (the sigmoid is steeper near 0.5).  The curves are therefore measured on the
+    model's link scale where it has one: the log-odds of a probability (of a
+    binary classifier, or one class against the rest), the centred
+    log-probability of a multiclass model whose every class is explained (the
+    softmax's linear scale), the decision function or regression prediction as
+    they are.  A model that gives probabilities of exactly 0 or 1 has no
+    log-odds there: its curves stay on the probability scale, and the details
+    say so.  ``scale="response"`` keeps the prediction's own scale.
+
+Rows and weights
+    Every kept ICE row counts with its sample weight (when given); the score is
+    the square root of the rows' weighted mean squared departure ``d_r`` from
+    the average centred curve, and its standard error (the rows' weighted
+    spread of ``d_r``) is kept for the noise test (a one-sided z-test of "every
+    centred curve is the same": ``d_r = 0`` for every row).
+
 The centred variants need the ICE curves (``PDResult.individual``, the
 ``subsample`` rows kept for every 1D PD); without them the score is "n/a".
 """
@@ -36,10 +55,12 @@ import numpy as np
 from .base import UtilityScore, not_applicable
 from ...errors import InputError
 
-__all__ = ["score_ice_variance", "centred_ice", "CENTERINGS"]
+__all__ = ["score_ice_variance", "centred_ice", "link_scale", "CENTERINGS", "SCALES"]
 
 UTILITY = "ice_variance"
 CENTERINGS = ("mean", "first", "none")
+SCALES = ("link", "response")
+_PROBABILITY_RESPONSES = ("predict_proba",)
 
 
 def _flat_weights(result, weights) -> np.ndarray:
@@ -52,6 +73,25 @@ def _flat_weights(result, weights) -> np.ndarray:
     return w / w.sum()
 
 
+def link_scale(values: np.ndarray, response: str, *, all_classes: bool) -> tuple[np.ndarray, str]:
+    """``values`` (targets first) on the model's link scale, and the scale's name (see module docs).
+
+    ``all_classes``: the targets are every class of the model (their probabilities sum to 1).
+    """
+    v = np.asarray(values, dtype=float)
+    if response not in _PROBABILITY_RESPONSES:
+        return v, {"decision_function": "decision function", "crisp": "share of predicted class"}.get(
+            response, "prediction")
+    finite = v[np.isfinite(v)]
+    if finite.size and (finite.min() <= 0.0 or finite.max() >= 1.0):
+        return v, "probability (the model gives probabilities of exactly 0 or 1, which have no log-odds)"
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if all_classes and v.shape[0] >= 3:
+            logs = np.log(v)
+            return logs - logs.mean(axis=0, keepdims=True), "centred log-probability (the softmax's linear scale)"
+        return np.log(v) - np.log1p(-v), "log-odds"
+
+
 def centred_ice(curves: np.ndarray, w: np.ndarray, centering: str) -> np.ndarray:
     """ICE curves ``(rows, grid points)`` shifted by their own weighted mean or first value."""
     curves = np.asarray(curves, dtype=float)
@@ -62,14 +102,28 @@ def centred_ice(curves: np.ndarray, w: np.ndarray, centering: str) -> np.ndarray
     return curves
 
 
-def ice_spread(curves: np.ndarray, w: np.ndarray, centering: str) -> float:
-    """Weighted root-mean over grid points of the across-row variance of (centred) ICE curves."""
+def spread_parts(curves: np.ndarray, w: np.ndarray, centering: str, row_weights=None) -> tuple[float, float, float]:
+    """(mean, standard error, effective rows) of the rows' weighted squared departures ``d_r`` from the
+    average (centred) curve: ``d_r = sum_j w_j (c_rj - cbar_j)**2``; the score is ``sqrt(mean)``."""
     c = centred_ice(curves, w, centering)
-    var = np.var(c, axis=0)
-    return float(np.sqrt(max(float(np.dot(w, var)), 0.0)))
+    m = c.shape[0]
+    omega = np.ones(m) if row_weights is None else np.asarray(row_weights, dtype=float)
+    omega = omega / omega.sum()
+    cbar = omega @ c
+    d = ((c - cbar) ** 2) @ w
+    mean = float(omega @ d)
+    n_eff = 1.0 / float(np.sum(omega ** 2))
+    se = float(np.sqrt(np.sum(omega ** 2 * (d - mean) ** 2) * n_eff / max(n_eff - 1.0, 1.0)))
+    return max(mean, 0.0), se, n_eff
 
 
-def score_ice_variance(result, *, target_index: int, weights=None, centering: str = "mean") -> UtilityScore:
+def ice_spread(curves: np.ndarray, w: np.ndarray, centering: str, row_weights=None) -> float:
+    """Weighted root-mean over grid points of the across-row variance of (centred) ICE curves."""
+    return float(np.sqrt(spread_parts(curves, w, centering, row_weights)[0]))
+
+
+def score_ice_variance(result, *, target_index: int, weights=None, centering: str = "mean", scale: str = "link",
+                       row_weights=None) -> UtilityScore:
     """Score the heterogeneity of ICE curves (see module docs).
 
     Parameters
@@ -81,9 +135,15 @@ def score_ice_variance(result, *, target_index: int, weights=None, centering: st
     centering : {"mean", "first", "none"}
         How each ICE curve is centred before its spread is taken; "none" is
         the paper's eq. 12 (not a measure of heterogeneity, see module docs).
+    scale : {"link", "response"}
+        The scale the curves are compared on (see module docs).
+    row_weights : ndarray, optional
+        Sample weights of the kept ICE rows.
     """
     if centering not in CENTERINGS:
         raise InputError(f"centering must be one of {', '.join(CENTERINGS)}, got {centering!r}.")
+    if scale not in SCALES:
+        raise InputError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}.")
     target = result.targets[target_index]
     w = _flat_weights(result, weights)
     if centering == "none":
@@ -92,15 +152,24 @@ def score_ice_variance(result, *, target_index: int, weights=None, centering: st
             return not_applicable(UTILITY, "the ICE spread (std) was not computed for this PD (std_rows=0).", target)
         value = float(np.sqrt(np.mean(var)))
         return UtilityScore(utility=UTILITY, value=value, target=target,
-                            details={"centering": "none", "mean_variance": float(np.mean(var))})
+                            details={"centering": "none", "mean_variance": float(np.mean(var)),
+                                     "scale": "prediction"})
+    if result.ndim != 1:
+        return not_applicable(UTILITY, "ICE variance is scored for 1D PDs (2D PDs keep ICE surfaces of a few rows "
+                                       "for their noise tests only).", target)
     if result.individual is None:
-        return not_applicable(
-            UTILITY, "centred ICE curves were not kept for this PD (2D PDs and std_rows=0 keep none).", target,
-        )
-    curves = np.asarray(result.individual[target_index], dtype=float)
-    curves = curves.reshape(curves.shape[0], -1)
-    if curves.shape[0] < 2:
+        return not_applicable(UTILITY, "centred ICE curves were not kept for this PD (std_rows=0 keeps none).", target)
+    all_curves = np.asarray(result.individual, dtype=float)
+    if all_curves.shape[1] < 2:
         return not_applicable(UTILITY, "fewer than two ICE curves: there is no spread.", target)
-    value = ice_spread(curves, w, centering)
-    return UtilityScore(utility=UTILITY, value=value, target=target,
-                        details={"centering": centering, "ice_rows": int(curves.shape[0])})
+    scale_name = "prediction"
+    if scale == "link":
+        all_classes = bool(all_curves.shape[0] >= 3 and np.allclose(all_curves.sum(axis=0), 1.0, atol=1e-6))
+        all_curves, scale_name = link_scale(all_curves, result.response, all_classes=all_classes)
+    curves = all_curves[target_index].reshape(all_curves.shape[1], -1)
+    if not np.isfinite(curves).all():
+        return not_applicable(UTILITY, "some ICE values are not finite on the link scale.", target)
+    mean, se, n_eff = spread_parts(curves, w, centering, row_weights)
+    return UtilityScore(utility=UTILITY, value=float(np.sqrt(mean)), target=target,
+                        details={"centering": centering, "ice_rows": int(curves.shape[0]), "scale": scale_name,
+                                 "mean_square": mean, "mean_square_se": se, "effective_rows": n_eff})
