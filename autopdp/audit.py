@@ -106,6 +106,8 @@ class Audit:
     run: Mapping[str, Any] = field(default_factory=dict)
     evidence: Mapping[str, Mapping[tuple, Any]] = field(default_factory=dict)
     stage_failures: tuple = ()
+    #: the rows' sample weights (None: unweighted), for noise tests run after the audit (the gate's); not in JSON
+    sample_weight: Any = field(default=None, repr=False)
 
     # ------------------------------------------------------------ queries
     def ranking(self, name: str, ascending: bool = False, kind: str | None = None) -> pd.DataFrame:
@@ -747,6 +749,28 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
                 fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes))
 
 
+def _level_notes(evidence) -> list[str]:
+    """One line per comparison model: the overall difference of the two models' predictions."""
+    from ._format import fmt
+
+    out = []
+    for key, by in evidence.items():
+        if not key.startswith("similarity_level:"):
+            continue
+        e = by[()]
+        name = key.split(":", 1)[1]
+        diff = e.details.get("mean_difference", float("nan"))
+        direction = "below" if diff > 0 else "above"
+        verdict = ("a material difference clear of noise" if e.passed else
+                   "not material" if not e.material else "not distinguishable from noise")
+        out.append(
+            f"Overall level: {name}'s predictions average {fmt(abs(diff))} {direction} this model's over the rows "
+            f"({verdict}; {e.test}, p {'<=' if e.p_value <= 1e-6 else '='} {e.p_value:.2g}). The per-feature "
+            f"similarity findings compare the PDs' shapes only, so this level difference is stated once here."
+        )
+    return out
+
+
 def _without_2d_ice(pds: _PDs) -> _PDs:
     """The PDs with the 2D results' sampled ICE surfaces dropped (only the noise tests read them)."""
     if not any(r.individual is not None for r in pds.res2):
@@ -927,7 +951,8 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
                        sample_weight=data.weights),
     )
     timings["outside_grid"] = time.perf_counter() - t0
-    notes = [*data.notes, *pds.notes, *scored.notes, *(o.text for o in outside), *_na_notes(scored.utility_scores)]
+    notes = [*data.notes, *pds.notes, *scored.notes, *(o.text for o in outside), *_na_notes(scored.utility_scores),
+             *_level_notes(evidence)]
     if data.weights is not None:
         notes.append(
             "PDs, the utilities' density weights and the observed incidence are weighted by the sample weights; "
@@ -942,5 +967,5 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         config=config, results=tuple(pds.results), comparisons=pds.comparisons,
         utility_scores=scored.utility_scores, scores=scores, importance=scored.importance,
         interaction=scored.interaction, notes=tuple(notes), metadata=metadata, data_summary=data_summary, run=run,
-        evidence=evidence, stage_failures=stage_failures,
+        evidence=evidence, stage_failures=stage_failures, sample_weight=data.weights,
     )

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import numbers
 import xml.etree.ElementTree as ET
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -57,7 +58,9 @@ FEATURE_KEYS = ("monotonic", "max_monotonicity", "lipschitz", "max_lipschitz", "
                 "max_slope", "min_importance")
 IMPORTANCE_KEYS = ("forbidden", "forbidden_top_k", "required", "min_importance", "required_top_k")
 CHAMPION_KEYS = ("max_similarity",)
-SECTIONS = ("features", "importance", "champion", "audit")
+SECTIONS = ("features", "importance", "champion", "audit", "gate")
+GATE_KEYS = ("decide",)
+DECIDE = ("evidence", "limits")
 
 
 def _number(value, key: str, *, positive=False, minimum=None) -> float:
@@ -114,6 +117,9 @@ class GatePolicy:
     required_top_k: int | None = None
     champion_max_similarity: float | None = None
     audit: Mapping[str, Any] = field(default_factory=dict)
+    #: "evidence" (default): a shape rule fails when its score exceeds the limit and is a material finding clear
+    #: of noise; "limits": on the raw score against the absolute limit alone
+    decide: str = "evidence"
     #: the policy file it was read from: path, bytes and sha256 (None when built from a dict)
     source: Mapping[str, Any] | None = None
 
@@ -140,6 +146,11 @@ class GatePolicy:
         _check_keys(imp, IMPORTANCE_KEYS, "importance")
         champ = data.get("champion") or {}
         _check_keys(champ, CHAMPION_KEYS, "champion")
+        gate_keys = data.get("gate") or {}
+        _check_keys(gate_keys, GATE_KEYS, "gate")
+        decide = gate_keys.get("decide", "evidence")
+        if decide not in DECIDE:
+            raise InputError(f"policy key 'gate.decide' must be one of {', '.join(DECIDE)}, got {decide!r}.")
         audit_keys = dict(data.get("audit") or {})
         if audit_keys:
             AuditConfig.from_dict(audit_keys)  # unknown or mistyped audit keys are errors now, named
@@ -153,6 +164,7 @@ class GatePolicy:
             champion_max_similarity=_number(champ["max_similarity"], "champion.max_similarity", minimum=0)
             if "max_similarity" in champ else None,
             audit=audit_keys,
+            decide=decide,
         )
 
     @classmethod
@@ -214,6 +226,8 @@ class GateCheck:
     passed: bool
     message: str
     evidence: str | None = None  # the utility whose plot shows it
+    #: the noise evidence behind a shape rule's verdict (decide="evidence"): p-value, test, materiality
+    proof: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -221,6 +235,8 @@ class GateCheck:
             "measured": None if self.measured is None or not np.isfinite(self.measured) else float(self.measured),
             "threshold": float(self.threshold), "relation": self.relation, "passed": self.passed,
             "message": self.message, "evidence": self.evidence,
+            "proof": None if self.proof is None else {
+                k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in self.proof.items()},
         }
 
 
@@ -387,6 +403,82 @@ def _limit_check(check, feature, measured, threshold, *, reason="", evidence=Non
     return GateCheck(name, check, feature, float(measured), float(threshold), relation, bool(ok), message, evidence)
 
 
+def _decided(check: GateCheck, proof: dict | None, decide: str) -> GateCheck:
+    """A limit check decided on the evidence: an exceeded limit fails only when the score is a material finding
+    clear of noise (``proof``: material, significant, p_value, test); "limits" keeps the raw verdict."""
+    if decide == "limits" or check.passed or check.measured is None or proof is None:
+        return dataclasses.replace(check, proof=proof)
+    if proof.get("material") and proof.get("significant"):
+        message = (f"{check.message[:-1]}, and the violation is material (>= {_fmt(proof.get('materiality_threshold'))}) "
+                   f"and clear of noise (p = {_fmt(proof.get('p_value'))}; {proof.get('test')}).")
+        return dataclasses.replace(check, message=message, proof=proof)
+    why = ("not material (below " + _fmt(proof.get("materiality_threshold")) + ")" if not proof.get("material") else
+           "untested (its noise test could not be run)" if proof.get("untested") else
+           f"within sampling noise (p = {_fmt(proof.get('p_value'))}, adjusted {_fmt(proof.get('adjusted_p'))})")
+    message = (f"{check.message[:-1]}, but the violation is {why}: passes (gate.decide = 'evidence'; "
+               "set it to 'limits' to fail on the raw score).")
+    if proof.get("untested"):
+        message = (f"{check.message[:-1]} and its noise test could not be run: the gate fails closed.")
+        return dataclasses.replace(check, message=message, proof=proof)
+    return dataclasses.replace(check, passed=True, message=message, proof=proof)
+
+
+def _proof_of(e) -> dict | None:
+    """The evidence fields a gate verdict rests on."""
+    if e is None:
+        return None
+    return {"p_value": float(e.p_value), "adjusted_p": float(e.adjusted_p), "material": bool(e.material),
+            "significant": bool(e.significant), "untested": bool(e.untested),
+            "materiality_threshold": float(e.threshold), "test": e.test, "null": e.null, "why": e.why}
+
+
+def _gate_noise_test(audit, r, t, s, kind: str, policy_bound=None) -> dict | None:
+    """Test a score the gate re-scored with the policy's own direction or bound (the audit's evidence used the
+    audit's): the same null draws as :mod:`autopdp.scores.evidence`."""
+    from .scores.evidence import _draw_lipschitz, _draw_monotonicity, _rng
+    from .scores.significance import TESTS, pd_noise_model, sequential_p
+
+    if not s.available:
+        return None
+    sd = np.asarray(audit.metadata.get("prediction_std") or [np.nan], dtype=float)
+    thr = float(audit.config.materiality * sd[t]) if t < sd.size and np.isfinite(sd[t]) else float("nan")
+    material = bool(np.isfinite(thr) and s.value >= thr)
+    noise = pd_noise_model(r, t, getattr(audit, "sample_weight", None))
+    proof = {"p_value": float("nan"), "adjusted_p": float("nan"), "material": material, "significant": False,
+             "untested": False, "materiality_threshold": thr, "test": "", "null": TESTS[kind][0]}
+    if not material:
+        return proof
+    if noise is None:
+        proof["untested"] = True
+        return proof
+    w = np.asarray(r.density, dtype=float).ravel()
+    rng = _rng(r.features, f"gate-{kind}")
+    cfg = audit.config
+    if kind == "monotonicity":
+        draw = _draw_monotonicity(s, noise, w, cfg.loss, True, rng)
+        most = cfg.max_noise_draws
+    else:
+        draw = _draw_lipschitz(s, noise, r, w, cfg.loss, rng)
+        most = min(cfg.max_noise_draws, 1000)
+    res = sequential_p(s.value, draw, first=cfg.noise_draws, most=max(cfg.noise_draws, most),
+                       tol=1e-9 * (thr / max(cfg.materiality, 1e-12) if np.isfinite(thr) and thr > 0 else 1.0))
+    proof.update(p_value=res.p_value, test=f"{TESTS[kind][1]} ({noise.source}), {res.draws:,} draws")
+    return proof
+
+
+def _adjust_gate_proofs(proofs: list[dict], config) -> None:
+    """Benjamini-Hochberg (or Holm) across the gate's own tests of one rule, in place."""
+    from .scores.significance import adjust_p_values
+
+    tested = [p for p in proofs if p is not None and p["material"] and np.isfinite(p["p_value"])]
+    if not tested:
+        return
+    adj = adjust_p_values(np.array([p["p_value"] for p in tested]), config.multiple_testing)
+    for p, q in zip(tested, adj):
+        p["adjusted_p"] = float(q)
+        p["significant"] = bool(q <= config.significance)
+
+
 def gate(audit, policy, *, champion: str | None = None) -> GateResult:
     """Check ``audit`` against ``policy`` (a :class:`GatePolicy`, dict or TOML path).
 
@@ -405,6 +497,7 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
     champ = champion_name(audit, champion) if (policy.needs_champion or champion is not None) else None
     policy.check_features(list(audit.metadata.get("data", {}).get("feature_names", names)) or names)
     checks: list[GateCheck] = []
+    pending: list[tuple] = []  # (rule, proof, check) decided once the gate's own tests are adjusted
     loss = audit.config.loss
     for name, fp in policy.features.items():
         try:
@@ -415,29 +508,47 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
             continue
         w = r.density
         t = r.target_index(None)
+        ev = audit.evidence or {}
+
+        def audit_proof(uid):
+            return _proof_of(ev.get(uid, {}).get(r.features))
+
         if fp.monotonic not in (None, "none"):
             s = score_monotonicity(r, target_index=t, weights=w, directions=(fp.monotonic,), loss=loss)
-            checks.append(_limit_check("monotonicity", name, s.value, fp.max_monotonicity, reason=s.reason,
-                                       evidence="monotonicity", what=f"gap to the best {fp.monotonic} curve"))
+            proof = _gate_noise_test(audit, r, t, s, "monotonicity")
+            pending.append(("monotonicity", proof, _limit_check(
+                "monotonicity", name, s.value, fp.max_monotonicity, reason=s.reason, evidence="monotonicity",
+                what=f"gap to the best {fp.monotonic} curve")))
         if fp.max_lipschitz is not None:
             if fp.lipschitz is not None:
                 s = score_lipschitz(r, target_index=t, weights=w, slopes=[fp.lipschitz], loss=loss)
             else:
                 s = audit.score(name, "lipschitz")
-            checks.append(_limit_check("lipschitz", name, s.value, fp.max_lipschitz, reason=s.reason, evidence="lipschitz",
-                                       what="gap to the best slope-bounded curve"))
+            check = _limit_check("lipschitz", name, s.value, fp.max_lipschitz, reason=s.reason, evidence="lipschitz",
+                                 what="gap to the best slope-bounded curve")
+            if fp.lipschitz is not None:
+                pending.append(("lipschitz", _gate_noise_test(audit, r, t, s, "lipschitz"), check))
+            else:
+                checks.append(_decided(check, audit_proof("lipschitz"), policy.decide))
         if fp.max_incidence is not None:
             s = audit.utility_scores[r.features].get("incidence")
-            checks.append(_limit_check("incidence", name, s.value if s else None, fp.max_incidence,
-                                       reason=s.reason if s else "incidence was not run", evidence="incidence",
-                                       what="gap to the data's incidence"))
+            checks.append(_decided(_limit_check(
+                "incidence", name, s.value if s else None, fp.max_incidence,
+                reason=s.reason if s else "incidence was not run", evidence="incidence",
+                what="gap to the data's incidence"), audit_proof("incidence"), policy.decide))
         if fp.max_slope is not None:
             s = audit.utility_scores[r.features].get("slope")
-            checks.append(_limit_check("slope", name, s.value if s else None, fp.max_slope,
-                                       reason=s.reason if s else "slope was not run", evidence="slope", what="slope"))
+            checks.append(_decided(_limit_check(
+                "slope", name, s.value if s else None, fp.max_slope, reason=s.reason if s else "slope was not run",
+                evidence="slope", what="slope"), audit_proof("slope"), policy.decide))
         if fp.min_importance is not None:
             imp = float(audit.importance.loc[name].max())
             checks.append(_limit_check("importance_min", name, imp, fp.min_importance, relation=">=", what="importance"))
+    # the gate's own tests (re-scored with the policy's direction or bound): adjusted across each rule's checks
+    for rule in ("monotonicity", "lipschitz"):
+        _adjust_gate_proofs([proof for kind, proof, _ in pending if kind == rule], audit.config)
+    for kind, proof, check in pending:
+        checks.append(check if proof is None else _decided(check, proof, policy.decide))
     if policy.needs_champion:
         uid = f"similarity:{champ}"
         for name in names:
@@ -446,10 +557,10 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
             if limit is None:
                 continue
             s = audit.utility_scores[(name,)].get(uid)
-            checks.append(_limit_check("similarity", name, s.value if s else None, limit,
-                                       reason=s.reason if s else "no champion model was given",
-                                       evidence=uid, what=f"gap to the champion's PD ({champ})" if champ else
-                                       "gap to the champion's PD"))
+            checks.append(_decided(_limit_check(
+                "similarity", name, s.value if s else None, limit, reason=s.reason if s else "no champion model was given",
+                evidence=uid, what=f"gap to the champion's PD ({champ})" if champ else "gap to the champion's PD"),
+                _proof_of((audit.evidence or {}).get(uid, {}).get((name,))), policy.decide))
     if policy.forbidden or policy.required:
         imp = audit.importance.max(axis=1).sort_values(ascending=False, kind="stable")
         rank = {f: i + 1 for i, f in enumerate(imp.index)}

@@ -56,7 +56,8 @@ def test_policy_that_passes(world):
 FAILING = [
     ({"features": {"a": {"monotonic": "decreasing", "max_monotonicity": 0.01}}}, "monotonicity[a]"),
     ({"features": {"a": {"lipschitz": 0.001, "max_lipschitz": 0.001}}}, "lipschitz[a]"),
-    ({"features": {"a": {"max_incidence": 0.0001}}}, "incidence[a]"),
+    # a's bins are calibrated (the omitted group is independent of a): only the raw limit fails it
+    ({"features": {"a": {"max_incidence": 0.0001}}, "gate": {"decide": "limits"}}, "incidence[a]"),
     ({"features": {"b": {"max_slope": 0.0001}}}, "slope[b]"),
     ({"features": {"c": {"min_importance": 0.5}}}, "importance_min[c]"),
     ({"importance": {"forbidden": ["a"], "forbidden_top_k": 1}}, "importance_forbidden[a]"),
@@ -223,3 +224,45 @@ def test_compare_ranks_the_feature_that_differs_first(world, tmp_path, capsys):
     html = (tmp_path / "cmp" / "report.html").read_text()
     assert "Model comparison" in html and "PD of candidate" in html
     assert html.index('id="comparison"') < html.index('id="summary"')
+
+
+def test_an_exceeded_limit_within_noise_passes_on_the_evidence_and_fails_on_limits(world):
+    policy = {"features": {"a": {"max_incidence": 0.0001}}}
+    on_evidence = gate(world["audit"], policy)
+    check = next(c for c in on_evidence.checks if c.name == "incidence[a]")
+    assert on_evidence.passed and check.passed
+    assert check.proof is not None and not (check.proof["material"] and check.proof["significant"])
+    assert "passes (gate.decide = 'evidence'" in check.message
+    assert check.to_dict()["proof"]["test"]
+    on_limits = gate(world["audit"], {**policy, "gate": {"decide": "limits"}})
+    assert not on_limits.passed
+
+
+def test_a_declared_direction_on_a_flat_pd_does_not_flip_with_the_holdout():
+    """x1 * x2 (E[x2] = 0): x1's PD is flat in the population, so 'increasing' is not violated. On raw limits the
+    gate fails whenever the sample's PD tilts down; on the evidence it passes on (nearly) every redrawn holdout."""
+    def f(d):
+        return d["x1"].to_numpy() * d["x2"].to_numpy()
+
+    policy = {"features": {"x1": {"monotonic": "increasing", "max_monotonicity": 0.0}}}
+    raw, evidence = [], []
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        X = pd.DataFrame(rng.normal(size=(400, 2)), columns=["x1", "x2"])
+        a = audit(f, X, config=AuditConfig(pairs=False, utilities=("monotonicity",), materiality=0.0))
+        raw.append(gate(a, {**policy, "gate": {"decide": "limits"}}).passed)
+        evidence.append(gate(a, policy).passed)
+    assert sum(raw) <= 15  # raw limits fail on noise in many holdouts
+    assert sum(evidence) >= 18  # the evidence keeps the level
+
+
+def test_a_real_violation_fails_on_the_evidence(world):
+    result = gate(world["audit"], {"features": {"a": {"monotonic": "decreasing", "max_monotonicity": 0.01}}})
+    check = next(c for c in result.checks if c.name == "monotonicity[a]")
+    assert not check.passed and check.proof["significant"] and check.proof["material"]
+    assert "clear of noise" in check.message
+
+
+def test_bad_decide_value_is_a_clear_error():
+    with pytest.raises(ValueError, match="gate.decide"):
+        GatePolicy.from_dict({"gate": {"decide": "vibes"}})

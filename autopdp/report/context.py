@@ -14,6 +14,7 @@ from ..config import DECISIONS, SIGN_OFF_KEYS
 from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
 from .figures import draw_all, plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
+from .methodology import criterion_tests, importance_text, pd_method_text
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
 
 __all__ = ["build_context", "notebook_context"]
@@ -211,7 +212,8 @@ def _score_rows(audit, uid):
             "rank": int(row["rank"]), "feature": _label(feats), "features": feats, "value": fmt(s.value),
             "scaled": "" if not sd else f"{s.value / sd:.2g}",
             "p": "" if e is None else p_text(e.adjusted_p),
-            "finding": "" if e is None else ("yes" if e.passed else ("not material" if not e.material else "noise")),
+            "finding": "" if e is None else ("yes" if e.passed else ("not material" if not e.material else
+                                                                  ("untested" if e.untested else "noise"))),
             "passed": e is None or e.passed,
             "target": "" if s.target is None else str(s.target),
             "trust": trust_text(audit, feats),
@@ -240,13 +242,21 @@ def _utility_sections(audit, top_k):
             svg, alt, _ = _pd_figure(audit, feats, uid)
             s = audit.score(feats, uid)
             sentence = finding_sentence(feats, uid, s, scale=_scale(audit, audit.pd(feats), s),
-                                        outcome=outcome_label(audit, s.target))
+                                        outcome=outcome_label(audit, s.target), evidence=_evidence(audit, uid, feats))
             proof = evidence_text(_evidence(audit, uid, feats))
             plots.append(_figure(svg, f"#{row['rank']} — {sentence}" + (f" [{proof}]" if proof else ""), alt))
         e_any = next(iter(audit.evidence.get(uid, {}).values()), None) if tested else None
         none_text = ""
-        if tested and not plots:
-            thr = f" (at least {fmt(e_any.threshold)}, {audit.config.materiality:g} × the prediction standard deviation)" \
+        untested = [e for e in audit.evidence.get(uid, {}).values() if e.untested] if tested else []
+        if tested and not plots and untested:
+            none_text = (
+                f"No finding shown, but {len(untested)} material score(s) could not be tested for noise "
+                f"({untested[0].why.removeprefix('untested: ')}); they are marked 'untested' below, neither "
+                "findings nor noise."
+            )
+        elif tested and not plots:
+            thr = f" (at least {fmt(e_any.threshold)}, {audit.config.materiality:g} × the standard deviation of the " \
+                  "model's predictions on the statistic's scale)" \
                 if e_any is not None and np.isfinite(e_any.threshold) else ""
             none_text = (
                 f"No material finding under this criterion: no PDP's score is both material{thr} and clear of "
@@ -300,7 +310,8 @@ def _findings(audit):
         else:
             s = audit.score(sel.features, criterion)
             sentence = finding_sentence(sel.features, criterion, s, scale=_scale(audit, audit.pd(sel.features), s),
-                                        outcome=outcome_label(audit, s.target))
+                                        outcome=outcome_label(audit, s.target),
+                                        evidence=_evidence(audit, criterion, sel.features))
         out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence,
                     "trust": trust_text(audit, sel.features),
                     "evidence": "; ".join(evidence_text(e) for e in sel.evidence)})
@@ -317,8 +328,19 @@ def _no_findings(audit) -> list[str]:
             continue
         if c in PAIR_CRITERIA and c not in audit.config.criteria_2d:
             continue
-        if not any(e.passed for e in by.values()) and any(np.isfinite(e.value) for e in by.values()):
+        if (not any(e.passed for e in by.values()) and any(np.isfinite(e.value) for e in by.values())
+                and not any(e.untested for e in by.values())):
             out.append(c)
+    return out
+
+
+def _untested(audit) -> list[str]:
+    """The criteria with material scores whose noise test could not be run (never called 'no finding')."""
+    out = []
+    for c, by in (audit.evidence or {}).items():
+        n = sum(1 for e in by.values() if e.untested)
+        if n and c != "importance_1d":
+            out.append(f"{c} ({n} PDP{'s' if n > 1 else ''})")
     return out
 
 
@@ -446,6 +468,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "cover": _cover(audit),
         "findings": _findings(audit),
         "no_findings": _no_findings(audit),
+        "untested": _untested(audit),
         "outcome": outcome_label(audit),
         "materiality": {
             "fraction": cfg.materiality, "min_association": cfg.min_association, "significance": cfg.significance,
@@ -488,6 +511,10 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
             "tree_path": audit.metadata.get("tree_path", ""),
             "max_rows_2d": cfg.max_rows_2d, "subsample": cfg.subsample,
             "grid_1d_example": grid_1d,
+            "pd_text": pd_method_text(audit),
+            "importance_text": importance_text(audit),
+            "tests": criterion_tests(audit),
+            "max_noise_draws": cfg.max_noise_draws,
         },
     }
 
@@ -500,6 +527,7 @@ def notebook_context(audit) -> dict:
         "counts": {"pd_1d": len(audit.results_1d), "pd_2d": len(audit.results_2d)},
         "findings": _findings(audit),
         "no_findings": _no_findings(audit),
+        "untested": _untested(audit),
         "cautions": _cautions(audit),
         "surrogate": audit.metadata.get("surrogate"),
         "importance": [{"feature": str(k), "value": fmt(v)} for k, v in imp.items()],

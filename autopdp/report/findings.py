@@ -105,6 +105,8 @@ def evidence_text(e) -> str:
         parts.append(f"adjusted p {p_text(e.adjusted_p)}")
     if np.isfinite(e.noise_level):
         parts.append(f"noise level {fmt(e.noise_level)}")
+    if getattr(e, "test", ""):
+        parts.append(f"test: {e.test}")
     return ", ".join(parts)
 
 
@@ -115,12 +117,14 @@ def title_of(uid: str) -> str:
 
 
 def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None = None, scale=None,
-                     outcome: str | None = None) -> str:
+                     outcome: str | None = None, evidence=None) -> str:
     """One sentence describing why a PDP was selected under criterion ``uid``.
 
     ``scale``: the standard deviation of the model's predictions for the
     score's target (sizes are stated as multiples of it); ``outcome``: what the
-    model predicts, e.g. "P(income = >50K)".
+    model predicts, e.g. "P(income = >50K)"; ``evidence``: the finding's
+    :class:`~autopdp.scores.significance.Evidence` (which reading of the
+    criterion it is, and the statistic decided on).
     """
     name = " × ".join(features)
     avg = f"the average {outcome}" if outcome else "the model's average prediction"
@@ -164,10 +168,27 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
         )
     if uid == "incidence":
         what = d.get("what", "observed rate")
+        if what == "share of class" and score.target is not None:
+            what = f"share of class {score.target}"
+        kind = getattr(evidence, "kind", "")
+        if kind == "calibration":
+            gap = evidence.value
+            return (f"{name}: the model misses the data here: among the rows of each {name} bin, the observed {what} "
+                    f"differs from the model's own mean prediction for those rows by {fmt(gap)} on average"
+                    f"{_scaled(gap, scale)}.")
+        if kind == "dependence":
+            gap = evidence.value
+            return (f"{name}: {avg} differs from the data's trend by {fmt(gap)} on average{_scaled(gap, scale)} because "
+                    f"{name} is correlated with other features: the PD averages over every row's other features, "
+                    f"while the rows near each {name} value have their own; this is not a fault of the model.")
         return f"{name}: {avg} departs from the data's {what} by {v} on average{rel}."
     if uid.startswith("similarity:"):
         other = uid.split(":", 1)[1]
         level, shape = d.get("level_shift"), d.get("shape_gap")
+        if evidence is not None and shape is not None and np.isfinite(shape):
+            return (f"{name}: {name} acts differently in this model and in {other}: once the PDs' constant "
+                    f"difference ({fmt(level)}) is set aside, their shapes differ by {fmt(shape)}{_scaled(shape, scale)}"
+                    f" (the models' overall level difference is stated once, in the notes).")
         split = ""
         if level is not None and shape is not None and np.isfinite(level) and np.isfinite(shape):
             split = (f": a constant shift of {fmt(level)} (the models' overall levels differ) and a difference of "
@@ -186,8 +207,10 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
         if (d.get("centering") or "mean") == "none":
             return (f"{name}: individual (uncentred) curves spread by {v} around the average; this is the spread of "
                     "the rows' levels, not evidence of different effects.")
+        on = d.get("scale") or "prediction"
+        rel_ice = rel if on == "prediction" else ""
         return (
-            f"{name}: once centred, individual curves still spread by {v}{rel}, so the feature acts differently on "
-            "different rows and the PD hides it (look at the ICE curves)."
+            f"{name}: once centred, individual curves still spread by {v} on the {on.split(' (')[0]} scale{rel_ice}, "
+            "so the feature acts differently on different rows and the PD hides it (look at the ICE curves)."
         )
     return f"{name}: {uid} = {v}."

@@ -1,0 +1,77 @@
+"""The methodology chapter's statements, each built from what this run computed (never fixed prose).
+
+One function per statement: how the PDs and their ICE curves were computed
+(per PD, from each result's own method and rows), how importance is defined,
+and each criterion's null hypothesis and test with the draws this run used.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+__all__ = ["pd_method_text", "importance_text", "criterion_tests"]
+
+
+def _rows_text(n: int) -> str:
+    return f"{n:,} row{'s' if n != 1 else ''}"
+
+
+def pd_method_text(audit) -> str:
+    """How this run's PDs, ICE curves and spreads were computed, counted from the results themselves."""
+    parts = []
+    for ndim, results in ((1, audit.results_1d), (2, audit.results_2d)):
+        if not results:
+            continue
+        by_method = Counter(r.method for r in results)
+        methods = ", ".join(
+            f"{n} {'exactly by the tree path (no model calls)' if m == 'tree' else 'by brute force (the model predicted at every grid value)'}"
+            for m, n in sorted(by_method.items()))
+        rows = sorted({int(r.n_rows) for r in results})
+        rows_txt = _rows_text(rows[0]) if len(rows) == 1 else f"{rows[0]:,}-{rows[-1]:,} rows"
+        text = f"{len(results)} {ndim}D PDs: {methods}, each averaging over {rows_txt}"
+        if ndim == 1:
+            kept = Counter(
+                "every row" if r.ice_rows is None and r.individual is not None else
+                (f"a random sample of {_rows_text(len(r.ice_rows))}" if r.ice_rows is not None else "no row")
+                for r in results)
+            text += "; ICE curves kept for " + ", ".join(
+                f"{k}" + (f" ({n} PDs)" if len(kept) > 1 else "") for k, n in kept.items())
+        sampled_std = sum(1 for r in results if any("sampled rows" in n for n in r.notes))
+        if sampled_std:
+            text += f"; the ICE spread (std) of {sampled_std} of them from sampled rows"
+        parts.append(text + ".")
+    return " ".join(parts)
+
+
+def importance_text(audit) -> str:
+    """The importance definition this run used (autopdp.scores.importance, weighted)."""
+    return ("Importance is the density-weighted standard deviation of a feature's PD over its grid, each grid value "
+            "weighted by the share of rows nearest it (numeric and categorical features alike); interaction is the "
+            "weighted spread of one feature's importance as the other is held at each of its values, averaged over "
+            "both directions (Greenwell, Boehmke and McCarthy, 2018, weighted by the data).")
+
+
+def criterion_tests(audit) -> list[dict]:
+    """Per tested criterion: its null, its test, the statistic, the draws used and the PDPs tested and found."""
+    out = []
+    for crit, by in (audit.evidence or {}).items():
+        items = [e for e in by.values() if np.isfinite(e.value)]
+        if not items:
+            continue
+        tested = [e for e in items if e.material and np.isfinite(e.p_value) and e.test]
+        draws = [e.draws for e in tested if e.draws]
+        sample = tested[0] if tested else items[0]
+        out.append({
+            "criterion": crit,
+            "null": sample.null,
+            "test": (sample.test.split(" (")[0].split(", ")[0] if sample.test else "not run (no material score)"),
+            "statistic": sample.statistic,
+            "draws": (f"{min(draws):,}" if draws and min(draws) == max(draws) else
+                      f"{min(draws):,}-{max(draws):,}" if draws else "analytic" if tested else "-"),
+            "tested": len(tested),
+            "found": sum(1 for e in items if e.passed),
+            "untested": sum(1 for e in items if e.untested),
+        })
+    return out
