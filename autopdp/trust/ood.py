@@ -4,9 +4,12 @@ A PD at a grid cell g (a 1D grid point or a 2D cell) averages the model over
 the augmented rows: every row with the explained ("moved") features S set to g
 and its other features R kept.  An augmented row is out of distribution (OOD)
 when the moved values are implausible, which two checks judge, both in the
-space of the moved features only (numeric features standardised by their
-standard deviation, missing values at the median; a categorical feature is its
-one-hot levels scaled by 1/sqrt 2, so two different levels are 1 apart):
+space of the moved features only.  Numeric features are taken as rank scores
+(the empirical distribution function scaled to sd 1, ``sqrt(12) (F(x) - 1/2)``,
+so a skewed feature's long tail does not stretch the distances; missing values
+at the median); a categorical feature is its one-hot levels scaled by 1/sqrt 2,
+so two different levels are 1 apart.  Distances below are in these units
+("sd" of the scores).
 
 1. **The cell against the data (plane check).**  The distance from g to its
    k-th nearest data row in the space of S (a line for a 1D PD, the plane of
@@ -17,8 +20,9 @@ one-hot levels scaled by 1/sqrt 2, so two different levels are 1 apart):
    row, and real rows are at most e sd from theirs".  It is the same for
    every row, so a cell outside counts all its augmented rows as OOD.
 2. **The moved values given the row's other values (conditional check).**  A
-   Gaussian model of the moved features given the others, from the precision
-   matrix ``P`` of all embedded features (ridge 1e-8): given the row's other
+   Gaussian model of the moved features given the others (a Gaussian copula on
+   the rank scores), from the precision matrix ``P`` of all embedded features
+   (ridge 1e-8): given the row's other
    values x_R, the moved features have mean ``m = x_S - P_SS^-1 P_S. (x - mu)``
    and precision ``P_SS``; the augmented row's distance is the Mahalanobis
    distance ``sqrt((g - m)' P_SS (g - m))``.  Moving x1 to a value its
@@ -28,7 +32,8 @@ one-hot levels scaled by 1/sqrt 2, so two different levels are 1 apart):
    through the plane check.
 
 Calibration.  Both checks are applied to the data's own rows at their own
-values (the k-th nearest *other* row in the plane check).  Each check's edge
+values (the k-th nearest *other* row in the plane check; ``calibration_rows``,
+1,000 evenly spaced rows, are measured, against all rows).  Each check's edge
 is the same quantile tau of its own-row distances, tau chosen so that the share
 of real rows outside at least one edge is ``1 - quantile`` (1% by default, at
 most that with ties): a real row is OOD at the nominal rate.  The edges are
