@@ -1,89 +1,149 @@
-"""The out-of-distribution share on all rows equals a direct k-nearest-neighbour count.
+"""Known answers of the out-of-distribution share, measured in the moved features (issue 23).
 
-The reference moves every row to every grid value explicitly, embeds the
-augmented rows (standardised numeric columns, one-hot levels scaled by 1/sqrt 2,
-so the mixed distance is Euclidean) and asks scikit-learn's NearestNeighbors
-for each augmented row's k nearest rows other than the row it came from.
+Every data set is built here: a near-duplicate pair among many other features, a pair whose joint
+support has a hole, independent features, the calibration on the data's own rows, and scikit-learn's
+breast cancer data (mean radius x mean area, association 0.99).
 """
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.neighbors import NearestNeighbors
 
+from autopdp.errors import InputError
 from autopdp.pd.data import as_frame
-from autopdp.trust.ood import SupportModel
+from autopdp.trust.ood import OOD_MOSTLY, OOD_OK, SupportModel, ood_verdict
+
+
+def _grid(x, n=10):
+    return np.quantile(np.asarray(x, dtype=float), np.linspace(0.05, 0.95, n))
+
+
+def _numeric(X):
+    return SupportModel(as_frame(X), {c: "numeric" for c in X.columns})
 
 
 @pytest.fixture(scope="module")
-def mixed():
-    rng = np.random.default_rng(8)
-    n = 400
-    x1 = rng.normal(size=n)
-    X = pd.DataFrame({"x1": x1, "x2": x1 + rng.normal(0, 0.3, n), "x3": rng.uniform(0, 1, n),
-                      "g": rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1])})
-    X.loc[rng.choice(n, 20, replace=False), "x3"] = np.nan
+def wide_duplicate():
+    """b = a + tiny noise among 30 independent features (like radius x area among breast cancer's 30)."""
+    rng = np.random.default_rng(23)
+    n = 1500
+    X = pd.DataFrame(rng.normal(size=(n, 30)), columns=[f"x{i}" for i in range(30)])
+    X["a"] = rng.normal(size=n)
+    X["b"] = X["a"] + rng.normal(0, 0.01, n)
     return X
 
 
-KINDS = {"x1": "numeric", "x2": "numeric", "x3": "numeric", "g": "categorical"}
+def test_near_duplicate_pair_is_mostly_out_of_distribution(wide_duplicate):
+    X = wide_duplicate
+    grids = (_grid(X["a"]), _grid(X["b"]))
+    share = _numeric(X).share(("a", "b"), grids)
+    # on a 10 x 10 grid the diagonal band holds 10 of the 100 cells; every other cell is impossible
+    off_band = ~np.eye(10, dtype=bool)
+    assert share.mean() > 0.5
+    assert share[off_band].mean() > 0.9 and share[~off_band].mean() < 0.1
 
 
-def _embed(X, sd, med, levels):
-    cols = []
-    for c in ["x1", "x2", "x3"]:
-        cols.append((X[c].fillna(med[c]).to_numpy(float) / sd[c])[:, None])
-    onehot = np.zeros((len(X), len(levels)))
-    for j, lev in enumerate(levels):
-        onehot[:, j] = (X["g"].to_numpy() == lev) * np.sqrt(0.5)
-    cols.append(onehot)
-    return np.hstack(cols)
+def test_near_duplicate_cells_are_outside_in_the_plane(wide_duplicate):
+    X = wide_duplicate
+    ood = _numeric(X).measure(("a", "b"), (_grid(X["a"]), _grid(X["b"])))
+    assert ood.cell_outside.mean() > 0.8  # the simple per-cell number: the cell itself is far from the data
+    assert not ood.cell_outside[np.eye(10, dtype=bool)].any()
+    assert np.all(ood.plane_distance[ood.cell_outside] > ood.plane_edge)
+    # moving a alone while its copy b stays at the row's value: implausible for almost every row
+    assert _numeric(X).share(("a",), (_grid(X["a"], 20),)).mean() > 0.8
 
 
-def _reference_share(X, features, grids, k=5, quantile=0.99):
-    med = {c: float(np.nanmedian(X[c])) for c in ["x1", "x2", "x3"]}
-    sd = {c: float(np.std(X[c].fillna(med[c]))) for c in ["x1", "x2", "x3"]}
-    levels = list(pd.unique(X["g"]))
-    E = _embed(X, sd, med, levels)
-    nn = NearestNeighbors(n_neighbors=k + 1).fit(E)
-    own = nn.kneighbors(E)[0][:, k]  # the row itself is its nearest (distance 0), so k + 1 -> k-th other
-    edge = np.quantile(own, quantile)
-    shape = tuple(len(g) for g in grids)
-    out = np.zeros(shape)
-    n = len(X)
-    for idx in np.ndindex(*shape):
-        aug = X.copy()
-        for f, g, i in zip(features, grids, idx):
-            aug[f] = g[i]
-        A = _embed(aug, sd, med, levels)
-        dist, nb = nn.kneighbors(A, n_neighbors=k + 1)
-        # drop the row each augmented row came from; keep the k nearest others
-        kth = np.array([d[nb_row != r][k - 1] for r, (d, nb_row) in enumerate(zip(dist, nb))])
-        out[idx] = np.mean(kth > edge)
-    return out, edge
+def test_hole_in_the_joint_support_is_out_of_distribution():
+    rng = np.random.default_rng(5)
+    n = 2000
+    a, b = rng.uniform(-1, 1, 3 * n), rng.uniform(-1, 1, 3 * n)
+    keep = ~((a > 0) & (b > 0))  # no row has both a > 0 and b > 0
+    X = pd.DataFrame({"a": a[keep][:n], "b": b[keep][:n], "c": rng.normal(size=n), "d": rng.normal(size=n)})
+    g = np.linspace(-0.9, 0.9, 10)
+    share = _numeric(X).share(("a", "b"), (g, g))
+    in_hole = (g[:, None] >= 0.3) & (g[None, :] >= 0.3)
+    far_from_hole = (g[:, None] <= -0.3) | (g[None, :] <= -0.3)
+    assert share[in_hole].min() > 0.9
+    assert share[far_from_hole].max() < 0.1
 
 
-@pytest.mark.parametrize("features, grids", [
-    (("x1",), (np.linspace(-3, 3, 9),)),
-    (("g",), (np.array(["a", "b", "c"], dtype=object),)),
-    (("x1", "x2"), (np.linspace(-2.5, 2.5, 6), np.linspace(-2.5, 2.5, 5))),
-    (("x3", "g"), (np.linspace(0, 1, 4), np.array(["a", "c"], dtype=object))),
-])
-def test_share_equals_direct_neighbour_count(mixed, features, grids):
-    sm = SupportModel(as_frame(mixed), KINDS)
-    assert not sm.sampled and sm.rows.size == len(mixed) and sm.standard_error == 0.0
-    ref, edge = _reference_share(mixed, features, grids)
-    assert sm.edge == pytest.approx(edge, rel=1e-9)
-    share = sm.share(features, grids)
-    assert share.shape == ref.shape
-    np.testing.assert_array_equal(np.round(share * len(mixed)), np.round(ref * len(mixed)))  # counts of rows
-    if features == ("x1", "x2"):
-        # the correlated pair's off-diagonal corners are mostly unrealistic, the diagonal is not
-        assert share[0, -1] > 0.9 and share[-1, 0] > 0.9 and share[2, 2] < 0.2
+def test_independent_features_are_inside():
+    rng = np.random.default_rng(6)
+    X = pd.DataFrame(rng.normal(size=(2000, 6)), columns=list("abcdef"))
+    X["g"] = rng.choice(["p", "q", "r"], 2000)
+    sm = SupportModel(as_frame(X), {**{c: "numeric" for c in "abcdef"}, "g": "categorical"})
+    assert sm.share(("a", "b"), (_grid(X["a"]), _grid(X["b"]))).mean() < 0.05
+    assert sm.share(("c",), (_grid(X["c"], 20),)).mean() < 0.05
+    assert sm.share(("d", "g"), (_grid(X["d"]), np.array(["p", "q", "r"], dtype=object))).mean() < 0.05
 
 
-def test_large_data_is_sampled_with_its_standard_error(mixed):
-    big = pd.concat([mixed] * 3, ignore_index=True)
-    sm = SupportModel(as_frame(big), KINDS, max_rows=500)
+@pytest.mark.parametrize("features", [("a", "b"), ("a",), ("x0", "x1"), ("x3",)])
+def test_own_rows_are_out_of_distribution_at_the_nominal_rate(wide_duplicate, features):
+    sm = _numeric(wide_duplicate)
+    assert 0.005 <= sm.own_share(features) <= 0.01  # quantile 0.99: at most 1%, ties aside about 1%
+    ood = sm.measure(features, tuple(_grid(wide_duplicate[f]) for f in features))
+    assert ood.own_share == sm.own_share(features)
+
+
+def test_own_rows_of_new_data_from_the_same_distribution_are_mostly_inside():
+    """Held-out real rows, each at its own values as a one-cell grid, are OOD about as rarely as the nominal rate."""
+    rng = np.random.default_rng(9)
+
+    def draw(n):
+        a = rng.normal(size=n)
+        return pd.DataFrame({"a": a, "b": a + rng.normal(0, 0.3, n), "c": rng.normal(size=n)})
+
+    sm = _numeric(draw(2000))
+    new = draw(200)
+    outside = [sm.share(("a", "b"), (np.array([r.a]), np.array([r.b])))[0, 0] for r in new.itertuples()]
+    # each cell's share is over all 2000 augmented rows, so a real pair's cell is inside for most rows
+    assert np.mean(outside) < 0.1
+
+
+def test_breast_cancer_radius_and_area():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from autopdp import audit
+    from autopdp.config import AuditConfig
+    from autopdp.report.context import trust_text
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    pair = ("mean radius", "mean area")
+    ood = _numeric(X).measure(pair, (_grid(X[pair[0]]), _grid(X[pair[1]])))
+    assert ood.cell_outside.mean() > 0.5 and ood.share.mean() > 0.5
+    model = HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(X, y)
+    a = audit(model, X, y, config=AuditConfig(pairs=[pair], utilities=("ood_share",), criteria_2d=("correlation",)))
+    s = a.score(pair, "ood_share")
+    assert s.value > 0.5 and s.details["verdict"] == "mostly unrealistic"
+    text = trust_text(a, pair)
+    assert "caution" in text and "ok" not in text.split("—")[-1]
+    assert f"ok ≤ {OOD_OK:.0%}" in text
+
+
+def test_verdict_thresholds_and_bad_input(wide_duplicate):
+    assert ood_verdict(0.0) == "ok" and ood_verdict(OOD_OK) == "ok"
+    assert ood_verdict(OOD_OK + 0.01) == "caution" and ood_verdict(OOD_MOSTLY + 0.01) == "mostly unrealistic"
+    with pytest.raises(InputError, match="finite"):
+        ood_verdict(float("nan"))
+    frame = as_frame(wide_duplicate)
+    with pytest.raises(InputError, match="does not have"):
+        SupportModel(frame, {"nope": "numeric"})
+    with pytest.raises(InputError, match="kinds must be"):
+        SupportModel(frame, {"a": "number"})
+    with pytest.raises(InputError, match="quantile"):
+        SupportModel(frame, {"a": "numeric"}, quantile=1.0)
+    sm = SupportModel(frame, {"a": "numeric", "b": "numeric"})
+    with pytest.raises(InputError, match="no feature 'x0'"):
+        sm.share(("x0",), (np.zeros(3),))
+    with pytest.raises(InputError, match="1D and 2D"):
+        sm.share(("a", "b", "a"), (np.zeros(2),) * 3)
+    with pytest.raises(InputError, match="finite"):
+        sm.share(("a",), (np.array([0.0, np.nan]),))
+
+
+def test_large_data_is_sampled_with_its_standard_error(wide_duplicate):
+    big = pd.concat([wide_duplicate] * 3, ignore_index=True)
+    sm = SupportModel(as_frame(big), {c: "numeric" for c in big.columns}, max_rows=500)
     assert sm.sampled and sm.rows.size == 500
     assert sm.standard_error == pytest.approx(0.5 / np.sqrt(500))

@@ -13,6 +13,7 @@ import pandas as pd
 from ..config import DECISIONS, SIGN_OFF_KEYS
 from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
+from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
 from .figures import draw_all, plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
 from .methodology import criterion_tests, importance_text, pd_method_text
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
@@ -178,9 +179,13 @@ def trust_text(audit, features) -> str:
     parts, caution = [], []
     s = by.get("ood_share")
     if s is not None and s.available:
-        parts.append(f"OOD {s.value:.0%}")
-        if s.value > 0.5:
+        # the verdict's thresholds stand beside the share, so the reader sees why it is ok or not
+        parts.append(f"OOD {s.value:.0%} (ok ≤ {OOD_OK:.0%}, mostly unrealistic > {OOD_MOSTLY:.0%})")
+        verdict = ood_verdict(s.value)
+        if verdict == "mostly unrealistic":
             caution.append("mostly unrealistic rows")
+        elif verdict == "caution":
+            caution.append("some unrealistic rows")
     try:
         r = audit.pd(features)
     except ValueError:

@@ -7,8 +7,10 @@ stratpd                gap between the centred PD and the data's own partial
                        dependence (StratPD / CatStratPD, model-free), 1D
 ale_divergence         gap between the centred PD and the centred ALE curve, numeric
                        1D: large when the PD's story rests on extrapolation
-ood_share              mean share of the PD's augmented rows outside the data's
-                       support (:mod:`autopdp.trust.ood`), 1D and 2D
+ood_share              mean share of the PD's augmented rows whose moved values are
+                       implausible: the cell outside the data in the moved features'
+                       space, or unlikely given the row's other values
+                       (:mod:`autopdp.trust.ood`), 1D and 2D
 surrogate_importance   importance in an additive surrogate of the model
                        (:mod:`autopdp.trust.surrogate`); a 2D criterion (geometric mean)
 =====================  ==============================================================
@@ -24,7 +26,7 @@ import numpy as np
 
 from .ale import ale
 from .modelfree import stratpd
-from .ood import SupportModel
+from .ood import OOD_MOSTLY, OOD_OK, SupportModel, ood_verdict
 from .surrogate import fit_surrogate
 from ..scores.utilities.base import UtilityScore, not_applicable, relative_to_range, standard_utility
 from ..scores.utilities.incidence import observed_values
@@ -189,12 +191,18 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
         w = r.density
         if "ood_share" in wanted:
             try:
-                share = support.share(r.features, r.grid)
+                ood = support.measure(r.features, r.grid)
+                share = ood.share
                 out[r.features]["ood_share"] = UtilityScore(
                     utility="ood_share", value=float(np.mean(share)), target=target,
-                    details={"ood": share, "edge": support.edge, "mostly_unrealistic": float(np.mean(share > 0.5)),
+                    details={"ood": share, "edge": ood.plane_edge, "mostly_unrealistic": float(np.mean(share > 0.5)),
                              "rows": int(support.rows.size), "sampled": bool(support.sampled),
-                             "standard_error": support.standard_error},
+                             "standard_error": support.standard_error,
+                             "cell_outside": ood.cell_outside, "cells_outside": float(np.mean(ood.cell_outside)),
+                             "plane_distance": ood.plane_distance, "conditional_share": ood.conditional_share,
+                             "conditional_edge": ood.conditional_edge, "own_share": ood.own_share,
+                             "k": support.k, "verdict": ood_verdict(float(np.mean(share))),
+                             "thresholds": {"ok": OOD_OK, "mostly_unrealistic": OOD_MOSTLY}},
                 )
             except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
                 from ..stage_failures import failed_score

@@ -1,30 +1,59 @@
-"""Out-of-distribution shading: how many of a PD's augmented rows look like no real row.
+"""Out-of-distribution share, measured where a PD moves the data: in the moved features.
 
-Method (k-nearest-neighbour distance beyond the data's own 99th percentile)
-    Rows are compared in a mixed distance: numeric features standardised by
-    their standard deviation (missing values at the median), squared
-    differences summed; categorical features add 1 when the levels differ.
-    That distance is Euclidean in an embedding (standardised numeric columns,
-    categorical levels one-hot scaled by 1/sqrt 2), so scikit-learn's
-    :class:`~sklearn.neighbors.NearestNeighbors` gives every row's distance to
-    its k-th nearest *other* row; the 99th percentile of those is the support's
-    edge.
+A PD at a grid cell g (a 1D grid point or a 2D cell) averages the model over
+the augmented rows: every row with the explained ("moved") features S set to g
+and its other features R kept.  An augmented row is out of distribution (OOD)
+when the moved values are implausible, which two checks judge, both in the
+space of the moved features only.  Numeric features are taken as rank scores
+(the empirical distribution function scaled to sd 1, ``sqrt(12) (F(x) - 1/2)``,
+so a skewed feature's long tail does not stretch the distances; missing values
+at the median); a categorical feature is its one-hot levels scaled by 1/sqrt 2,
+so two different levels are 1 apart.  Distances below are in these units
+("sd" of the scores).
 
-    A PD at grid point g averages over the augmented rows: every row with the
-    explained features set to g.  An augmented row is out of distribution when
-    fewer than k of the other rows lie within the edge of it (its k-th nearest
-    other row is farther than the edge), and the OOD share at g is the share of
-    augmented rows that are.  Only the explained features' terms change, so each
-    augmented distance is the row pair's distance with those terms replaced:
-    ``d2(x_i[S <- g], x_r) = d2(x_i, x_r) - d2_S(x_i, x_r) + d2_S(g, x_r)``,
-    counted by a compiled kernel that visits each row's nearest rows (from the
-    index) first and stops once every grid point has k neighbours.  Every row takes part (both as augmented row and as neighbour)
-    up to ``max_rows`` rows; larger data use a random sample of that many rows,
-    and the share's Monte-Carlo standard error (at most 0.5/sqrt(max_rows)) is
-    reported with it.  A PD's ``ood_share`` is the mean over its grid points.
+1. **The cell against the data (plane check).**  The distance from g to its
+   k-th nearest data row in the space of S (a line for a 1D PD, the plane of
+   the two features for a 2D PD).  A near-duplicate or correlated pair has
+   rows only along its band, so the cells off the band are far from every
+   row; a pair whose joint support has a hole has its hole's cells far.  This
+   is the simple per-cell number: "the cell is d sd from its k-th nearest
+   row, and real rows are at most e sd from theirs".  It is the same for
+   every row, so a cell outside counts all its augmented rows as OOD.
+2. **The moved values given the row's other values (conditional check).**  A
+   Gaussian model of the moved features given the others (a Gaussian copula on
+   the rank scores), from the precision matrix ``P`` of all embedded features
+   (ridge 1e-8): given the row's other
+   values x_R, the moved features have mean ``m = x_S - P_SS^-1 P_S. (x - mu)``
+   and precision ``P_SS``; the augmented row's distance is the Mahalanobis
+   distance ``sqrt((g - m)' P_SS (g - m))``.  Moving x1 to a value its
+   near-copy x2 (kept at the row's value) never goes with is far here even
+   when the value itself is common.  The model is linear: a dependence on the
+   other features that no linear combination of them shows is seen only
+   through the plane check.
+
+Calibration.  Both checks are applied to the data's own rows at their own
+values (the k-th nearest *other* row in the plane check; ``calibration_rows``,
+1,000 evenly spaced rows, are measured, against all rows).  Each check's edge
+is the same quantile tau of its own-row distances, tau chosen so that the share
+of real rows outside at least one edge is ``1 - quantile`` (1% by default, at
+most that with ties): a real row is OOD at the nominal rate.  The edges are
+calibrated per PD, since the moved features differ.
+
+The OOD share at g is the share of augmented rows outside either edge (1 when
+the cell is outside in the plane); a PD's ``ood_share`` is the mean over its
+grid cells.  Every row takes part (as augmented row and as neighbour) up to
+``max_rows`` rows; larger data use a random sample of that many rows, and the
+share's Monte-Carlo standard error (at most 0.5/sqrt(max_rows)) is reported
+with it.
+
+Verdict (the report's "Can this PDP be trusted?" column): ``ood_share`` at most
+:data:`OOD_OK` is ok, above it a caution, above :data:`OOD_MOSTLY` "mostly
+unrealistic rows" (:func:`ood_verdict`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -32,10 +61,77 @@ import pandas as pd
 from ..pd.data import Frame
 from ..errors import InputError
 
-__all__ = ["SupportModel"]
+__all__ = ["SupportModel", "OODMeasure", "OOD_OK", "OOD_MOSTLY", "ood_verdict"]
 
 NUMERIC, CATEGORICAL = 0, 1
-UNSEEN = -2  # code of a grid level no row has: it differs from every row
+RIDGE = 1e-8
+
+OOD_OK = 0.10
+"""An ``ood_share`` at most this is "ok" in the report's trust column."""
+OOD_MOSTLY = 0.50
+"""Above this share a PDP is computed "mostly from unrealistic rows"."""
+
+
+def ood_verdict(share: float) -> str:
+    """``"ok"``, ``"caution"`` or ``"mostly unrealistic"`` for an ``ood_share`` (thresholds above)."""
+    if not np.isfinite(share):
+        raise InputError(f"an OOD share must be a finite number between 0 and 1, got {share!r}.")
+    if share > OOD_MOSTLY:
+        return "mostly unrealistic"
+    return "caution" if share > OOD_OK else "ok"
+
+
+@dataclass(frozen=True)
+class OODMeasure:
+    """The OOD measurement of one PD's grid (see the module docs); arrays have the grid's shape.
+
+    Attributes
+    ----------
+    share : ndarray
+        Share of the augmented rows at each cell that are OOD (either check).
+    plane_distance : ndarray
+        Each cell's distance (sd units) to its k-th nearest data row in the moved features' space.
+    cell_outside : ndarray of bool
+        ``plane_distance > plane_edge``: the cell itself lies outside the data.
+    conditional_share : ndarray
+        Share of the augmented rows outside the conditional edge alone.
+    plane_edge, conditional_edge : float
+        The two edges (the same quantile ``level`` of the real rows' own distances).
+    level : float
+    own_share : float
+        Share of the real rows, at their own values, outside either edge (the calibration: about
+        ``1 - quantile``).
+    """
+
+    share: np.ndarray
+    plane_distance: np.ndarray
+    cell_outside: np.ndarray
+    conditional_share: np.ndarray
+    plane_edge: float
+    conditional_edge: float
+    level: float
+    own_share: float
+
+
+class _RankScores:
+    """A numeric feature mapped to its rank scores: its empirical distribution function, scaled to sd 1.
+
+    ``sqrt(12) (F(x) - 1/2)`` with F the mid-rank share of the rows (tied values share it), so the
+    rows spread evenly over [-sqrt 3, sqrt 3] whatever the feature's skew; values between the
+    data's are interpolated; values beyond them continue at the data's standard deviation per unit.
+    """
+
+    def __init__(self, x: np.ndarray):
+        xs, counts = np.unique(x, return_counts=True)
+        mid = (np.cumsum(counts) - counts / 2.0) / x.size  # each value's mid-rank, as a probability
+        self.xs, self.zs = xs, np.sqrt(12.0) * (mid - 0.5)
+        self.sd = float(np.std(x)) or 1.0
+
+    def __call__(self, v: np.ndarray) -> np.ndarray:
+        v = np.asarray(v, dtype=float)
+        z = np.interp(v, self.xs, self.zs)
+        z = np.where(v < self.xs[0], self.zs[0] - (self.xs[0] - v) / self.sd, z)
+        return np.where(v > self.xs[-1], self.zs[-1] + (v - self.xs[-1]) / self.sd, z)
 
 
 class SupportModel:
@@ -45,35 +141,46 @@ class SupportModel:
     ----------
     frame : Frame
     kinds : dict
-        ``{feature name: "numeric" | "categorical"}``; the distance uses these features.
+        ``{feature name: "numeric" | "categorical"}``: the features the model may move and
+        condition on.
     k : int, default 5
-        Neighbours an augmented row needs within the edge.
+        The plane check's distance is to the k-th nearest row.
     max_rows : int, default 4000
-        Rows taking part; more rows are sampled down to this many.  Memory is
-        ``8 * max_rows**2`` bytes for the pairwise distances.
+        Rows taking part; more rows are sampled down to this many.
     quantile : float, default 0.99
-        The edge: this quantile of the rows' own k-th-neighbour distances.
+        Real rows are outside an edge at the rate ``1 - quantile``.
     random_state : int
         The row sample (only when the data has more than ``max_rows`` rows).
-    near : int, default 64
-        Each row's nearest rows (from the index) are visited first, so that the
-        count of most augmented rows stops early; the result does not depend on it.
+    calibration_rows : int, default 1000
+        How many of the rows (evenly spaced, all when fewer) are measured at their own values to
+        set the edges; every row is a neighbour and an augmented row.
 
     Attributes
     ----------
-    edge : float
-        The support's edge (a distance).
     rows : ndarray
         Positions of the rows taking part (all rows unless sampled).
     sampled : bool
     """
 
     def __init__(self, frame: Frame, kinds: dict, *, k: int = 5, max_rows: int = 4000, quantile: float = 0.99,
-                 random_state: int = 0, near: int = 64):
-        from sklearn.metrics.pairwise import euclidean_distances
-        from sklearn.neighbors import NearestNeighbors
-
+                 random_state: int = 0, calibration_rows: int = 1000):
+        if not isinstance(calibration_rows, (int, np.integer)) or calibration_rows < 100:
+            raise InputError(f"calibration_rows must be an integer of at least 100, got {calibration_rows!r}.")
+        if not isinstance(k, (int, np.integer)) or k < 1:
+            raise InputError(f"k must be a positive integer, got {k!r}.")
+        if not isinstance(max_rows, (int, np.integer)) or max_rows < 2:
+            raise InputError(f"max_rows must be an integer of at least 2, got {max_rows!r}.")
+        if not 0.5 <= float(quantile) < 1:
+            raise InputError(f"quantile must lie in [0.5, 1), got {quantile!r}.")
+        unknown = {v for v in kinds.values()} - {"numeric", "categorical"}
+        if unknown:
+            raise InputError(f"kinds must be 'numeric' or 'categorical', got {sorted(map(str, unknown))}.")
+        missing = [f for f in kinds if f not in frame.names]
+        if missing:
+            raise InputError(f"the out-of-distribution check got features the data does not have: {missing}.")
         n = frame.n_rows
+        if n < 2:
+            raise InputError("the out-of-distribution check needs at least two rows.")
         self.sampled = n > max_rows
         if self.sampled:
             rng = np.random.default_rng(random_state)
@@ -81,10 +188,12 @@ class SupportModel:
         else:
             self.rows = np.arange(n)
         m = self.rows.size
-        self.k = int(min(k, max(1, m - 1)))
+        self.k = int(min(k, m - 1))
+        self.quantile = float(quantile)
         self.kinds = kinds
-        self.cols: dict = {}
-        blocks = []
+        self.cols: dict = {}  # name -> (kind, columns of the embedding, scale or levels)
+        self.values: dict = {}  # name -> (standardised values or level codes, sort order of numbers)
+        blocks, start = [], 0
         for j, name in enumerate(frame.names):
             if name not in kinds:
                 continue
@@ -93,56 +202,158 @@ class SupportModel:
                 x = np.asarray(v, dtype=float)
                 med = np.nanmedian(x) if np.isfinite(x).any() else 0.0
                 x = np.where(np.isfinite(x), x, med)
-                s = float(np.std(x)) or 1.0
-                z = x[self.rows] / s
-                self.cols[name] = (NUMERIC, z, s, None)
+                scores = _RankScores(x[self.rows])
+                z = scores(x[self.rows])
                 blocks.append(z[:, None])
+                self.cols[name] = (NUMERIC, np.arange(start, start + 1), scores)
+                self.values[name] = (z, np.argsort(z, kind="stable"))
+                start += 1
             else:
                 codes, uniques = pd.factorize(pd.Series(v, dtype=object), use_na_sentinel=False)
-                codes = codes[self.rows].astype(np.int64)
-                self.cols[name] = (CATEGORICAL, codes.astype(float), None, {u: i for i, u in enumerate(uniques.tolist())})
+                codes = codes[self.rows]
                 onehot = np.zeros((m, len(uniques)))
                 onehot[np.arange(m), codes] = np.sqrt(0.5)
                 blocks.append(onehot)
+                self.cols[name] = (CATEGORICAL, np.arange(start, start + len(uniques)),
+                                   {u: i for i, u in enumerate(uniques.tolist())})
+                self.values[name] = (codes.astype(float), None)
+                start += len(uniques)
         if not blocks:
             raise InputError("the out-of-distribution check needs at least one feature.")
-        embedding = np.hstack(blocks)
-        nn = NearestNeighbors(n_neighbors=min(m - 1, max(self.k, near))).fit(embedding)
-        dist, self.near = nn.kneighbors(return_distance=True)  # X=None: a row is not its own neighbour
-        kth = dist[:, self.k - 1]
-        self.edge = float(np.quantile(kth, quantile))
-        self.d2 = euclidean_distances(embedding, squared=True)
-        self.near_d2 = np.ascontiguousarray(np.take_along_axis(self.d2, self.near, axis=1))
+        self.embedding = np.hstack(blocks)
+        n_cal = min(m, int(calibration_rows))
+        self.calibration_rows = np.unique(np.linspace(0, m - 1, n_cal).round().astype(np.int64))
+        centred = self.embedding - self.embedding.mean(axis=0)
+        cov = centred.T @ centred / m
+        vals, vecs = np.linalg.eigh(cov)
+        self.precision = (vecs / (np.clip(vals, 0.0, None) + RIDGE)) @ vecs.T
+        self._centred = centred
 
     @property
     def standard_error(self) -> float:
         """Largest Monte-Carlo standard error of a share (0 when every row takes part)."""
         return 0.5 / np.sqrt(self.rows.size) if self.sampled else 0.0
 
-    def _grid_values(self, name, grid) -> np.ndarray:
-        kind, _, scale, levels = self.cols[name]
-        if kind == NUMERIC:
-            return np.asarray(grid, dtype=float) / scale
-        return np.array([levels.get(v, UNSEEN) for v in grid], dtype=float)
-
-    def share(self, features: tuple, grids: tuple) -> np.ndarray:
-        """OOD share at every grid point (shape = grid shape) of a 1D or 2D PD."""
-        from ..pd.tree_ice import in_parallel
-        from .ood_kernel import count_outside
-
+    # ------------------------------------------------------------------ helpers
+    def _columns(self, features) -> np.ndarray:
         if len(features) not in (1, 2):
             raise InputError("the OOD share is computed for 1D and 2D PDs.")
+        if len(set(features)) != len(features):
+            raise InputError(f"a 2D PD needs two different features, got {tuple(features)}.")
+        unknown = [f for f in features if f not in self.cols]
+        if unknown:
+            raise InputError(f"the out-of-distribution check has no feature {unknown[0]!r} "
+                             f"(it knows {sorted(self.cols)}).")
+        return np.concatenate([self.cols[f][1] for f in features])
+
+    def _embed_grid(self, name, grid) -> tuple[np.ndarray, np.ndarray]:
+        """(points in the feature's embedded columns, unseen-level mask) of one feature's grid."""
+        kind, cols, info = self.cols[name]
+        grid = np.asarray(grid, dtype=object if kind == CATEGORICAL else float).ravel()
+        if kind == NUMERIC:
+            if grid.size == 0 or not np.all(np.isfinite(grid)):
+                raise InputError(f"the grid of {name!r} must be non-empty and finite.")
+            return info(grid)[:, None], np.zeros(grid.size, dtype=bool)
+        if grid.size == 0:
+            raise InputError(f"the grid of {name!r} must be non-empty.")
+        pts = np.zeros((grid.size, cols.size))
+        unseen = np.zeros(grid.size, dtype=bool)
+        for i, v in enumerate(grid.tolist()):
+            if v in info:
+                pts[i, info[v]] = np.sqrt(0.5)
+            else:
+                unseen[i] = True  # a level no row has: outside by definition
+        return pts, unseen
+
+    def _query_values(self, name, grid, shape, j) -> np.ndarray:
+        """A feature's grid as the kernel's values (rank scores, or level codes; -2 = unseen) at every cell."""
+        kind, _, info = self.cols[name]
+        if kind == NUMERIC:
+            v = info(np.asarray(grid, dtype=float).ravel())
+        else:
+            v = np.array([info.get(x, -2) for x in np.asarray(grid, dtype=object).ravel().tolist()], dtype=float)
+        if len(shape) == 1:
+            return v
+        return np.repeat(v, shape[1]) if j == 0 else np.tile(v, shape[0])
+
+    def _cells(self, features, grids):
+        """Every cell of the grid as a point in the moved features' columns, its unseen mask and grid shape."""
+        if len(grids) != len(features):
+            raise InputError(f"{len(features)} features need {len(features)} grids, got {len(grids)}.")
+        parts = [self._embed_grid(f, g) for f, g in zip(features, grids)]
+        if len(parts) == 1:
+            return parts[0][0], parts[0][1], (parts[0][0].shape[0],)
+        (pa, ua), (pb, ub) = parts
+        A, B = pa.shape[0], pb.shape[0]
+        pts = np.hstack([np.repeat(pa, B, axis=0), np.tile(pb, (A, 1))])
+        unseen = np.repeat(ua, B) | np.tile(ub, A)
+        return pts, unseen, (A, B)
+
+    def _plane(self, features):
+        """The kernel's view of the moved features: values, kinds, search axis, sort order, sorted values."""
+        values = np.ascontiguousarray(np.stack([self.values[f][0] for f in features]))
         kinds = np.array([self.cols[f][0] for f in features], dtype=np.int64)
-        values = np.ascontiguousarray(np.stack([self.cols[f][1] for f in features]))
-        ga = self._grid_values(features[0], grids[0])
-        gb = self._grid_values(features[1], grids[1]) if len(features) == 2 else np.zeros(1)
-        m = self.rows.size
-        bounds = np.unique(np.linspace(0, m, min(m, 64) + 1).astype(np.int64))
-        outside = np.zeros((bounds.size - 1, ga.size, gb.size), dtype=np.int64)
-        order = np.ascontiguousarray(np.argsort(values, axis=1, kind="stable"))
-        sorted_values = np.ascontiguousarray(np.take_along_axis(values, order, axis=1))
-        in_parallel(count_outside, bounds.size - 1, bounds, self.d2, self.near, self.near_d2, values, kinds, len(features),
-                    np.ascontiguousarray(ga), np.ascontiguousarray(gb), self.edge ** 2, self.k, order, sorted_values,
-                    outside)
-        share = outside.sum(axis=0) / m  # integer counts: the same whatever the threads
-        return share[:, 0] if len(features) == 1 else share
+        axis = next((j for j, f in enumerate(features) if kinds[j] == NUMERIC), -1)
+        if axis < 0:
+            return values, kinds, -1, np.zeros(1, dtype=np.int64), np.zeros((1, 1))
+        order = self.values[features[axis]][1]
+        return values, kinds, axis, order, np.ascontiguousarray(values[:, order])
+
+    def _own(self, features):
+        """Per PD: the plane check's inputs, the conditional model, both edges, their level and the own rows' OOD share."""
+        from .ood_kernel import kth_distance
+
+        cols = self._columns(features)
+        z = self.embedding[:, cols]
+        plane = self._plane(features)
+        cal = self.calibration_rows  # the rows whose own values set the edges
+        m = cal.size
+        z = z[cal]
+        own_plane = np.sqrt(kth_distance(*plane[:2], np.ascontiguousarray(plane[0][:, cal]), cal, self.k,
+                                         *plane[2:]))
+        p_ss = self.precision[np.ix_(cols, cols)]
+        h = self._centred @ self.precision[:, cols]  # P_S. (x - mu), row by row
+        resid = np.linalg.solve(p_ss, h.T).T  # x_S - m
+        chol = np.linalg.cholesky(p_ss)  # P_SS = L L'
+        mean = (self.embedding[:, cols] - resid) @ chol  # the conditional means, in whitened coordinates
+        white = resid[cal] @ chol
+        own_cond = np.sqrt(np.einsum("ij,ij->i", white, white))
+        # one level tau for both edges: real rows outside either edge at the rate 1 - quantile
+        rank_p = np.searchsorted(np.sort(own_plane), own_plane, side="right") / m
+        rank_c = np.searchsorted(np.sort(own_cond), own_cond, side="right") / m
+        u = np.maximum(rank_p, rank_c)
+        level = float(np.quantile(u, self.quantile, method="higher"))
+        edge_p = float(own_plane[rank_p <= level].max()) if np.any(rank_p <= level) else 0.0
+        edge_c = float(own_cond[rank_c <= level].max()) if np.any(rank_c <= level) else 0.0
+        own_share = float(np.mean((own_plane > edge_p) | (own_cond > edge_c)))
+        return plane, chol, mean, edge_p, edge_c, level, own_share
+
+    # ------------------------------------------------------------------ public
+    def measure(self, features: tuple, grids: tuple) -> OODMeasure:
+        """The OOD measurement of a 1D or 2D PD's grid (see :class:`OODMeasure`)."""
+        features = tuple(features)
+        from .ood_kernel import conditional_outside, kth_distance
+
+        plane, chol, mean, edge_p, edge_c, level, own_share = self._own(features)
+        pts, unseen, shape = self._cells(features, grids)
+        queries = np.ascontiguousarray(np.stack([self._query_values(f, g, shape, j)
+                                                 for j, (f, g) in enumerate(zip(features, grids))]))
+        dist = np.sqrt(kth_distance(*plane[:2], queries, np.full(queries.shape[1], -1), self.k, *plane[2:]))
+        dist = np.where(unseen, np.inf, dist)
+        cell_outside = dist > edge_p
+        white = np.ascontiguousarray(pts @ chol)
+        cond = conditional_outside(np.ascontiguousarray(mean), white,
+                                   edge_c * edge_c * (1 + 1e-12) + 1e-12) / mean.shape[0]
+        plane = dist
+        share = np.where(cell_outside, 1.0, cond)
+        return OODMeasure(share=share.reshape(shape), plane_distance=plane.reshape(shape),
+                          cell_outside=cell_outside.reshape(shape), conditional_share=cond.reshape(shape),
+                          plane_edge=edge_p, conditional_edge=edge_c, level=level, own_share=own_share)
+
+    def share(self, features: tuple, grids: tuple) -> np.ndarray:
+        """OOD share at every grid cell (shape = grid shape) of a 1D or 2D PD."""
+        return self.measure(features, grids).share
+
+    def own_share(self, features: tuple) -> float:
+        """Share of the real rows that are OOD at their own values of ``features`` (the calibration)."""
+        return self._own(tuple(features))[-1]

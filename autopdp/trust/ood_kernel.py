@@ -1,11 +1,11 @@
-"""The compiled counting kernel of :mod:`autopdp.trust.ood` (module level so numba's disk cache is reused)."""
+"""The compiled kernels of :mod:`autopdp.trust.ood` (module level so numba's disk cache is reused)."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-__all__ = ["count_outside"]
+__all__ = ["kth_distance", "conditional_outside"]
 
 
 @njit(cache=True, inline="always", nogil=True)
@@ -16,136 +16,105 @@ def _term(kind, a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always", nogil=True)
-def _visit(i, r, d2_ir, values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full):  # pragma: no cover
-    """Count row r (squared distance ``d2_ir`` from row i) as a neighbour of row i's augmented rows
-    within the edge; returns the new ``n_full``.
-
-    ``a_full[a]``: how many cells of grid row a already have k neighbours (a full row is skipped).
-    """
-    base = d2_ir - _term(kinds[0], values[0, i], values[0, r])
-    if n_features == 2:
-        base -= _term(kinds[1], values[1, i], values[1, r])
-    if base > edge2:
-        return n_full
-    A, B = cnt.shape
-    for a in range(A):
-        if a_full[a] == B:
-            continue
-        da = base + _term(kinds[0], ga[a], values[0, r])
-        if da > edge2:
-            continue
-        for b in range(B):
-            if cnt[a, b] >= k:
-                continue
-            if n_features == 2 and da + _term(kinds[1], gb[b], values[1, r]) > edge2:
-                continue
-            cnt[a, b] += 1
-            if cnt[a, b] == k:
-                n_full += 1
-                a_full[a] += 1
-    return n_full
+def _largest(best, n_best):  # pragma: no cover - compiled
+    w = best[0]
+    for j in range(1, n_best):
+        if best[j] > w:
+            w = best[j]
+    return w
 
 
 @njit(cache=True, inline="always", nogil=True)
-def _window(sorted_values, g, edge):  # pragma: no cover - compiled
-    """[lo, hi) of the sorted values within the edge of g (slightly widened: callers check exactly)."""
-    h = edge * (1.0 + 1e-9) + 1e-12
-    return np.searchsorted(sorted_values, g - h, side="left"), np.searchsorted(sorted_values, g + h, side="right")
+def _offer(best, k, n_best, d, worst):  # pragma: no cover - compiled
+    """Keep the k smallest distances in ``best`` (unordered); returns (count, the largest kept once k are)."""
+    if n_best < k:
+        best[n_best] = d
+        n_best += 1
+        return n_best, (_largest(best, n_best) if n_best == k else np.inf)
+    if d >= worst:
+        return n_best, worst
+    at = 0
+    for j in range(1, k):
+        if best[j] > best[at]:
+            at = j
+    best[at] = d
+    return n_best, _largest(best, k)
 
 
 @njit(cache=True, nogil=True)
-def count_outside(lo_, hi_, bounds, d2, near, near_d2, values, kinds, n_features, ga, gb, edge2, k, order, sorted_values,
-                  outside):  # pragma: no cover - compiled
-    """For blocks [lo_, hi_) of augmented rows: how many have fewer than k other rows within the edge.
+def kth_distance(values, kinds, queries, own, k, axis, order, sorted_values):  # pragma: no cover - compiled
+    """Squared distance from each query to its k-th nearest row in the moved features' space.
 
-    ``d2``: squared distances between the rows (m, m); ``near``: each row's
-    nearest other rows (m, L), visited first so that most grid cells fill early, and
-    ``near_d2`` their squared distances (read in row order, not scattered over ``d2``);
-    ``values``: the explained features' embedded values (n_features, m);
-    ``ga``/``gb``: their grid values (``gb`` unused in 1D);
-    ``order``/``sorted_values`` (n_features, m): the rows sorted by each explained feature.
-    A cell still short of k neighbours after the nearest rows looks only among the rows
-    whose value of a numeric explained feature lies within the edge of the cell's (any
-    neighbour does), the narrower of the two windows, or among all rows when both
-    features are categorical; when those windows hold more rows than the data, every
-    row is visited once for all cells instead.  ``outside[block, a, b]`` counts the OOD augmented rows.
+    ``values`` (n_features, m): the rows' embedded values of the moved features (standardised
+    numbers, or level codes: a term of 1 when the codes differ); ``queries`` (n_features, q);
+    ``own[j]``: the row that query j is (skipped as its own neighbour), or -1.  ``axis``: a numeric
+    feature the rows are sorted on (``order``; ``sorted_values`` = ``values[:, order]``): the search walks outwards from the
+    query along it and stops once the gap on that axis alone exceeds the k-th distance found;
+    ``axis = -1`` (every feature categorical) scans all rows and stops at k rows at distance 0.
     """
-    m = d2.shape[0]
-    A = ga.shape[0]
-    B = gb.shape[0] if n_features == 2 else 1
-    G = A * B
-    edge = np.sqrt(edge2)
-    # each cell's window of candidate rows: (axis, lo, hi); axis -1 = all rows
-    w_axis = np.full((A, B), -1, dtype=np.int64)
-    w_lo = np.zeros((A, B), dtype=np.int64)
-    w_hi = np.full((A, B), m, dtype=np.int64)
-    for a in range(A):
-        for b in range(B):
-            for ax in range(n_features):
-                if kinds[ax] != 0:
+    nf, m = values.shape
+    q = queries.shape[1]
+    out = np.empty(q)
+    best = np.empty(k)
+    for j in range(q):
+        n_best = 0
+        worst = np.inf
+        if axis < 0:
+            zeros = 0
+            for r in range(m):
+                if r == own[j]:
                     continue
-                g = ga[a] if ax == 0 else gb[b]
-                lo, hi = _window(sorted_values[ax], g, edge)
-                if hi - lo < w_hi[a, b] - w_lo[a, b]:
-                    w_axis[a, b] = ax
-                    w_lo[a, b] = lo
-                    w_hi[a, b] = hi
-    cnt = np.zeros((A, B), dtype=np.int64)
-    a_full = np.zeros(A, dtype=np.int64)
-    seen = np.zeros(m, dtype=np.bool_)
-    rest = np.empty(m)
-    for blk in range(lo_, hi_):
-        for i in range(bounds[blk], bounds[blk + 1]):
-            cnt[:, :] = 0
-            a_full[:] = 0
-            n_full = 0
-            for q in range(near.shape[1]):
-                r = near[i, q]
-                seen[r] = True
-                if n_full < G:
-                    n_full = _visit(i, r, near_d2[i, q], values, kinds, n_features, ga, gb, edge2, k, cnt, a_full,
-                                    n_full)
-            work = 0
-            if n_full < G:
-                for a in range(A):
-                    for b in range(B):
-                        if cnt[a, b] < k:
-                            work += w_hi[a, b] - w_lo[a, b]
-            if n_full < G and work > m:  # windows wider than one pass: every row once, all cells
-                # first the distance over the other features of every row (one branch-free pass), then
-                # the rows within the edge on it, in row order
-                for r in range(m):
-                    rest[r] = d2[i, r] - _term(kinds[0], values[0, i], values[0, r])
-                if n_features == 2:
-                    for r in range(m):
-                        rest[r] -= _term(kinds[1], values[1, i], values[1, r])
-                for r in range(m):
-                    if rest[r] > edge2 or r == i or seen[r]:
-                        continue
-                    n_full = _visit(i, r, d2[i, r], values, kinds, n_features, ga, gb, edge2, k, cnt, a_full, n_full)
-                    if n_full == G:
+                d = 0.0
+                for f in range(nf):
+                    d += _term(kinds[f], queries[f, j], values[f, r])
+                n_best, worst = _offer(best, k, n_best, d, worst)
+                if d == 0.0:
+                    zeros += 1
+                    if zeros >= k:
                         break
-            elif n_full < G:
-                for a in range(A):
-                    for b in range(B):
-                        if cnt[a, b] >= k:
-                            continue
-                        ax = w_axis[a, b]
-                        for idx in range(w_lo[a, b], w_hi[a, b]):
-                            r = order[ax, idx] if ax >= 0 else idx
-                            if r == i or seen[r]:
-                                continue
-                            d = d2[i, r] - _term(kinds[0], values[0, i], values[0, r]) \
-                                + _term(kinds[0], ga[a], values[0, r])
-                            if n_features == 2:
-                                d += _term(kinds[1], gb[b], values[1, r]) - _term(kinds[1], values[1, i], values[1, r])
-                            if d <= edge2:
-                                cnt[a, b] += 1
-                                if cnt[a, b] == k:
-                                    break
-            for q in range(near.shape[1]):
-                seen[near[i, q]] = False
-            for a in range(A):
-                for b in range(B):
-                    if cnt[a, b] < k:
-                        outside[blk, a, b] += 1
+            out[j] = worst
+            continue
+        g = queries[axis, j]
+        hi = np.searchsorted(sorted_values[axis], g)
+        lo = hi - 1
+        while lo >= 0 or hi < m:
+            # the nearer side along the axis first
+            if hi >= m or (lo >= 0 and g - sorted_values[axis, lo] <= sorted_values[axis, hi] - g):
+                pos = lo
+                lo -= 1
+            else:
+                pos = hi
+                hi += 1
+            gap = sorted_values[axis, pos] - g
+            d = gap * gap
+            if d > worst:
+                break  # every row farther along the axis is farther altogether
+            if order[pos] == own[j]:
+                continue
+            for f in range(nf):
+                if f != axis:
+                    d += _term(kinds[f], queries[f, j], sorted_values[f, pos])
+            if d < worst:
+                n_best, worst = _offer(best, k, n_best, d, worst)
+        out[j] = worst
+    return out
+
+
+@njit(cache=True, nogil=True)
+def conditional_outside(means, cells, edge2):  # pragma: no cover - compiled
+    """Per cell: how many rows' conditional means (whitened, (m, d)) lie farther than the edge
+    (squared, ``edge2``) from the cell (whitened, (q, d))."""
+    m, dim = means.shape
+    q = cells.shape[0]
+    out = np.zeros(q, dtype=np.int64)
+    for c in range(q):
+        n = 0
+        for i in range(m):
+            d = 0.0
+            for t in range(dim):
+                x = cells[c, t] - means[i, t]
+                d += x * x
+            if d > edge2:
+                n += 1
+        out[c] = n
+    return out
