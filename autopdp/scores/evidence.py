@@ -616,7 +616,7 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
             res = sequential_p(stat[t], draw, first=budget.first, most=budget.most, tol=tol_of(t))
             crit["interaction"][r.features] = _item(
                 "interaction", r.features, stat[t], thr, p=res.p_value, noise=res.noise_level, draws=res.draws,
-                statistic=statistic, test=f"{TESTS['interaction'][1]}, {res.draws:,} draws")
+                statistic=statistic, test=f"{TESTS['interaction'][1]} ({noise.source}), {res.draws:,} draws")
         else:
             crit["interaction"][r.features] = _item("interaction", r.features, stat[t], thr,
                                                     p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
