@@ -25,9 +25,16 @@ Policy (TOML)::
     [audit]                      # optional AuditConfig keys for the audit the gate runs
     grid_resolution = 20
 
+    [gate]
+    decide = "evidence"          # "evidence" (default) | "limits"
+
 Scores are those of :mod:`autopdp.scores.utilities` (units of the prediction).  A check
 that cannot be measured (e.g. monotonicity of an unordered categorical, incidence
-without a target) fails: the gate fails closed.
+without a target) fails: the gate fails closed.  With ``decide = "evidence"`` a shape
+rule (monotonicity, Lipschitz, incidence, slope, similarity) fails only when its score
+exceeds the limit and the violation is material and clear of noise, by the findings'
+tests (:mod:`autopdp.scores.evidence`); each check's ``proof`` gives that evidence.
+With ``decide = "limits"`` the raw score against the limit decides.
 """
 
 from __future__ import annotations

@@ -259,7 +259,7 @@ def _barh(labels, values, xlabel, title, width=5.2):
 def plot_importance(importance, *, title="PD-based feature importance (Greenwell)") -> str:
     """Horizontal bars, most important on top (first target column)."""
     s = importance.iloc[:, 0].sort_values(ascending=False)
-    return _barh(list(s.index), s.to_numpy(), "importance (std of PD; range/4 for categorical)", title)
+    return _barh(list(s.index), s.to_numpy(), "importance (density-weighted sd of the PD)", title)
 
 
 def plot_interaction(interaction, *, top=15, title="PD-based interaction (Greenwell), strongest pairs") -> str:
