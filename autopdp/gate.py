@@ -439,7 +439,7 @@ def _proof_of(e) -> dict | None:
             "materiality_threshold": float(e.threshold), "test": e.test, "null": e.null, "why": e.why}
 
 
-def _gate_noise_test(audit, r, t, s, kind: str, policy_bound=None) -> dict | None:
+def _gate_noise_test(audit, r, t, s, kind: str, n_checks: int = 1) -> dict | None:
     """Test a score the gate re-scored with the policy's own direction or bound (the audit's evidence used the
     audit's): the same null draws as :mod:`autopdp.scores.evidence`."""
     from .scores.evidence import _draw_lipschitz, _draw_monotonicity, _rng
@@ -461,12 +461,14 @@ def _gate_noise_test(audit, r, t, s, kind: str, policy_bound=None) -> dict | Non
     w = np.asarray(r.density, dtype=float).ravel()
     rng = _rng(r.features, f"gate-{kind}")
     cfg = audit.config
+    # enough draws for the adjustment across the rule's checks (at most n_checks of them) to pass the top one
+    need = int(np.ceil(2.0 * max(n_checks, 1) / max(cfg.significance, 1e-12)))
     if kind == "monotonicity":
         draw = _draw_monotonicity(s, noise, w, cfg.loss, True, rng)
-        most = cfg.max_noise_draws
+        most = min(cfg.max_noise_draws, need)
     else:
         draw = _draw_lipschitz(s, noise, r, w, cfg.loss, rng)
-        most = min(cfg.max_noise_draws, 1000)
+        most = min(cfg.max_noise_draws, need, 5000)
     res = sequential_p(s.value, draw, first=cfg.noise_draws, most=max(cfg.noise_draws, most),
                        tol=1e-9 * (thr / max(cfg.materiality, 1e-12) if np.isfinite(thr) and thr > 0 else 1.0))
     proof.update(p_value=res.p_value, test=f"{TESTS[kind][1]} ({noise.source}), {res.draws:,} draws")
@@ -522,7 +524,7 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
 
         if fp.monotonic not in (None, "none"):
             s = score_monotonicity(r, target_index=t, weights=w, directions=(fp.monotonic,), loss=loss)
-            proof = _gate_noise_test(audit, r, t, s, "monotonicity")
+            proof = _gate_noise_test(audit, r, t, s, "monotonicity", len(policy.features))
             pending.append(("monotonicity", proof, _limit_check(
                 "monotonicity", name, s.value, fp.max_monotonicity, reason=s.reason, evidence="monotonicity",
                 what=f"gap to the best {fp.monotonic} curve")))
@@ -534,7 +536,7 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
             check = _limit_check("lipschitz", name, s.value, fp.max_lipschitz, reason=s.reason, evidence="lipschitz",
                                  what="gap to the best slope-bounded curve")
             if fp.lipschitz is not None:
-                pending.append(("lipschitz", _gate_noise_test(audit, r, t, s, "lipschitz"), check))
+                pending.append(("lipschitz", _gate_noise_test(audit, r, t, s, "lipschitz", len(policy.features)), check))
             else:
                 checks.append(_decided(check, audit_proof("lipschitz"), policy.decide))
         if fp.max_incidence is not None:
