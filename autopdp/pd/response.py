@@ -5,7 +5,9 @@ Responses
 ``"auto"``
     ``predict_proba`` for a classifier that has it, else ``decision_function``,
     else crisp labels; ``predict`` for a regressor; the call itself for a plain
-    callable.
+    callable.  An object that is not a scikit-learn estimator but has ``predict`` or
+    ``predict_proba`` (a duck-typed model) is used the same way: a classifier when it
+    has ``classes_``, else a regressor.
 ``"predict_proba"``
     One column per class.  A binary classifier keeps only the positive class
     ``classes_[1]`` (as scikit-learn does); a multiclass one keeps every class.
@@ -38,7 +40,30 @@ def _to_python(v):
 
 
 def _is_sklearn_estimator(model) -> bool:
-    return hasattr(model, "fit") and (hasattr(model, "predict") or hasattr(model, "predict_proba"))
+    """A scikit-learn estimator or Pipeline, or a model built on scikit-learn's base classes (XGBoost's and
+    LightGBM's scikit-learn wrappers): scikit-learn's own checks (fitted, classifier) apply to it."""
+    if isinstance(model, type):
+        return False
+    try:
+        from sklearn.base import BaseEstimator
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        return False
+    return isinstance(model, BaseEstimator)
+
+
+def _is_duck_model(model) -> bool:
+    """Any other object with ``predict`` or ``predict_proba`` (a duck-typed model): used like a callable."""
+    if isinstance(model, type) or _is_sklearn_estimator(model):
+        return False
+    return callable(getattr(model, "predict", None)) or callable(getattr(model, "predict_proba", None))
+
+
+def _duck_is_classifier(model) -> bool:
+    """A duck-typed model is a classifier when it names its classes (``classes_``) and predicts them."""
+    classes = getattr(model, "classes_", None)
+    if classes is None or np.ndim(classes) != 1 or len(classes) < 2:
+        return False
+    return any(callable(getattr(model, m, None)) for m in ("predict_proba", "decision_function", "predict"))
 
 
 def check_fitted(model) -> None:
@@ -118,8 +143,11 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
 
     Parameters
     ----------
-    model : estimator or callable
-        A fitted scikit-learn estimator or Pipeline, or a function ``f(X)``.
+    model : estimator, duck-typed model or callable
+        A fitted scikit-learn estimator or Pipeline; any other object with ``predict`` or
+        ``predict_proba`` (a classifier when it has ``classes_``; without ``classes_``, ``predict``
+        is a regression and a ``predict_proba`` alone gives one output per column); or a
+        function ``f(X)``.
     response : {"auto", "predict_proba", "decision_function", "predict"}
     target : label, int or list, optional
         Class label(s) for classifiers, output index/indices for multi-output
@@ -130,18 +158,30 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
     """
     if response not in RESPONSES:
         raise InputError(f"response={response!r} is not supported; use one of {', '.join(RESPONSES)}.")
-    if not _is_sklearn_estimator(model):
+    duck = _is_duck_model(model)
+    if not duck and not _is_sklearn_estimator(model):
         if not callable(model):
             raise InputTypeError(
-                f"model must be a fitted scikit-learn estimator or a callable f(X) -> predictions, got {type(model).__name__}."
+                f"model must be a fitted scikit-learn estimator, an object with predict or predict_proba, or a "
+                f"callable f(X) -> predictions, got {type(model).__name__}."
             )
         adapter = ResponseAdapter(model=model, response="callable", targets=(), columns=None)
         return _finish(adapter, target, probe)
 
-    check_fitted(model)
-    from sklearn.base import is_classifier
+    if duck:
+        classifier = _duck_is_classifier(model)
+        if not classifier and not callable(getattr(model, "predict", None)):
+            # predict_proba without classes_: its columns are the outputs, like a callable's
+            if response not in ("auto", "predict_proba"):
+                raise InputError(f"The model {type(model).__name__} has no {response} method; use 'predict_proba'.")
+            adapter = ResponseAdapter(model=model, response="predict_proba", targets=(), columns=None)
+            return _finish(adapter, target, probe)
+    else:
+        check_fitted(model)
+        from sklearn.base import is_classifier
 
-    if is_classifier(model):
+        classifier = is_classifier(model)
+    if classifier:
         classes = getattr(model, "classes_", None)
         if classes is None:
             raise InputError(f"The classifier {type(model).__name__} has no classes_ attribute; is it fitted?")
@@ -187,7 +227,8 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
         return _finish(adapter, None, probe)
 
     if response not in ("auto", "predict"):
-        raise InputError(f"response={response!r} is for classifiers; {type(model).__name__} is a regressor: use 'predict'.")
+        what = " (a model without classes_)" if duck else ""
+        raise InputError(f"response={response!r} is for classifiers; {type(model).__name__} is a regressor{what}: use 'predict'.")
     adapter = ResponseAdapter(model=model, response="predict", targets=(), columns=None)
     return _finish(adapter, target, probe)
 
