@@ -23,6 +23,7 @@ Responses
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,7 +139,7 @@ def _pick(labels: list, target, what: str) -> np.ndarray:
     return np.asarray(idx)
 
 
-def make_adapter(model, response: str = "auto", target=None, probe=None) -> ResponseAdapter:
+def make_adapter(model, response: str = "auto", target=None, probe=None, missing=None) -> ResponseAdapter:
     """Resolve ``response`` and ``target`` for ``model`` and check it predicts.
 
     Parameters
@@ -155,6 +156,10 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
     probe : DataFrame or ndarray, optional
         A few rows; the adapter is called on them so a model that fails to
         predict is reported here with its own error message.
+    missing : mapping of column name -> description, optional
+        The columns of the data with missing values (e.g. ``{"age": "12 of 300 rows"}``): a
+        model that fails on the probe because it cannot take NaN gets an error naming them
+        (by default the probe's columns with missing values).
     """
     if response not in RESPONSES:
         raise InputError(f"response={response!r} is not supported; use one of {', '.join(RESPONSES)}.")
@@ -166,7 +171,7 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
                 f"callable f(X) -> predictions, got {type(model).__name__}."
             )
         adapter = ResponseAdapter(model=model, response="callable", targets=(), columns=None)
-        return _finish(adapter, target, probe)
+        return _finish(adapter, target, probe, missing)
 
     if duck:
         classifier = _duck_is_classifier(model)
@@ -175,7 +180,7 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
             if response not in ("auto", "predict_proba"):
                 raise InputError(f"The model {type(model).__name__} has no {response} method; use 'predict_proba'.")
             adapter = ResponseAdapter(model=model, response="predict_proba", targets=(), columns=None)
-            return _finish(adapter, target, probe)
+            return _finish(adapter, target, probe, missing)
     else:
         check_fitted(model)
         from sklearn.base import is_classifier
@@ -224,22 +229,53 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
                 model=model, response=response, targets=tuple(labels[i] for i in cols), columns=cols,
                 is_classifier=True,
             )
-        return _finish(adapter, None, probe)
+        return _finish(adapter, None, probe, missing)
 
     if response not in ("auto", "predict"):
         what = " (a model without classes_)" if duck else ""
         raise InputError(f"response={response!r} is for classifiers; {type(model).__name__} is a regressor{what}: use 'predict'.")
     adapter = ResponseAdapter(model=model, response="predict", targets=(), columns=None)
-    return _finish(adapter, target, probe)
+    return _finish(adapter, target, probe, missing)
 
 
-def _finish(adapter: ResponseAdapter, target, probe) -> ResponseAdapter:
+#: How models say they cannot take missing values (scikit-learn: "Input X contains NaN").
+_NAN_REFUSAL = re.compile(r"contains NaN|NaN values|missing values|\bNaN\b.*not (supported|allowed)", re.IGNORECASE)
+
+
+def _probe_missing(probe) -> dict:
+    import pandas as pd
+
+    frame = probe if isinstance(probe, pd.DataFrame) else pd.DataFrame(np.asarray(probe))
+    cols = frame.columns[frame.isna().any(axis=0).to_numpy()]
+    names = [str(c) if isinstance(probe, pd.DataFrame) else f"x{c}" for c in cols]
+    return dict.fromkeys(names, "")
+
+
+def nan_refusal(model, exc: BaseException, missing) -> InputError | None:
+    """The one-line error for a model that refused missing values, naming the columns that have them;
+    None when ``exc`` is not such a refusal or no column has missing values."""
+    if not missing or not isinstance(exc, (ValueError, TypeError)) or not _NAN_REFUSAL.search(str(exc)):
+        return None
+    shown = [f"{name!r}" + (f" ({what})" if what else "") for name, what in list(missing.items())[:10]]
+    more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+    return InputError(
+        f"The model ({type(model).__name__}) cannot take missing values (NaN), and X has them in "
+        f"{'column' if len(missing) == 1 else 'columns'} {', '.join(shown)}{more}: impute them in a Pipeline "
+        "(e.g. make_pipeline(SimpleImputer(), model), fitted again), use a model that takes NaN "
+        "(e.g. HistGradientBoostingClassifier/Regressor), or drop those rows or columns."
+    )
+
+
+def _finish(adapter: ResponseAdapter, target, probe, missing=None) -> ResponseAdapter:
     """Probe the model; name regression outputs and apply an output ``target``."""
     if probe is None:
         return adapter
     try:
         out = adapter.raw(probe)
     except Exception as exc:  # noqa: BLE001 - the model's own code may raise anything: shown to the user at the entry
+        refusal = nan_refusal(adapter.model, exc, _probe_missing(probe) if missing is None else missing)
+        if refusal is not None:
+            raise refusal from None
         raise InputError(
             f"The model raised an error when predicting on X: {type(exc).__name__}: {str(exc).rstrip('.')}. "
             f"Check that X has the columns and types the model was trained on."
