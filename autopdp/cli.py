@@ -24,6 +24,7 @@ of them were written; ``--out`` is checked before any work.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -421,7 +422,7 @@ def main(argv=None) -> int:
             check_output_dir(out)  # before any work: a bad --out costs a second, not the whole run
         from .stage_failures import StageFailureWarning
 
-        with warnings.catch_warnings():  # stage failures are printed by _exit_code, once per failure
+        with _quiet_libraries(), warnings.catch_warnings():  # stage failures: printed by _exit_code, once each
             warnings.simplefilter("ignore", StageFailureWarning)
             code = args.func(args)
     except (InputError, OSError) as exc:  # autopdp's checks of the input, unreadable files
@@ -440,6 +441,28 @@ def main(argv=None) -> int:
         if code not in (EXIT_OK, EXIT_GATE_FAILED) and created:
             _remove_if_empty(out)
     return code
+
+
+@contextmanager
+def _quiet_libraries():
+    """Warnings of numpy, scikit-learn, matplotlib and the like during a run are dropped, here and in the
+    worker processes (joblib's start with this environment): what a user must know is a note in the
+    report (missing values, glyphs no font can draw), never a raw warning line on stderr.  A user who
+    asks for warnings (``python -W ...`` or ``PYTHONWARNINGS``) still gets them."""
+    if sys.warnoptions:
+        yield
+        return
+    saved = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = "ignore"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:  # pragma: no cover - sys.warnoptions is set then
+            os.environ["PYTHONWARNINGS"] = saved
 
 
 def _remove_if_empty(path: Path) -> None:
