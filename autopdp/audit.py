@@ -21,7 +21,7 @@ import pandas as pd
 from ._io import atomic_write_text
 from ._version import __version__
 from .config import AuditConfig
-from .pd.data import Frame, as_frame, describe_missing, probe_rows, sample_rows
+from .pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, sample_rows
 from .errors import InputError, InputTypeError
 from .pd.grids import is_effectively_constant, resolve_categorical
 from ._progress import announce, say
@@ -305,6 +305,7 @@ def _apply_categories(X, categories):
         return X
     if not isinstance(X, pd.DataFrame):
         raise InputError("config key 'categories' names columns, so X must be a DataFrame.")
+    check_unique_columns(X)
     changed = {}
     for name, order in categories.items():
         if name not in X.columns:

@@ -14,7 +14,8 @@ import pandas as pd
 
 from ..errors import InputError, InputTypeError
 
-__all__ = ["Frame", "as_frame", "is_categorical_dtype", "sample_rows", "probe_rows", "missing_values", "describe_missing"]
+__all__ = ["Frame", "as_frame", "is_categorical_dtype", "sample_rows", "probe_rows", "missing_values", "describe_missing",
+           "check_unique_columns"]
 
 
 def is_categorical_dtype(dtype) -> bool:
@@ -131,6 +132,15 @@ def as_frame(X, *, name: str = "X") -> Frame:
     return _validated(X, name)
 
 
+def check_unique_columns(X: pd.DataFrame, name: str = "X") -> None:
+    """Duplicate column names are an error naming them."""
+    dup = X.columns[X.columns.duplicated()].unique().tolist()
+    if dup:
+        raise InputError(
+            f"{name} has duplicate column names {dup}: rename them so that every feature has a unique name."
+        )
+
+
 def _validated(X, name: str) -> Frame:
     """:func:`as_frame`'s checks of raw data (a separate function so tests can count them)."""
     if isinstance(X, pd.Series):
@@ -140,11 +150,7 @@ def _validated(X, name: str) -> Frame:
             raise InputError(f"{name} is empty (0 rows): partial dependence needs at least one row of data.")
         if X.shape[1] == 0:
             raise InputError(f"{name} has no columns: pass the feature columns the model was trained on.")
-        dup = X.columns[X.columns.duplicated()].unique().tolist()
-        if dup:
-            raise InputError(
-                f"{name} has duplicate column names {dup}: rename them so that every feature has a unique name."
-            )
+        check_unique_columns(X, name)
         keys = tuple(X.columns)
         names = tuple(str(c) for c in X.columns)
         if len(set(names)) != len(names):

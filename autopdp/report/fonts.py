@@ -27,7 +27,18 @@ def figure_fonts() -> tuple[str, ...]:
     the figures (a CJK name is measured and drawn with the CJK font, not as DejaVu's missing glyph)."""
     from matplotlib import font_manager
 
-    found = {entry.name for entry in font_manager.fontManager.ttflist}
+    manager = font_manager.fontManager
+    found = {entry.name for entry in manager.ttflist}
+    if not set(FONT_STACK) <= found:
+        # matplotlib's font list is cached: fonts installed after it was made (fonts-noto-cjk) are added here
+        known = {entry.fname for entry in manager.ttflist}
+        for path in _system_font_files():
+            if path not in known:
+                try:
+                    manager.addfont(path)
+                except (OSError, RuntimeError, ValueError):  # a font file FreeType cannot read
+                    continue
+        found = {entry.name for entry in manager.ttflist}
     return tuple(f for f in FONT_STACK if f in found) or ("DejaVu Sans",)
 
 
