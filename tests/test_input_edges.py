@@ -129,6 +129,32 @@ def test_a_run_off_a_terminal_prints_no_warnings(tmp_path):
     assert proc.stderr == "", proc.stderr
 
 
+class WarnsWhenLoaded(LogisticRegression):
+    """A model whose unpickling warns, like scikit-learn's InconsistentVersionWarning."""
+
+    def __setstate__(self, state):
+        import warnings
+
+        warnings.warn("Trying to unpickle estimator from version 0.1 when using version 9.9.", UserWarning)
+        super().__setstate__(state)
+
+
+def test_a_warning_while_loading_the_model_is_a_note_not_a_stderr_line(tmp_path, capsys):
+    import joblib
+
+    X, y = _frame()
+    joblib.dump(WarnsWhenLoaded().fit(X, y), tmp_path / "model.joblib")
+    X.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
+    code, _, err = run(capsys, "report", "--model", tmp_path / "model.joblib", "--trust-model", "--data",
+                       tmp_path / "data.csv", "--target", "y", "--out", tmp_path / "out", "--formats", "json",
+                       "--pairs", "none")
+    assert code == 0, err
+    assert err == ""
+    notes = json.loads((tmp_path / "out" / "results.json").read_text())["notes"]
+    assert "Loading the inputs warned: UserWarning: Trying to unpickle estimator from version 0.1 when using " \
+           "version 9.9." in notes
+
+
 # ---------------------------------------------------------------- policy typos
 def test_policy_feature_typo_suggests_the_feature(files, tmp_path, capsys):
     (tmp_path / "policy.toml").write_text('[features.alcohl]\nmonotonic = "increasing"\n')
