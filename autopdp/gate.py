@@ -196,14 +196,21 @@ class GatePolicy:
 
     def check_features(self, names) -> None:
         """Unknown feature names are errors that name the feature and the policy key."""
+        from .loading import did_you_mean, list_columns
+
+        names = [str(n) for n in names]
         known = set(names)
+
+        def hint(name):
+            return did_you_mean(name, names) or f" Features: {list_columns(names)}."
+
         for name in self.features:
             if name not in known:
-                raise InputError(f"policy key 'features.{name}' names a feature that is not in the data.")
+                raise InputError(f"policy key 'features.{name}' names a feature that is not in the data.{hint(name)}")
         for key, group in (("importance.forbidden", self.forbidden), ("importance.required", self.required)):
             for name in group:
                 if name not in known:
-                    raise InputError(f"policy key {key!r} names {name!r}, which is not a feature of the data.")
+                    raise InputError(f"policy key {key!r} names {name!r}, which is not a feature of the data.{hint(name)}")
 
     def audit_config(self, base: AuditConfig | None = None) -> AuditConfig:
         """The audit settings the gate needs: declared directions and bounds added to ``base``."""
