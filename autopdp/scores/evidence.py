@@ -25,7 +25,7 @@ from .significance import (
     ice_row_weights, weighted_noise_factor,
 )
 from .utilities import TRUST_IDS
-from .utilities.base import axis_positions
+from .utilities.base import axis_positions, gap_of_draws
 from .utilities.ice_variance import link_scale
 from .utilities.monotonicity import isotonic_fit
 
@@ -36,19 +36,6 @@ PAIR_ONLY = ("correlation", "importance", "interaction", "intersection", "surrog
 
 def _rng(features, salt: str = ""):
     return np.random.default_rng(zlib.crc32(("\x1f".join(features) + "|" + salt).encode()))
-
-
-def _gap(diff: np.ndarray, w: np.ndarray, loss: str) -> np.ndarray:
-    """Vectorised standard utility of ``diff`` (B, k) with weights ``w`` (k,), NaN-safe."""
-    diff = np.asarray(diff, dtype=float)
-    ok = np.isfinite(diff) & (w > 0)
-    ww = np.where(ok, w, 0.0)
-    total = ww.sum(axis=-1)
-    d = np.where(ok, diff, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if loss == "l1":
-            return np.sum(ww * np.abs(d), axis=-1) / total
-        return np.sqrt(np.sum(ww * d * d, axis=-1) / total)
 
 
 def fast_lipschitz_fit_1d(f: np.ndarray, x: np.ndarray, bound: float) -> np.ndarray:
@@ -86,7 +73,7 @@ def _draw_monotonicity(score, noise: NoiseModel, w, loss, declared, rng):
                 sse = float(np.sum((fit - h) ** 2))
                 if best is None or sse < best[0]:
                     best = (sse, fit)
-            out[b] = _gap((h - best[1])[None], w, loss)[0]
+            out[b] = gap_of_draws((h - best[1])[None], w, loss)[0]
         return out
     return draw
 
@@ -101,7 +88,7 @@ def _draw_lipschitz(score, noise: NoiseModel, result, w, loss, rng):
         out = np.empty(n)
         for b in range(n):
             h = g + e[b]
-            out[b] = _gap((h - fast_lipschitz_fit_1d(h, x, bound))[None], w, loss)[0]
+            out[b] = gap_of_draws((h - fast_lipschitz_fit_1d(h, x, bound))[None], w, loss)[0]
         return out
     return draw
 
