@@ -87,7 +87,7 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
             timings["context_and_figures"] = time.perf_counter() - t0
         if "html" in formats or "pdf" in formats:
             t0 = time.perf_counter()
-            html = render_html(context, template_dir=template_dir)
+            html = render_html(context, template_dir=template_dir) if template_dir else render_html(context)
             timings["html"] = time.perf_counter() - t0
             if "html" in formats:
                 staged.write_text(f"{stem}.html", html)
