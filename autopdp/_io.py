@@ -83,7 +83,7 @@ def sha256_file(path, chunk: int = 1 << 20) -> str:
 
 
 #: Every file name a run of the CLI may write into --out.
-OUTPUT_NAMES = ("results.json", "report.html", "report.pdf", "gate.json", "gate.xml", "manifest.json")
+OUTPUT_NAMES = ("results.json", "report.html", "report.pdf", "report.docx", "gate.json", "gate.xml", "manifest.json")
 
 
 def _check_targets(out: Path, names) -> None:

@@ -219,30 +219,53 @@ class Audit:
         return text
 
     # ------------------------------------------------------------ report
-    def to_html(self, path=None, *, page_size: str = "A4", gate=None, comparison=None) -> str:
+    def to_html(self, path=None, *, page_size: str = "A4", gate=None, comparison=None, template_dir=None) -> str:
         """The report as one self-contained HTML file; written atomically to ``path`` when given.
 
         ``gate`` (a :class:`GateResult` of this audit) adds the Gate section and
         ``comparison`` (the audited model's name) the Model comparison section,
-        as ``autopdp gate`` and ``autopdp compare`` do.
+        as ``autopdp gate`` and ``autopdp compare`` do.  ``template_dir`` (default: the
+        config's ``template_dir``): a folder of templates overriding the built-in ones by name.
         """
         from .report import render_html
-        from .report.writer import report_context
+        from .report.writer import report_context, report_templates
 
-        html = render_html(report_context(self, page_size=page_size, gate=gate, comparison=comparison))
+        template_dir, _ = report_templates(self.config, template_dir, None, ("html",))
+        html = render_html(report_context(self, page_size=page_size, gate=gate, comparison=comparison),
+                           template_dir=template_dir)
         if path is not None:
             atomic_write_text(path, html)
         return html
 
-    def to_pdf(self, path=None, *, page_size: str = "A4", gate=None, comparison=None) -> bytes:
+    def to_pdf(self, path=None, *, page_size: str = "A4", gate=None, comparison=None, template_dir=None) -> bytes:
         """The report as PDF (WeasyPrint); written atomically to ``path`` when given (see :meth:`to_html`)."""
         from ._io import atomic_write_bytes
         from .report import render_pdf
 
-        pdf = render_pdf(self.to_html(page_size=page_size, gate=gate, comparison=comparison))
+        pdf = render_pdf(self.to_html(page_size=page_size, gate=gate, comparison=comparison, template_dir=template_dir))
         if path is not None:
             atomic_write_bytes(path, pdf)
         return pdf
+
+    def to_docx(self, path=None, template=None, *, page_size: str = "A4", gate=None, comparison=None) -> bytes:
+        """The report as an editable Word document, from the same context as the HTML and PDF;
+        written atomically to ``path`` when given.
+
+        ``template`` (default: the config's ``docx_template``): the organisation's .docx whose
+        styles, page setup, headers and footers the document keeps; the report goes after its
+        content, or in place of a paragraph reading ``{{autopdp}}``.  ``page_size`` applies
+        without a template.  ``gate`` and ``comparison`` as in :meth:`to_html`.
+        """
+        from ._io import atomic_write_bytes
+        from .report.word import render_docx
+        from .report.writer import report_context, report_templates
+
+        _, template = report_templates(self.config, None, template, ("docx",))
+        data = render_docx(report_context(self, page_size=page_size, gate=gate, comparison=comparison, png=True),
+                           template=template)
+        if path is not None:
+            atomic_write_bytes(path, data)
+        return data
 
     def _repr_html_(self) -> str:
         """Notebook view: the curated findings and the importance table."""

@@ -114,12 +114,39 @@ def _page_size(value: str) -> str:
     raise InputError(f"--page-size must be A4 or Letter, got {value!r}.")
 
 
-def _write(audit, out, formats, page_size, started, *, extra_files=None, gate=None, comparison=None) -> list:
+def _templates(args, cfg, formats) -> dict:
+    """The report templates of the run (flags win over the config keys), checked before any work:
+    a missing --template-dir or a --docx-template that is not a .docx is exit 2 naming it."""
+    template_dir = getattr(args, "template_dir", None) or getattr(cfg, "template_dir", None)
+    docx_template = getattr(args, "docx_template", None) or getattr(cfg, "docx_template", None)
+    if getattr(args, "docx_template", None) and "docx" not in formats:
+        raise InputError(f"--docx-template is for the Word report; add docx to --formats (e.g. --formats "
+                         f"{','.join(formats + ['docx'])}).")
+    if getattr(args, "template_dir", None) and not {"html", "pdf"} & set(formats):
+        raise InputError("--template-dir is for the HTML and PDF reports; add html or pdf to --formats.")
+    if template_dir and {"html", "pdf"} & set(formats):
+        from .report.render import check_template_dir
+
+        template_dir = check_template_dir(template_dir)
+    else:
+        template_dir = None
+    if docx_template and "docx" in formats:
+        from .report.word import check_docx_template
+
+        docx_template = str(check_docx_template(docx_template))
+    else:
+        docx_template = None
+    args.resolved_docx_template = docx_template
+    return {"template_dir": template_dir, "docx_template": docx_template}
+
+
+def _write(audit, out, formats, page_size, started, *, extra_files=None, gate=None, comparison=None,
+           templates=None) -> list:
     from .report import write_report
 
     with stage("writing " + ", ".join(formats + list(extra_files or {}))):
         written = write_report(audit, out, formats=formats, page_size=page_size, extra_files=extra_files, gate=gate,
-                               comparison=comparison)
+                               comparison=comparison, **(templates or {}))
     n1, n2 = len(audit.results_1d), len(audit.results_2d)
     paths = ", ".join(str(p) for p in written["paths"])
     print(f"autopdp: wrote {paths} ({n1} 1D + {n2} 2D PDPs, {len(audit.selection)} selected) in {time.perf_counter() - started:.1f} s")
@@ -182,6 +209,8 @@ def _inputs(args, **models) -> dict:
         paths["config"] = args.config
     if getattr(args, "policy", None):
         paths["policy"] = args.policy
+    if getattr(args, "resolved_docx_template", None):
+        paths["docx template"] = args.resolved_docx_template
     return {role: file_record(p, "comparison model" if role.startswith("compare:") else role)
             for role, p in paths.items() if p}
 
@@ -236,11 +265,12 @@ def _cmd_demo(args) -> int:
     started = time.perf_counter()
     formats = _formats(args.formats)
     page_size = _page_size(args.page_size)
+    templates = _templates(args, DEMO_CONFIG, formats)
     with stage("training the demo model on German Credit"):
         model, X, y = demo_model()
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, config=DEMO_CONFIG, n_jobs=args.n_jobs, scheduler=args.scheduler)
-    _write(result, Path(args.out), formats, page_size, started)
+    _write(result, Path(args.out), formats, page_size, started, templates=templates)
     return _exit_code(result, EXIT_OK)
 
 
@@ -266,6 +296,7 @@ def _cmd_report(args) -> int:
     page_size = _page_size(args.page_size)
     compare_paths = _parse_compare(args.compare)
     cfg = _with_flags(_config(args.config, model_name=Path(args.model).name, dataset_name=Path(args.data).name), args)
+    templates = _templates(args, cfg, formats)
     load_notes: list = []
     with _loading(load_notes):
         model = load_model(args.model, trust_model=args.trust_model)
@@ -276,7 +307,7 @@ def _cmd_report(args) -> int:
         result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler,
                        sample_weight=weights)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
-    _write(result, Path(args.out), formats, page_size, started)
+    _write(result, Path(args.out), formats, page_size, started, templates=templates)
     return _exit_code(result, EXIT_OK)
 
 
@@ -291,6 +322,9 @@ def _cmd_gate(args) -> int:
     policy = GatePolicy.from_toml(args.policy)
     if policy.needs_champion and not args.champion:
         raise InputError("the policy sets champion limits (max_similarity); pass --champion PATH.")
+    cfg = _with_flags(policy.audit_config(_config(args.config, model_name=Path(args.model).name,
+                                                  dataset_name=Path(args.data).name)), args)
+    templates = _templates(args, cfg, formats)
     load_notes: list = []
     with _loading(load_notes):
         model = load_model(args.model, trust_model=args.trust_model)
@@ -301,8 +335,6 @@ def _cmd_gate(args) -> int:
     policy.check_features([str(c) for c in X.columns])
     if policy.needs_target and y is None:  # pragma: no cover - split_target always gives y
         raise InputError("the policy sets max_incidence, which needs --target.")
-    cfg = _with_flags(policy.audit_config(_config(args.config, model_name=Path(args.model).name,
-                                                  dataset_name=Path(args.data).name)), args)
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, compare={champion_label: champion} if champion is not None else None, config=cfg,
                        n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights)
@@ -311,7 +343,7 @@ def _cmd_gate(args) -> int:
         verdict = gate(result, policy, champion=champion_label)
     out = Path(args.out)
     extra = {"gate.json": verdict.to_json(), "gate.xml": verdict.to_junit_xml()}
-    _write(result, out, formats, page_size, started, extra_files=extra, gate=verdict)
+    _write(result, out, formats, page_size, started, extra_files=extra, gate=verdict, templates=templates)
     if verdict.passed:
         print(f"autopdp gate: PASSED all {len(verdict.checks)} checks ({out / 'gate.xml'})")
         return _exit_code(result, EXIT_OK)
@@ -335,6 +367,7 @@ def _cmd_compare(args) -> int:
     names = list(paths)
     cfg = _with_flags(_config(args.config, model_name=f"{names[0]} ({Path(paths[names[0]]).name})",
                               dataset_name=Path(args.data).name), args)
+    templates = _templates(args, cfg, formats)
     load_notes: list = []
     with _loading(load_notes):
         models = {n: load_model(p, trust_model=args.trust_model) for n, p in paths.items()}
@@ -344,7 +377,7 @@ def _cmd_compare(args) -> int:
         result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg,
                        n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
-    _write(result, Path(args.out), formats, page_size, started, comparison=names[0])
+    _write(result, Path(args.out), formats, page_size, started, comparison=names[0], templates=templates)
     return _exit_code(result, EXIT_OK)
 
 
@@ -364,7 +397,16 @@ def build_parser() -> argparse.ArgumentParser:
         is_demo = p.prog.endswith("demo")
         p.add_argument("--out", required=not is_demo, default="autopdp-demo" if is_demo else None,
                        help="output directory (created if missing; checked before any work)")
-        p.add_argument("--formats", default="html,pdf,json", help="comma-separated: html,pdf,json (default: all)")
+        p.add_argument("--formats", default="html,pdf,json",
+                       help="comma-separated, any of html,pdf,json,docx (default: html,pdf,json); docx is an "
+                            "editable Word document with the same content as the PDF")
+        p.add_argument("--template-dir", default=None, metavar="DIR",
+                       help="folder of report templates overriding the built-in HTML/PDF ones by name (config key "
+                            "template_dir; see docs/templates.md)")
+        p.add_argument("--docx-template", default=None, metavar="ORG.docx",
+                       help="your organisation's .docx (styles, page setup, header/footer) the Word report is built on; "
+                            "the report goes at a paragraph reading {{autopdp}}, else at the end (config key "
+                            "docx_template)")
         p.add_argument("--page-size", default="A4", help="A4 (default) or Letter")
         p.add_argument("--n-jobs", type=int, default=None, help="parallel workers for the PDs (default: 1)")
         p.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786) to run the PDs on")

@@ -132,7 +132,9 @@ class AuditConfig:
         ``role``, ``date`` (YYYY-MM-DD), ``decision`` (one of
         :data:`DECISIONS`), ``conditions`` and ``statement``; the cover's
         sign-off block shows what is given and leaves the rest as a form to
-        fill in (a plain text is kept as the ``statement``).
+        fill in (a plain text is kept as the ``statement``).  ``template_dir``: a folder of
+        templates overriding the built-in HTML/PDF ones by name; ``docx_template``: the
+        organisation's .docx the Word report is built on (see docs/templates.md).
     """
 
     grid_resolution: int = 20
@@ -175,6 +177,8 @@ class AuditConfig:
     dataset_name: str | None = None
     reviewer: str | None = None
     sign_off: Any = None
+    template_dir: str | None = None
+    docx_template: str | None = None
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)
@@ -265,7 +269,7 @@ class AuditConfig:
         for feat, l in self.lipschitz.items():
             if not isinstance(l, numbers.Real) or isinstance(l, bool) or not l > 0:
                 raise InputError(f"config key 'lipschitz.{feat}' must be a positive slope bound, got {l!r}.")
-        for key in ("title", "model_name", "model_version", "dataset_name", "reviewer"):
+        for key in ("title", "model_name", "model_version", "dataset_name", "reviewer", "template_dir", "docx_template"):
             v = getattr(self, key)
             if v is not None and not isinstance(v, str):
                 raise InputError(f"config key {key!r} must be text, got {type(v).__name__}.")

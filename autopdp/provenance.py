@@ -32,10 +32,10 @@ __all__ = ["file_record", "library_versions", "platform_info", "content_sha256",
 
 #: Distributions whose versions go into every report (import name differs for some).
 LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "cvxpy", "clarabel", "osqp", "numba", "joblib", "skops",
-             "matplotlib", "jinja2", "weasyprint", "pyarrow", "tqdm", "dask", "distributed", "xgboost", "xgboost-cpu",
+             "matplotlib", "jinja2", "weasyprint", "python-docx", "pyarrow", "tqdm", "dask", "distributed", "xgboost", "xgboost-cpu",
              "lightgbm")
 _REQUIRED = {"numpy", "pandas", "scikit-learn", "scipy", "cvxpy", "numba", "joblib", "skops", "matplotlib", "jinja2",
-             "weasyprint", "pyarrow", "tqdm"}
+             "weasyprint", "python-docx", "pyarrow", "tqdm"}
 
 
 def file_record(path, role: str) -> dict:

@@ -56,7 +56,7 @@ def test_report_end_to_end_with_compare(files, tmp_path, capsys):
     "args,message",
     [
         (["--target", "nope"], "target column 'nope' is not in the data"),
-        (["--formats", "html,docx"], "--formats takes a comma-separated list of html, pdf, json; got 'html,docx'."),
+        (["--formats", "html,rtf"], "--formats takes a comma-separated list of html, pdf, json, docx; got 'html,rtf'."),
         (["--model", "{d}/champion.joblib"], "is a pickle: loading it runs code from the file"),
         (["--model", "{d}/missing.skops"], "does not exist."),
         (["--data", "{d}/config.toml"], "has an unknown format '.toml'; use .csv or .parquet."),

@@ -6,10 +6,10 @@ alone (as the figure-drawing worker processes do) does not load the audit's modu
 
 import importlib
 
-__all__ = ["build_context", "render_html", "render_pdf", "write_report", "FORMATS"]
+__all__ = ["build_context", "render_html", "render_pdf", "render_docx", "write_report", "FORMATS"]
 
 _WHERE = {"build_context": ".context", "render_html": ".render", "render_pdf": ".render", "write_report": ".writer",
-          "FORMATS": ".writer"}
+          "FORMATS": ".writer", "render_docx": ".word"}
 
 
 def __getattr__(name):

@@ -11,11 +11,13 @@ from __future__ import annotations
 import io
 import warnings
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
 __all__ = [
     "svg_of", "plot_pd_1d", "plot_pd_2d", "plot_importance", "plot_interaction", "plot_small_multiple", "draw_all",
+    "FigureSVG", "with_png",
 ]
 
 #: From this many figures on, :func:`draw_all` draws them on worker processes (one per CPU).
@@ -61,19 +63,55 @@ def _figure(width: float, height: float):
         plt.close(fig)
 
 
+#: Inside :func:`with_png`, the print resolution at which :func:`svg_of` also renders each figure as PNG.
+_PNG_DPI: ContextVar = ContextVar("autopdp_png_dpi", default=None)
+
+
+class FigureSVG(str):
+    """An SVG string that also carries the same figure as PNG bytes (``.png``, at ``.dpi``), for
+    formats that take raster images (the Word report).  It is a ``str`` everywhere else."""
+
+    png: bytes = b""
+    dpi: int = 0
+
+
+@contextmanager
+def with_png(dpi: int = 200):
+    """Figures drawn inside (here or on :func:`draw_all`'s workers) are :class:`FigureSVG`: the same
+    matplotlib figure saved once as SVG and once as PNG at ``dpi``."""
+    token = _PNG_DPI.set(int(dpi))
+    try:
+        yield
+    finally:
+        _PNG_DPI.reset(token)
+
+
 def svg_of(fig) -> str:
-    """Render ``fig`` to an SVG string (no XML header, deterministic ids) and close it."""
+    """Render ``fig`` to an SVG string (no XML header, deterministic ids) and close it; inside
+    :func:`with_png` a :class:`FigureSVG` that also holds the figure as PNG."""
     plt = _plt()
+    dpi = _PNG_DPI.get()
+    png = None
     try:
         buf = io.StringIO()
         with warnings.catch_warnings():  # a glyph no font has is a note of the report (fonts.glyph_note)
             warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
             fig.savefig(buf, format="svg", bbox_inches="tight", dpi=150, metadata={"Date": None, "Creator": None})
         svg = buf.getvalue()
+        if dpi:
+            raw = io.BytesIO()
+            fig.savefig(raw, format="png", bbox_inches="tight", dpi=dpi, metadata={"Software": None},
+                        facecolor="white")
+            png = raw.getvalue()
     finally:
         plt.close(fig)
     start = svg.find("<svg")
-    return svg[start:] if start >= 0 else svg
+    svg = svg[start:] if start >= 0 else svg
+    if png is None:
+        return svg
+    out = FigureSVG(svg)
+    out.png, out.dpi = png, dpi
+    return out
 
 
 def _x_positions(result, axis: int = 0):
@@ -309,4 +347,13 @@ def draw_all(jobs, *, n_jobs: int | None = None) -> list[str]:
     from joblib import Parallel, delayed
 
     _plt()  # matplotlib's font cache exists before the workers start
-    return list(Parallel(n_jobs=workers)(delayed(fn)(*args, **kwargs) for fn, args, kwargs in jobs))
+    dpi = _PNG_DPI.get()  # a context variable does not cross to the workers: handed over
+    return list(Parallel(n_jobs=workers)(delayed(_draw)(fn, args, kwargs, dpi) for fn, args, kwargs in jobs))
+
+
+def _draw(fn, args, kwargs, dpi):
+    """``fn(*args, **kwargs)`` on a worker, with PNGs as in the caller (:func:`with_png`)."""
+    if not dpi:
+        return fn(*args, **kwargs)
+    with with_png(dpi):
+        return fn(*args, **kwargs)

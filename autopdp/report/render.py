@@ -15,21 +15,28 @@ from .._io import atomic_write_bytes, atomic_write_text
 from .findings import fmt
 from ..errors import InputError
 
-__all__ = ["environment", "render_html", "render_pdf", "svg_figures_as_images", "write_html", "write_pdf", "PAGE_SIZES"]
+__all__ = ["environment", "check_template_dir", "render_html", "render_pdf", "svg_figures_as_images", "write_html", "write_pdf", "PAGE_SIZES"]
 
 PAGE_SIZES = ("A4", "Letter")
 
 
-@functools.lru_cache(maxsize=1)
-def environment():
+@functools.lru_cache(maxsize=8)
+def environment(template_dir: str | None = None):
+    """The Jinja environment: the built-in templates, or with ``template_dir`` an organisation's
+    templates first.  A template in ``template_dir`` replaces the built-in one of the same name
+    (``report.html.j2``, ``report.css``); the built-in ones stay loadable as ``autopdp/NAME``, so
+    ``{% extends "autopdp/report.html.j2" %}`` overrides only the blocks it names."""
     from importlib import resources
 
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+    from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
 
     # the templates are package data of autopdp.templates (inside the wheel too)
-    folder = resources.files("autopdp.templates")
+    builtin = FileSystemLoader(str(resources.files("autopdp.templates")))
+    loader = builtin
+    if template_dir is not None:
+        loader = ChoiceLoader([PrefixLoader({"autopdp": builtin}), FileSystemLoader(str(template_dir)), builtin])
     env = Environment(
-        loader=FileSystemLoader(str(folder)),
+        loader=loader,
         autoescape=select_autoescape(enabled_extensions=("html", "j2", "xml"), default_for_string=True, default=True),
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -40,11 +47,38 @@ def environment():
     return env
 
 
-def render_html(context: dict) -> str:
-    """The self-contained HTML report (inline CSS and SVG, no scripts, no network)."""
+def check_template_dir(path) -> str:
+    """``path`` as text when it is a folder; otherwise :class:`InputError` naming it."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_dir():
+        why = "does not exist" if not p.exists() else "is not a folder"
+        raise InputError(f"--template-dir (config key 'template_dir') {str(p)!r} {why}; give the folder of your "
+                         "organisation's report templates (e.g. report.html.j2).")
+    return str(p.resolve())
+
+
+def render_html(context: dict, template_dir=None) -> str:
+    """The self-contained HTML report (inline CSS and SVG, no scripts, no network).
+
+    ``template_dir``: a folder of the organisation's templates (see :func:`environment`); an
+    error in one of them is bad input naming the template and line."""
     if context.get("page_size") not in PAGE_SIZES:
         raise InputError(f"page_size must be one of {', '.join(PAGE_SIZES)}, got {context.get('page_size')!r}.")
-    return environment().get_template("report.html.j2").render(**context)
+    if template_dir is None:
+        return environment().get_template("report.html.j2").render(**context)
+    from jinja2 import TemplateError, TemplateSyntaxError
+
+    folder = check_template_dir(template_dir)
+    try:
+        return environment(folder).get_template("report.html.j2").render(**context)
+    except TemplateSyntaxError as exc:
+        raise InputError(f"template {exc.name or exc.filename!r} in --template-dir {str(template_dir)!r}, line "
+                         f"{exc.lineno}: {exc.message}; fix the template.") from None
+    except TemplateError as exc:
+        raise InputError(f"a template in --template-dir {str(template_dir)!r} failed: {type(exc).__name__}: {exc}; "
+                         "see docs/templates.md for the variables a template sees.") from None
 
 
 _SVG = re.compile(r"<svg\b.*?</svg>", flags=re.S)

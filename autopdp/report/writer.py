@@ -16,24 +16,29 @@ from .context import build_context
 from .render import render_html, render_pdf
 from ..errors import InputError
 
-__all__ = ["write_report", "FORMATS"]
+__all__ = ["write_report", "FORMATS", "DEFAULT_FORMATS"]
 
-FORMATS = ("html", "pdf", "json")
+#: Every format a run can write; ``docx`` is the editable Word document.
+FORMATS = ("html", "pdf", "json", "docx")
+#: What a run writes when not told.
+DEFAULT_FORMATS = ("html", "pdf", "json")
 
 
-def write_report(audit, out_dir, *, formats=FORMATS, page_size: str = "A4", stem: str = "report",
+def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A4", stem: str = "report",
                  json_name: str = "results.json", context_hook: Callable | None = None,
                  extra_files: Mapping[str, str | bytes] | None = None, gate=None, comparison=None,
-                 progress=None) -> dict:
-    """Write ``report.html``, ``report.pdf`` and ``results.json`` (as asked) as one all-or-nothing set.
+                 progress=None, template_dir=None, docx_template=None) -> dict:
+    """Write ``report.html``, ``report.pdf``, ``report.docx`` and ``results.json`` (as asked) as one
+    all-or-nothing set.
 
     Parameters
     ----------
     audit : Audit
     out_dir : path
         Output directory (created if needed).
-    formats : sequence of {"html", "pdf", "json"}
+    formats : sequence of {"html", "pdf", "json", "docx"}
     page_size : {"A4", "Letter"}
+        The HTML/PDF page; the Word document's when it has no ``docx_template``.
     context_hook : callable, optional
         ``context -> context``, may add sections.
     extra_files : mapping of file name -> text or bytes, optional
@@ -44,6 +49,11 @@ def write_report(audit, out_dir, *, formats=FORMATS, page_size: str = "A4", stem
         Name of the audited model: adds the Model comparison section (as ``autopdp compare`` does).
     progress : bool, optional
         Announce the stages (figures, HTML, PDF) on stderr; default only on a terminal outside CI.
+    template_dir : path, optional
+        A folder of templates that override the built-in HTML/PDF ones by name (default: the
+        audit config's ``template_dir``).
+    docx_template : path, optional
+        The organisation's .docx the Word document is built on (default: the config's ``docx_template``).
 
     Returns
     -------
@@ -55,6 +65,7 @@ def write_report(audit, out_dir, *, formats=FORMATS, page_size: str = "A4", stem
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise InputError(f"unknown report format {unknown[0]!r}; choose from {', '.join(FORMATS)}.")
+    template_dir, docx_template = report_templates(audit.config, template_dir, docx_template, formats)
     timings = {}
     with output_set(Path(out_dir)) as staged:
         if "json" in formats:
@@ -66,15 +77,17 @@ def write_report(audit, out_dir, *, formats=FORMATS, page_size: str = "A4", stem
                 staged.write_text(name, content)
             else:
                 staged.write_bytes(name, bytes(content))
-        if "html" in formats or "pdf" in formats:
+        if "html" in formats or "pdf" in formats or "docx" in formats:
             t0 = time.perf_counter()
             with announce("building the report's figures", progress):
-                context = report_context(audit, page_size=page_size, gate=gate, comparison=comparison)
+                context = report_context(audit, page_size=page_size, gate=gate, comparison=comparison,
+                                         png="docx" in formats)
                 if context_hook is not None:
                     context = context_hook(context)
             timings["context_and_figures"] = time.perf_counter() - t0
+        if "html" in formats or "pdf" in formats:
             t0 = time.perf_counter()
-            html = render_html(context)
+            html = render_html(context, template_dir=template_dir) if template_dir else render_html(context)
             timings["html"] = time.perf_counter() - t0
             if "html" in formats:
                 staged.write_text(f"{stem}.html", html)
@@ -83,12 +96,42 @@ def write_report(audit, out_dir, *, formats=FORMATS, page_size: str = "A4", stem
                 with announce("rendering the PDF", progress):
                     staged.write_bytes(f"{stem}.pdf", render_pdf(html))
                 timings["pdf"] = time.perf_counter() - t0
+        if "docx" in formats:
+            from .word import render_docx
+
+            t0 = time.perf_counter()
+            with announce("writing the Word document", progress):
+                staged.write_bytes(f"{stem}.docx", render_docx(context, template=docx_template))
+            timings["docx"] = time.perf_counter() - t0
         paths = staged.commit(provenance=dict(audit.metadata.get("provenance") or {}) or None)
     return {"paths": paths, "timings": timings}
 
 
-def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None) -> dict:
-    """The report's context with the optional Gate and Model comparison sections."""
+def report_templates(cfg, template_dir=None, docx_template=None, formats=FORMATS):
+    """``(template_dir, docx_template)``: the arguments, else the keys of the config ``cfg``, checked
+    (a missing folder or a file that is not a .docx is bad input naming it) for the formats that use them."""
+    template_dir = template_dir if template_dir is not None else getattr(cfg, "template_dir", None)
+    docx_template = docx_template if docx_template is not None else getattr(cfg, "docx_template", None)
+    if template_dir is not None and ("html" in formats or "pdf" in formats):
+        from .render import check_template_dir
+
+        template_dir = check_template_dir(template_dir)
+    if docx_template is not None and "docx" in formats:
+        from .word import check_docx_template
+
+        docx_template = check_docx_template(docx_template)
+    return template_dir, docx_template
+
+
+def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None, png: bool = False) -> dict:
+    """The report's context with the optional Gate and Model comparison sections; with ``png`` every
+    figure also carries its PNG at print resolution (for the Word document)."""
+    if png:
+        from .figures import with_png
+        from .word import PNG_DPI
+
+        with with_png(PNG_DPI):
+            return report_context(audit, page_size=page_size, gate=gate, comparison=comparison)
     context = build_context(audit, page_size=page_size)
     if gate is not None:
         from .context import gate_context

@@ -1,0 +1,767 @@
+"""Stage: report context -> an editable Word document (python-docx).
+
+The document is built from the same context as the HTML and PDF (:func:`.context.build_context`):
+every finding sentence, caption, number and provenance record comes from there, word for word.
+The methodology's prose is the built-in template's own ``methodology`` block, rendered with the
+same context and turned into Word paragraphs, so it is written once.
+
+Structure: the title in the ``Title`` style, chapters in ``Heading 1`` and their parts in
+``Heading 2`` (Word's navigation pane and table of contents use them), a table-of-contents
+field, Word tables (rankings, evidence, provenance, the sign-off block) and the figures as
+inline PNG images at print resolution with a caption (``Caption`` style, a ``SEQ Figure``
+field) and alt text.
+
+An organisation's own ``.docx`` (or ``.dotx``) can be the base: its styles, page setup, headers
+and footers stay; the report goes after what the template holds, or in place of a paragraph
+that reads ``{{autopdp}}``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import re
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+from ..errors import InputError
+
+__all__ = ["render_docx", "check_docx_template", "PLACEHOLDER", "PNG_DPI"]
+
+#: A paragraph of the template with only this text is where the report goes.
+PLACEHOLDER = "{{autopdp}}"
+#: Print resolution of the figures in the Word document.
+PNG_DPI = 200
+
+_MONO = "Courier New"
+_DOCX_MAIN = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+_DOTX_MAIN = "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml"
+
+# the two captions the HTML template writes itself (the figures are the context's)
+IMPORTANCE_CAPTION = ("PD-based importance (Greenwell et al. 2018): how much the average prediction moves with each "
+                      "feature.")
+IMPORTANCE_ALT = "Horizontal bar chart of the PD-based importance of every feature, most important on top."
+INTERACTION_CAPTION = ("Strongest PD-based interactions (Greenwell): pairs whose joint effect is not the sum of their "
+                       "separate effects.")
+INTERACTION_ALT = "Horizontal bar chart of the interaction statistic of the strongest feature pairs."
+
+
+# ---------------------------------------------------------------------------------------- template
+def check_docx_template(path) -> Path:
+    """``path`` as a Path when it is a Word document (.docx or .dotx) python-docx can build on;
+    otherwise :class:`InputError` naming it.  Cheap: reads the zip's directory only."""
+    p = Path(path)
+    what = f"--docx-template (config key 'docx_template') {str(p)!r}"
+    if not p.exists():
+        raise InputError(f"{what} does not exist; give the path of your organisation's .docx template.")
+    if not p.is_file():
+        raise InputError(f"{what} is not a file; give the path of a .docx template.")
+    try:
+        with zipfile.ZipFile(p) as z:
+            names = set(z.namelist())
+            types = z.read("[Content_Types].xml").decode("utf-8", "replace") if "[Content_Types].xml" in names else ""
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(f"{what} is not a Word .docx file ({type(exc).__name__}: {exc}); save the template as "
+                         "Word Document (.docx).") from None
+    if "word/document.xml" not in names or (_DOCX_MAIN not in types and _DOTX_MAIN not in types):
+        raise InputError(f"{what} is not a Word .docx file (no word/document.xml); save the template as Word "
+                         "Document (.docx).")
+    return p
+
+
+def _open(template):
+    """A python-docx Document: the default one, or the template's (a .dotx read as a .docx)."""
+    import docx
+
+    if template is None:
+        return docx.Document()
+    p = check_docx_template(template)
+    data = p.read_bytes()
+    if _DOTX_MAIN.encode() in _member(data, "[Content_Types].xml"):
+        data = _rezip(data, {"[Content_Types].xml": lambda b: b.replace(_DOTX_MAIN.encode(), _DOCX_MAIN.encode())})
+    try:
+        return docx.Document(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - any parse failure of the user's file is bad input
+        raise InputError(f"--docx-template {str(p)!r} cannot be read as a Word document ({type(exc).__name__}: "
+                         f"{exc}); save it again as Word Document (.docx).") from None
+
+
+def _member(data: bytes, name: str) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        return z.read(name)
+
+
+def _rezip(data: bytes, change=None, fixed_time=None) -> bytes:
+    """The zip ``data`` with members changed by ``change[name](bytes)``; with ``fixed_time`` every
+    member gets that timestamp (the same document is the same bytes)."""
+    change = change or {}
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            blob = src.read(info.filename)
+            if info.filename in change:
+                blob = change[info.filename](blob)
+            new = zipfile.ZipInfo(info.filename, date_time=fixed_time or info.date_time)
+            new.compress_type = zipfile.ZIP_DEFLATED
+            new.external_attr = info.external_attr
+            dst.writestr(new, blob)
+    return out.getvalue()
+
+
+# ---------------------------------------------------------------------------------------- styles
+_HEADING_SIZES = {1: 16, 2: 13}
+
+
+def _style(doc, name: str):
+    """The named paragraph style; created (plainly) when the template does not define it, so any
+    organisation's template works.  Headings keep Word's built-in names and outline levels."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.shared import Pt
+
+    try:
+        return doc.styles[name]
+    except KeyError:
+        pass
+    st = doc.styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH)
+    try:
+        st.base_style = doc.styles["Normal"]
+    except KeyError:
+        pass
+    m = re.fullmatch(r"Heading (\d)", name)
+    if m:
+        level = int(m.group(1))
+        st.font.bold = True
+        st.font.size = Pt(_HEADING_SIZES.get(level, 12))
+        st.paragraph_format.space_before = Pt(12)
+        st.paragraph_format.keep_with_next = True
+        _set_outline_level(st, level - 1)
+    elif name == "Title":
+        st.font.bold = True
+        st.font.size = Pt(24)
+        _set_outline_level(st, None)
+    elif name == "Caption":
+        st.font.italic = True
+        st.font.size = Pt(8.5)
+    return st
+
+
+def _set_outline_level(style, level):
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    if level is None:
+        return
+    ppr = style.element.get_or_add_pPr()
+    el = OxmlElement("w:outlineLvl")
+    el.set(qn("w:val"), str(level))
+    ppr.append(el)
+
+
+def _table_style(doc):
+    from docx.enum.style import WD_STYLE_TYPE
+
+    try:
+        st = doc.styles["Table Grid"]
+        return st if st.type == WD_STYLE_TYPE.TABLE else None
+    except KeyError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------- writer
+class _Writer:
+    def __init__(self, doc, context):
+        from docx.shared import Emu
+
+        self.doc = doc
+        self.ctx = context
+        self.n_figures = 0
+        section = doc.sections[-1]
+        width = (section.page_width or Emu(7560310)) - (section.left_margin or 0) - (section.right_margin or 0)
+        self.text_width = int(width)
+        self.grid_style = _table_style(doc)
+
+    # -- text
+    def heading(self, text, level):
+        return self.doc.add_paragraph(str(text), style=_style(self.doc, f"Heading {level}"))
+
+    def para(self, text="", *, style=None, bold=False, italic=False, mono=False, size=None):
+        p = self.doc.add_paragraph(style=_style(self.doc, style) if style else None)
+        if text:
+            self.run(p, text, bold=bold, italic=italic, mono=mono, size=size)
+        return p
+
+    @staticmethod
+    def run(p, text, *, bold=False, italic=False, mono=False, size=None, sub=False, sup=False):
+        from docx.shared import Pt
+
+        r = p.add_run(str(text))
+        if bold:
+            r.bold = True
+        if italic:
+            r.italic = True
+        if mono:
+            r.font.name = _MONO
+        if size:
+            r.font.size = Pt(size)
+        if sub:
+            r.font.subscript = True
+        if sup:
+            r.font.superscript = True
+        return r
+
+    def bullet(self, text, *, bold_lead=None):
+        try:
+            p = self.doc.add_paragraph(style=self.doc.styles["List Bullet"])
+            prefix = ""
+        except KeyError:
+            p = self.doc.add_paragraph()
+            prefix = "• "
+        if bold_lead:
+            self.run(p, prefix + bold_lead, bold=True)
+            self.run(p, text)
+        else:
+            self.run(p, prefix + text)
+        return p
+
+    # -- tables
+    def table(self, header, rows, *, mono_cols=(), size=8, widths=None, header_col=False):
+        from docx.oxml import OxmlElement
+        from docx.oxml.ns import qn
+        from docx.shared import Pt
+
+        ncols = len(header) if header else max((len(r) for r in rows), default=1)
+        t = self.doc.add_table(rows=0, cols=ncols)
+        if self.grid_style is not None:
+            t.style = self.grid_style
+        else:
+            _borders(t)
+        if header:
+            cells = t.add_row().cells
+            for c, text in zip(cells, header):
+                self._cell(c, text, bold=True, size=size)
+            trpr = t.rows[0]._tr.get_or_add_trPr()
+            h = OxmlElement("w:tblHeader")  # repeat the header row on every page
+            h.set(qn("w:val"), "true")
+            trpr.append(h)
+        for row in rows:
+            cells = t.add_row().cells
+            for i, (c, text) in enumerate(zip(cells, row)):
+                self._cell(c, text, mono=i in mono_cols, size=size, bold=header_col and i == 0)
+        self.widths(t, widths or _auto_widths(header, rows, ncols))
+        self.doc.add_paragraph().paragraph_format.space_after = Pt(2)
+        return t
+
+    def widths(self, t, fractions):
+        """Column widths as fractions of the text width (the grid for LibreOffice, each cell for Word)."""
+        from docx.shared import Emu
+
+        total = float(sum(fractions)) or 1.0
+        emus = [Emu(int(self.text_width * f / total)) for f in fractions]
+        t.autofit = False
+        for col, e in zip(t.columns, emus):
+            col.width = e
+        for row in t.rows:
+            for c, e in zip(row.cells, emus):
+                c.width = e
+
+    def _cell(self, cell, text, *, bold=False, mono=False, size=8):
+        p = cell.paragraphs[0]
+        text = "" if text is None else str(text)
+        if text:
+            self.run(p, text, bold=bold, mono=mono, size=size)
+        return p
+
+    # -- figures
+    def figure(self, f, *, width_fraction=1.0):
+        """An inline image at print resolution, its alt text and a numbered caption."""
+        if not f:
+            return
+        self.image(self.doc.add_paragraph(), f.get("svg"), f.get("alt", ""), width_fraction)
+        self.caption(self.doc.add_paragraph(style=_style(self.doc, "Caption")), f.get("caption", ""))
+
+    def image(self, p, svg, alt, width_fraction=1.0, max_width=None):
+        from docx.shared import Emu
+
+        png = getattr(svg, "png", None)
+        if not png:
+            self.run(p, "[figure not available in this format]", italic=True)
+            return
+        dpi = getattr(svg, "dpi", PNG_DPI) or PNG_DPI
+        px_w = int.from_bytes(png[16:20], "big")  # the PNG's IHDR width
+        natural = int(px_w / dpi * 914400)
+        width = min(natural, int((max_width or self.text_width) * width_fraction))
+        shape = p.add_run().add_picture(io.BytesIO(png), width=Emu(width))
+        self.n_figures += 1
+        doc_pr = shape._inline.docPr
+        doc_pr.set("descr", str(alt or ""))
+        doc_pr.set("title", f"Figure {self.n_figures}")
+        p.paragraph_format.keep_with_next = True
+
+    def caption(self, p, text):
+        """'Figure N: text' with N a SEQ field (Word's list of figures and cross references use it)."""
+        from docx.oxml import OxmlElement
+        from docx.oxml.ns import qn
+
+        self.run(p, "Figure ")
+        fld = OxmlElement("w:fldSimple")
+        fld.set(qn("w:instr"), " SEQ Figure \\* ARABIC ")
+        r = OxmlElement("w:r")
+        t = OxmlElement("w:t")
+        t.text = str(self.n_figures)
+        r.append(t)
+        fld.append(r)
+        p._p.append(fld)
+        self.run(p, f": {text}")
+
+    def toc(self, titles):
+        """A table-of-contents field (Heading 1) whose shown text lists the chapters until Word
+        updates it (References > Update table, or F9) with page numbers."""
+        from docx.oxml import OxmlElement
+        from docx.oxml.ns import qn
+
+        def fld_char(p, kind):
+            r = OxmlElement("w:r")
+            fc = OxmlElement("w:fldChar")
+            fc.set(qn("w:fldCharType"), kind)
+            r.append(fc)
+            p._p.append(r)
+
+        first = self.doc.add_paragraph()
+        fld_char(first, "begin")
+        r = OxmlElement("w:r")
+        instr = OxmlElement("w:instrText")
+        instr.set(qn("xml:space"), "preserve")
+        instr.text = ' TOC \\o "1-2" \\h \\z \\u '
+        r.append(instr)
+        first._p.append(r)
+        fld_char(first, "separate")
+        p = first
+        for i, title in enumerate(titles):
+            if i:
+                p = self.doc.add_paragraph()
+            self.run(p, title)
+        fld_char(p, "end")
+
+
+def _auto_widths(header, rows, ncols):
+    """Widths in proportion to each column's typical text (long texts wrap, short ones stay narrow)."""
+    out = []
+    for i in range(ncols):
+        cells = [len(str(r[i])) for r in rows if i < len(r) and r[i] is not None]
+        head = max((len(word) for word in str(header[i]).split()), default=0) if header else 0
+        typical = sum(cells) / len(cells) if cells else 0
+        out.append(max(4.0, head, min(45.0, typical)) + 2.0)
+    return out
+
+
+def _borders(table):
+    """Thin grey borders, for templates without the 'Table Grid' style."""
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    tbl_pr = table._tbl.tblPr
+    borders = OxmlElement("w:tblBorders")
+    for edge in ("top", "left", "bottom", "right", "insideH", "insideV"):
+        el = OxmlElement(f"w:{edge}")
+        el.set(qn("w:val"), "single")
+        el.set(qn("w:sz"), "4")
+        el.set(qn("w:space"), "0")
+        el.set(qn("w:color"), "A0A7B0")
+        borders.append(el)
+    tbl_pr.append(borders)
+
+
+# ---------------------------------------------------------------------------------------- sections
+def _cover(w, ctx):
+    c = ctx["cover"]
+    w.para(c["title"], style="Title")
+    w.para(f"Partial dependence validation of {c['model_name']}")
+    rows = [["Model", f"{c['model_name']}" + (f", version {c['model_version']}" if c.get("model_version") else "")
+             + f" ({c['model_type']})"]]
+    if c.get("steps"):
+        rows.append(["Pipeline steps", " → ".join(map(str, c["steps"]))])
+    rows.append(["Explained response", f"{c['response']}" + (f" — target {c['targets']}" if c.get("targets") else "")])
+    rows += [["Dataset", c["dataset"]], ["Rows × features", f"{c['rows']} × {c['features']}"],
+             ["Target column", c["target"]], ["Positive class", c["positive_class"]]]
+    if c.get("sample_weight"):
+        rows.append(["Sample weights", c["sample_weight"]])
+    if c.get("compare"):
+        rows.append(["Comparison models", ", ".join(c["compare"])])
+    rows += [["Date (UTC)", c["date"]], ["autopdp version", c["version"]], ["Random seed", c["seed"]]]
+    w.table(None, rows, size=9, widths=(0.3, 0.7), header_col=True)
+    if c.get("inputs"):
+        w.heading("Input files", 2)
+        w.table(["input", "file", "bytes", "sha256 (as sha256sum prints it)"],
+                [[f["role"], f["name"], f["bytes"], f["sha256"]] for f in c["inputs"]], mono_cols=(3,),
+                widths=(0.17, 0.23, 0.12, 0.48))
+    p = w.para("Content hash of the data as loaded (sha256 of the column names and values: features, then target"
+               + (" and sample weights" if c.get("sample_weight") else "") + "; not a file hash): ", size=8.5)
+    w.run(p, c.get("content_sha256") or "", mono=True, size=8)
+    if c.get("key_params"):
+        w.heading("Key parameters", 2)
+        w.table(["parameter", "value"], [[k["name"], k["value"]] for k in c["key_params"]], mono_cols=(1,),
+                widths=(0.35, 0.65))
+    _sign_off(w, c)
+
+
+def _sign_off(w, c):
+    from docx.shared import Pt
+
+    w.heading("Review and sign-off", 2)
+    so = c.get("sign_off") or {}
+    decision = so.get("decision")
+    choices = "    ".join(("☒ " if decision == d else "☐ ") + d.capitalize() for d in c.get("decisions", []))
+    rows = [["Reviewed by (validator)", c.get("reviewer") or ""], ["Signed off by", so.get("name") or ""],
+            ["Role", so.get("role") or ""], ["Date", so.get("date") or ""], ["Decision", choices],
+            ["Conditions", so.get("conditions") or ""]]
+    if so.get("statement"):
+        rows.append(["Statement", so["statement"]])
+    rows.append(["Signature", ""])
+    t = w.table(None, rows, size=10, widths=(0.3, 0.7), header_col=True)
+    for row, (label, value) in zip(t.rows, rows):
+        if not value or label == "Signature":  # room to write by hand or type in Word
+            row.height = Pt(48 if label in ("Conditions", "Signature") else 22)
+
+
+def _contents(w, ctx):
+    w.heading("Contents", 1)
+    titles = []
+    if ctx.get("gate"):
+        titles.append("Pre-deployment gate")
+    if ctx.get("comparison"):
+        titles.append("Model comparison")
+    if ctx.get("stage_failures"):
+        titles.append("Stage failures")
+    titles.append("Executive summary")
+    titles += [u["title"] for u in ctx["utilities"]]
+    titles += ["Two-feature partial dependence", "Importance and interaction", "Methodology and caveats", "Appendix"]
+    w.toc(titles)
+
+
+def _gate(w, g):
+    w.heading(f"Pre-deployment gate: {'PASSED' if g['passed'] else 'FAILED'}", 1)
+    text = f"{g['n']} checks, {g['failed']} failed. Each check compares a measured score with what the policy allows."
+    if g.get("policy"):
+        text += f" Policy file: {g['policy'].get('name')} (sha256 {g['policy'].get('sha256')})."
+    if g.get("champion"):
+        text += f" Champion: {g['champion']}" + (f" ({g['champion_file']})" if g.get("champion_file") else "") + "."
+    w.para(text)
+    w.table(["check", "feature", "result", "measured", "allowed", "detail"],
+            [[c["check"], c["feature"], "pass" if c["passed"] else "FAIL", c["measured"], c["allowed"], c["message"]]
+             for c in g["checks"]])
+    if g.get("evidence"):
+        w.heading("Evidence for the failed checks", 2)
+    for f in g.get("evidence", []):
+        w.figure(f)
+
+
+def _comparison(w, cmp):
+    w.heading("Model comparison", 1)
+    w.para(f"{', '.join(cmp['models'])} on the same data and grids. Features are ordered by how differently the "
+           f"models learned them (the largest similarity score, paper eq. 10, against {cmp['base']}).")
+    w.table(["feature"] + [f"gap to {m}" for m in cmp["others"]] + [f"importance {m}" for m in cmp["models"]],
+            [[r["feature"], *r["gaps"], *r["importance"]] for r in cmp["rows"]])
+    for f in cmp["figures"]:
+        w.figure(f)
+    if cmp.get("pairs"):
+        w.heading("Pairs whose surfaces differ most", 2)
+        w.table(["pair"] + [f"gap to {m}" for m in cmp["others"]], [[r["pair"], *r["gaps"]] for r in cmp["pairs"]])
+        for f in cmp["pair_figures"]:
+            w.figure(f)
+
+
+def _stage_failures(w, failures):
+    w.heading("Stage failures", 1)
+    w.para(f"{len(failures)} score(s) failed with an unexpected error: a fault in autopdp or a library it calls, not a "
+           "condition of the data or the model. These scores show as n/a below, so the rankings and findings that "
+           "would use them are incomplete. Please report these lines.")
+    w.table(["stage", "score", "PDP", "error", "where"],
+            [[f["stage"], f["item"], f["features"], f["error"], f["where"]] for f in failures], mono_cols=(4,))
+
+
+def _summary(w, ctx):
+    w.heading("Executive summary", 1)
+    n = ctx["counts"]
+    w.para(f"{n['pd_1d']} 1D partial dependences · {n['pd_2d']} 2D partial dependences · {n['utilities']} utilities "
+           f"scored · {n['selected']} plots selected for review", bold=True)
+    w.heading("Findings", 2)
+    m = ctx["materiality"]
+    w.para(f"A PDP is a finding under a criterion only when its score is material (at least {m['fraction']} × the "
+           f"standard deviation of the model's predictions; association at least {m['min_association']}) and clear of "
+           f"sampling noise ({m['multiple_testing']}-adjusted p ≤ {m['significance']} across the PDPs of the "
+           f"criterion). Explained response: {ctx['outcome']}.")
+    for f in ctx["findings"]:
+        p = w.para()
+        w.run(p, f"[{f['kind']}] ", bold=True)
+        w.run(p, f["sentence"])
+        why = f"Selected by {f['reasons']}" + (f" ({f['evidence']})" if f.get("evidence") else "") \
+            + f" · Can this PDP be trusted? {f['trust']}"
+        w.para(why, italic=True, size=8.5)
+    if not ctx["findings"]:
+        if ctx.get("untested"):
+            w.para("No finding shown, but material scores could not be tested for noise under: "
+                   f"{', '.join(ctx['untested'])}; they are neither findings nor noise.")
+        else:
+            w.para("No material finding under any criterion: no PDP's score is both material and clear of noise.")
+    elif ctx.get("untested"):
+        w.para("Material scores that could not be tested for noise (neither findings nor noise): "
+               f"{', '.join(ctx['untested'])}.", italic=True)
+    if ctx.get("no_findings"):
+        w.para(f"No material finding under: {', '.join(ctx['no_findings'])}.", italic=True)
+    if ctx.get("cautions"):
+        w.heading("Caution: PDPs computed mostly from unrealistic rows", 2)
+        for c in ctx["cautions"]:
+            w.bullet(c)
+    if ctx.get("importance_svg"):
+        w.figure({"svg": ctx["importance_svg"], "caption": IMPORTANCE_CAPTION, "alt": IMPORTANCE_ALT})
+    if ctx.get("notes"):
+        w.heading("Notes", 2)
+        for n_ in ctx["notes"]:
+            w.bullet(n_)
+
+
+def _utility(w, u):
+    w.heading(f"{u['title']} ({u['uid']})", 1)
+    w.para(f"{u['definition']} {u['higher'].capitalize()} scores rank first.")
+    if u.get("none_text"):
+        w.para(u["none_text"], italic=True)
+    for f in u["plots"]:
+        w.figure(f)
+    w.heading("Ranking of every 1D PDP", 2)
+    header = ["rank", "feature", "score", "× pred. sd"] + (["adjusted p", "finding?"] if u["tested"] else []) \
+        + ["target", "Can this PDP be trusted?"]
+    rows = [[r["rank"], r["feature"], r["value"], r["scaled"]] + ([r["p"], r["finding"]] if u["tested"] else [])
+            + [r["target"], r["trust"]] for r in u["rows"]]
+    w.table(header, rows, size=7.5)
+    for m in u.get("missing", []):
+        w.para(f"Not scored: {m['features']} — {m['reason']}", size=8.5)
+
+
+def _pairs(w, pairs):
+    w.heading("Two-feature partial dependence", 1)
+    w.para(f"{pairs['count']} pairs were computed. Pairs are selected by the association of the two features in the data "
+           "(correlation), the importance of both features, their Greenwell interaction, and their standing across all "
+           "criteria (intersection). Dots are data rows: regions of the heatmap without dots are extrapolation.")
+    if pairs.get("no_finding"):
+        w.para(f"No material finding under: {', '.join(pairs['no_finding'])}.", italic=True)
+    for item in pairs["items"]:
+        w.heading(item["label"], 2)
+        w.para(" · ".join(f"{c['name']} {c['value']}" for c in item["criteria"]), size=8.5)
+        w.figure(item["figure"])
+    if pairs.get("table"):
+        w.heading("Pairs ranked by intersection", 2)
+        w.table(["rank", "pair", *pairs["columns"]], [[r["rank"], r["pair"], *[r[c] for c in pairs["columns"]]]
+                                                      for r in pairs["table"]], size=7.5)
+
+
+def _importance(w, ctx):
+    w.heading("Importance and interaction", 1)
+    w.para(ctx["method"]["importance_text"])
+    t = ctx.get("importance_table")
+    if t:
+        w.table([t["index"], *t["columns"]], [[r["label"], *r["values"]] for r in t["rows"]])
+    if ctx.get("interaction_svg"):
+        w.figure({"svg": ctx["interaction_svg"], "caption": INTERACTION_CAPTION, "alt": INTERACTION_ALT})
+        t = ctx["interaction_table"]
+        w.table([t["index"], *t["columns"]], [[r["label"], *r["values"]] for r in t["rows"]])
+
+
+def _appendix(w, ctx):
+    from docx.shared import Pt
+
+    w.heading("Appendix", 1)
+    w.heading("Every 1D partial dependence", 2)
+    small = ctx.get("small_multiples") or []
+    cols = 3
+    if small:
+        t = w.doc.add_table(rows=0, cols=cols)
+        for i in range(0, len(small), cols):
+            cells = t.add_row().cells
+            for cell, f in zip(cells, small[i:i + cols]):
+                w.image(cell.paragraphs[0], f["svg"], f["alt"], max_width=w.text_width / cols * 0.95)
+                w.caption(cell.add_paragraph(style=_style(w.doc, "Caption")), f["caption"])
+        w.doc.add_paragraph().paragraph_format.space_after = Pt(2)
+    w.heading("All scores", 2)
+    s = ctx["all_scores"]
+    w.table(["PDP", "kind", *s["columns"]], [[r["label"], r["kind"], *r["values"]] for r in s["rows"]], size=6)
+    w.heading("Reproducibility", 2)
+    c = ctx["cover"]
+    w.para(f"Random seed: {ctx['seed']}." + (" Command line:" if c.get("command") else ""))
+    if c.get("command"):
+        w.para(c["command"], mono=True, size=8)
+    if c.get("inputs"):
+        w.table(["input", "path", "bytes", "sha256"], [[f["role"], f["path"], f["bytes"], f["sha256"]] for f in c["inputs"]],
+                mono_cols=(1, 3), widths=(0.15, 0.3, 0.1, 0.45))
+    p = w.para(f"Target column: {c['target']}; positive class: {c['positive_class']}; content hash of the data as "
+               "loaded: ")
+    w.run(p, c.get("content_sha256") or "", mono=True, size=8)
+    csv = ctx.get("csv_options") or {}
+    if csv:
+        w.run(p, "; CSV options: " + ", ".join(f"{k} = {v}" for k, v in csv.items()))
+    w.run(p, ".")
+    w.table(["setting", "value"], [[x["key"], x["value"]] for x in ctx["config"]], mono_cols=(1,), widths=(0.35, 0.65))
+    w.table(["library", "version"], [[k, v] for k, v in ctx["versions"].items()]
+            + [[k, v] for k, v in ctx.get("platform", {}).items()], widths=(0.35, 0.65))
+    w.table(["stage", "seconds"], [[t["stage"], t["seconds"]] for t in ctx["timings"]], widths=(0.5, 0.5))
+
+
+# ------------------------------------------------------------------- methodology (the template's block)
+def _methodology(w, ctx):
+    """The built-in template's ``methodology`` block, rendered with this context, as Word paragraphs."""
+    from .render import environment
+
+    template = environment().get_template("report.html.j2")
+    html = "".join(template.blocks["methodology"](template.new_context(dict(ctx))))
+    _HtmlToWord(w).feed(html)
+
+
+class _HtmlToWord(HTMLParser):
+    """The few elements of the methodology prose: h2/h3, p, ul/li, b/i/sub/sup, span.formula, tables."""
+
+    BLOCKS = {"p", "li", "h2", "h3", "h4", "div", "span.formula"}
+
+    def __init__(self, w):
+        super().__init__(convert_charrefs=True)
+        self.w = w
+        self.p = None
+        self.fmt: list[str] = []
+        self.table = None  # list of rows, each a list of cell texts
+        self.cell = None
+        self.header = False
+        self.block_tags: list[str] = []
+
+    def _new(self, tag, cls=""):
+        styles = {"h2": "Heading 1", "h3": "Heading 2", "h4": "Heading 2"}
+        if tag == "li":
+            self.p = self.w.bullet("")
+        else:
+            self.p = self.w.para(style=styles.get(tag))
+        self.mono = cls == "formula"
+
+    def handle_starttag(self, tag, attrs):
+        cls = dict(attrs).get("class") or ""
+        if tag == "table":
+            self.table, self.p = [], None
+        elif self.table is not None:
+            if tag == "tr":
+                self.table.append([])
+            elif tag in ("td", "th"):
+                self.cell = []
+                self.header = self.header or tag == "th"
+        elif tag in ("p", "li", "h2", "h3", "h4") or (tag == "span" and "formula" in cls):
+            self._new(tag, "formula" if "formula" in cls else "")
+            self.block_tags.append(tag)
+        elif tag in ("b", "strong", "i", "em", "sub", "sup"):
+            self.fmt.append(tag)
+        elif tag == "br" and self.p is not None:
+            self.p.add_run().add_break()
+
+    def handle_endtag(self, tag):
+        if tag == "table" and self.table is not None:
+            rows = [r for r in self.table if r]
+            if rows:
+                self.w.table(rows[0] if self.header else None, rows[1:] if self.header else rows)
+            self.table, self.header = None, False
+        elif self.table is not None:
+            if tag in ("td", "th") and self.cell is not None:
+                self.table[-1].append(" ".join("".join(self.cell).split()))
+                self.cell = None
+        elif self.block_tags and tag == self.block_tags[-1]:
+            self.block_tags.pop()
+            self.p = None
+        elif tag in ("b", "strong", "i", "em", "sub", "sup") and tag in self.fmt:
+            self.fmt.remove(tag)
+
+    def handle_data(self, data):
+        if self.table is not None:
+            if self.cell is not None:
+                self.cell.append(data)
+            return
+        text = re.sub(r"\s+", " ", data)
+        if not text.strip():
+            return
+        if self.p is None:  # loose text between blocks
+            self._new("p")
+        if not self.p.runs or not self.p.text:
+            text = text.lstrip()
+        self.w.run(self.p, text, bold=any(t in ("b", "strong") for t in self.fmt),
+                   italic=any(t in ("i", "em") for t in self.fmt), sub="sub" in self.fmt, sup="sup" in self.fmt,
+                   mono=getattr(self, "mono", False))
+
+
+# ---------------------------------------------------------------------------------------- entry
+def render_docx(context: dict, template=None) -> bytes:
+    """The report as a Word document (bytes of a .docx) from the report context.
+
+    ``template``: path of an organisation's .docx/.dotx whose styles, page setup, headers and
+    footers the document keeps; the report goes after its content, or in place of a paragraph
+    reading ``{{autopdp}}``.  Figures must carry PNGs (:func:`.figures.with_png` while the context
+    is built); a figure without one is a one-line note in the document.
+    """
+    from docx.shared import Cm, Inches
+
+    doc = _open(template)
+    body = doc.element.body
+    before = len(body)  # the template's own content (and its final section properties)
+    placeholder = next((p for p in doc.paragraphs if "".join(p.text.split()) == PLACEHOLDER), None)
+    if template is None:
+        section = doc.sections[0]
+        if context.get("page_size") == "Letter":
+            section.page_width, section.page_height = Inches(8.5), Inches(11)
+        else:
+            section.page_width, section.page_height = Cm(21.0), Cm(29.7)
+        for side in ("left_margin", "right_margin"):
+            setattr(section, side, Cm(2.0))
+        section.top_margin, section.bottom_margin = Cm(2.0), Cm(2.0)
+    w = _Writer(doc, context)
+    _cover(w, context)
+    _contents(w, context)
+    if context.get("gate"):
+        _gate(w, context["gate"])
+    if context.get("comparison"):
+        _comparison(w, context["comparison"])
+    if context.get("stage_failures"):
+        _stage_failures(w, context["stage_failures"])
+    _summary(w, context)
+    for u in context["utilities"]:
+        _utility(w, u)
+    _pairs(w, context["pairs"])
+    _importance(w, context)
+    _methodology(w, context)
+    _appendix(w, context)
+    if placeholder is not None:
+        # python-docx appends before the final sectPr: move the report to the placeholder
+        sect = body[-1] if body[-1].tag.endswith("}sectPr") else None
+        added = [el for el in list(body)[before - (1 if sect is not None else 0):] if el is not sect]
+        anchor = placeholder._p
+        for el in added:
+            anchor.addprevious(el)
+        anchor.getparent().remove(anchor)
+    _properties(doc, context)
+    buf = io.BytesIO()
+    doc.save(buf)
+    return _rezip(buf.getvalue(), fixed_time=(1980, 1, 1, 0, 0, 0))
+
+
+def _properties(doc, ctx):
+    c = ctx["cover"]
+    cp = doc.core_properties
+    cp.title = str(c.get("title") or "")[:255]
+    cp.subject = f"Partial dependence validation of {c.get('model_name')}"[:255]
+    cp.keywords = "autopdp; partial dependence; model validation"
+    cp.author = str(c.get("reviewer") or "autopdp")[:255]
+    cp.last_modified_by = "autopdp"
+    cp.comments = f"Generated by autopdp {c.get('version')}"
+    cp.revision = 1
+    when = _date(c.get("date"))
+    if when is not None:
+        cp.created = cp.modified = when
+
+
+def _date(text):
+    try:
+        d = _dt.datetime.fromisoformat(str(text).replace("Z", "+00:00").replace(" UTC", ""))
+    except ValueError:
+        return None
+    return d.replace(tzinfo=None)
