@@ -278,7 +278,7 @@ def _score_rows(audit, uid):
             "finding": "" if e is None else ("yes" if e.passed else ("not material" if not e.material else
                                                                   ("untested" if e.untested else "noise"))),
             "passed": e is None or e.passed,
-            "target": "" if s.target is None else str(s.target),
+            "target": "" if s.target is None else (outcome_label(audit, s.target) if _several(audit) else str(s.target)),
             "trust": trust_text(audit, feats),
         })
     missing: dict[str, list] = {}
@@ -337,6 +337,7 @@ def _pair_section(audit):
     items = []
     criteria_cols = [c for c in PAIR_CRITERIA if c in audit.scores.columns]
     two = audit.scores[audit.scores["kind"] == "2d"]
+    several = _several(audit)
     for sel in [s for s in audit.selection if s.kind == "2d"]:
         t = _pair_target(audit, sel.features)
         svg, alt, _ = _pd_figure(audit, sel.features, target_index=t)
@@ -348,7 +349,8 @@ def _pair_section(audit):
                  "interaction is largest)." if _several(audit) else "")
         items.append({
             "label": sel.label, "reasons": sel.reason_text,
-            "criteria": [{"name": c, "value": fmt(crit[c])} for c in criteria_cols],
+            "criteria": [{"name": c + (" (largest across classes)" if several and c in ("importance", "interaction")
+                                       else ""), "value": fmt(crit[c])} for c in criteria_cols],
             "figure": _figure(svg, f"Selected by {sel.reason_text}. " + " ".join(sentences) + shown
                               + (f" [{proof}]" if proof else ""), alt),
         })

@@ -262,7 +262,7 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
         level, shape = d.get("level_shift"), d.get("shape_gap")
         if evidence is not None and shape is not None and np.isfinite(shape):
             return (f"{name}: {name} acts differently in this model and in {other}{' on ' + outcome if outcome else ''}: "
-                    f"once the PDs' constant difference ({fmt(level)}) is set aside, their shapes differ by "
+                    f"once a constant shift of {fmt(level)} between the PDs is set aside, their shapes differ by "
                     f"{fmt(shape)}{_scaled(shape, scale)} (the models' overall level difference is stated once, in "
                     f"the notes).")
         split = ""
