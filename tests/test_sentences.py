@@ -53,6 +53,13 @@ def test_multiclass_summary_names_every_class_and_each_finding_its_own(wine):
     assert all("P(cultivar = " in s["caption"] for s in ctx["small_multiples"])
 
 
+def test_intersection_findings_are_not_called_untested(wine):
+    a, ctx = wine
+    found = [e for e in a.evidence.get("intersection", {}).values() if e.passed]
+    assert found and not any(e.untested for e in found)
+    assert not any(u.startswith("intersection") for u in ctx["untested"])
+
+
 def test_trust_gap_rule_is_one_threshold_shown_beside_the_verdict(wine):
     a, _ = wine
     sds = a.metadata["prediction_std"]

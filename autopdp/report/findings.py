@@ -178,26 +178,25 @@ PAIR_SENTENCES = {
 
 
 def _slope_sentence(name, d, avg, scale) -> str:
+    """The slope in the feature's units: the change across the steepest interval and per unit (module
+    :mod:`autopdp.scores.utilities.slope`); a straight-line PD is described as linear, over its whole grid."""
     change, per_unit = d.get("change"), d.get("per_unit")
     between = d.get("between")
     if change is None or not between:
         return ""
     verb = "rises" if change > 0 else ("falls" if change < 0 else "stays flat")
-    unit = "level" if d.get("unit") == "level" else "unit"
+    unit = "per level" if d.get("unit") == "level" else f"per unit of {name}"
     size = f" by {fmt(abs(change))}" if change != 0 else ""
     rel = _scaled(abs(change), scale).strip(" ()")
-    rate = f" ({fmt(per_unit)} per {unit}" + (f" of {name}" if unit == "unit" else "") + (f"; {rel}" if rel else "") + ")"
-    rel = ""
-    at = ""
-    if d.get("at"):
-        at = " at " + ", ".join(f"{k} = {fmt(v)}" for k, v in d["at"].items())
+    rate = f" ({fmt(per_unit)} {unit}" + (f"; {rel}" if rel else "") + ")"
     if d.get("linear"):
         return (f"{name}: {avg} is linear in {name}: it {verb}{size} from {fmt(between[0])} to {fmt(between[1])}"
-                f"{rate}{rel}.")
+                f"{rate}.")
+    at = (" (at " + ", ".join(f"{k} = {fmt(v)}" for k, v in d["at"].items()) + ")") if d.get("at") else ""
     total = d.get("pd_range")
-    whole = f"; the whole PD moves {fmt(total)}" if total is not None and np.isfinite(total) else ""
-    return (f"{name}: the steepest change of {avg}{at}: it {verb}{size} between {fmt(between[0])} and "
-            f"{fmt(between[1])}{rate}{rel}{whole}.")
+    whole = f"; over its whole grid it moves {fmt(total)}" if total is not None and np.isfinite(total) else ""
+    return (f"{name}: {avg} changes most steeply between {fmt(between[0])} and {fmt(between[1])}{at}, where it "
+            f"{verb}{size}{rate}{whole}.")
 
 
 def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None = None, scale=None,
