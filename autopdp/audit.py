@@ -879,8 +879,10 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         for r in res2:
             ia, ib = (surrogate.importance.get(f, np.nan) for f in r.features)
             criteria[r.features]["surrogate_importance"] = float(np.sqrt(ia * ib))
+        targets = list(adapter.targets)
+        of = f"predictions for class {targets[0]} only" if len(targets) > 1 else "predictions"
         notes.append(
-            f"Surrogate (additive spline model of the model's predictions) fidelity R^2 = {surrogate.fidelity:.3f}"
+            f"Surrogate (additive spline model of the model's {of}) fidelity R^2 = {surrogate.fidelity:.3f}"
             + ("; its importances say little about a model this far from additive." if surrogate.fidelity < 0.5 else ".")
         )
     return _Scored(utility_scores=utility_scores, importance=importance, interaction=interaction, criteria=criteria,

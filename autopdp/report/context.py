@@ -173,6 +173,8 @@ def _pair_outcome(audit, features, criterion) -> str | None:
         return f"{label}, the largest across the classes" if _several(audit) else label
     if criterion == "importance" and _several(audit):
         return "each feature's importance taken for the class where it is largest"
+    if criterion == "surrogate_importance" and _several(audit):
+        return outcome_label(audit, _targets(audit)[0])  # the surrogate is fitted to the first class's output
     return None
 
 

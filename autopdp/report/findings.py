@@ -160,7 +160,8 @@ def _pair_interaction(name, c, outcome, evidence):
 
 
 def _pair_surrogate(name, c, outcome, evidence):
-    return (f"{name}: both features matter to an additive surrogate of the model (pair importance "
+    of = f"of {outcome}" if outcome else "of the model"
+    return (f"{name}: both features matter to an additive surrogate {of} (pair importance "
             f"{fmt(c.get('surrogate_importance'))}).")
 
 
