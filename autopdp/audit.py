@@ -700,7 +700,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
         random_state=random_state, n_jobs=n_jobs, max_levels=config.max_levels, sample_weight=weights, **common,
     )
     for r in res1:
-        notes.extend(r.notes)
+        notes.extend(n for n in r.notes if not n.startswith(_METHOD_NOTES))
     categorical = [r.features[0] for r in res1 if r.kinds[0] == "categorical"] or None
     custom_1d = {r.features[0]: list(r.grid[0]) if r.kinds[0] == "categorical" else r.grid[0] for r in res1}
     timings["pd_1d"] = time.perf_counter() - t0
@@ -729,20 +729,6 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
             categorical_features=categorical, custom_values=custom_2d, n_jobs=n_jobs, random_state=random_state,
             std=True, sample_weight=weights_2d, **common,
         )
-        if fast_2d:
-            sampled_std = [r for r in res2 if any("sampled rows" in n for n in r.notes)]
-            if sampled_std:
-                notes.append(
-                    f"PDs computed exactly by the tree path on all {frame.n_rows:,} rows; ICE spread (std) of "
-                    f"{len(sampled_std)} 2D PDs from {min(config.std_rows, frame.n_rows):,} sampled rows."
-                )
-            else:
-                notes.append(
-                    f"Every 1D and 2D PD, its ICE curves and its std computed exactly by the tree path on all "
-                    f"{frame.n_rows:,} rows (no sampling)."
-                )
-        elif tree_reason and config.method == "auto":
-            notes.append(f"PDs computed by brute force (the exact tree path does not apply: {tree_reason}).")
         if rows_2d is not None:
             se = np.array([float(np.nanmax(r.stderr)) for r in res2 if np.isfinite(r.stderr).any()])
             error = (f" Monte-Carlo standard error of those 2D PDs: median {np.median(se):.3g}, largest "
@@ -752,6 +738,10 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
                 f"(max_rows_2d; the brute-force path).{error}"
             )
     timings["pd_2d"] = time.perf_counter() - t0
+    # how each PD was computed, from its own result (method, rows, ICE rows, std), never one claim for the run
+    notes[:0] = _method_notes(res1, full_rows=frame.n_rows) + _method_notes(res2, full_rows=frame.n_rows)
+    if tree_reason and config.method == "auto":
+        notes.insert(0, f"The exact tree path does not apply to this model ({tree_reason}).")
 
     # ---- comparison models on the same grids and rows
     t0 = time.perf_counter()
@@ -775,6 +765,60 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     timings["comparisons"] = time.perf_counter() - t0
     return _PDs(res1=res1, res2=res2, comparisons=comparisons, pairs=pairs, frame_2d=frame_2d, categorical=categorical,
                 fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes))
+
+
+#: the per-PD notes of stage 1 on how a PD was computed; the audit words them per group of PDs (_method_notes)
+_METHOD_NOTES = ("Computed by brute force:", "PD, ICE and std exact by the tree path", "PD exact by the tree path",
+                 "std and stderr not computed")
+
+
+def _how_computed(r) -> tuple[str, str, str]:
+    """(method, ICE curves, std) of one PD in words, read from the result itself."""
+    method = {"tree": "exactly by the tree path (no model calls)",
+              "brute": "by brute force (the model predicted at every grid value)",
+              "recursion": "by scikit-learn's recursion method (training-weighted tree paths)"}.get(r.method, r.method)
+    n = int(r.n_rows)
+    if r.individual is None:
+        ice = "no ICE curves kept"
+    elif r.ice_rows is None:
+        ice = f"ICE curves of all {n:,} rows"
+    else:
+        ice = f"ICE curves of {len(r.ice_rows):,} sampled rows"
+    std = np.asarray(r.std, dtype=float)
+    if not np.isfinite(std).any():
+        spread = "no std"
+    elif r.method == "tree" and any("sampled rows" in x for x in r.notes):
+        k = len(r.ice_rows) if r.ice_rows is not None else None
+        spread = f"std from {k:,} sampled rows" if k else "std from sampled rows"
+    else:
+        spread = f"std on all {n:,} rows"
+    return method, ice, spread
+
+
+def _method_notes(results, *, full_rows: int) -> list[str]:
+    """One note per way PDs were computed (method, rows, ICE rows, std), naming the PDs it is true of."""
+    if not results:
+        return []
+    ndim = results[0].ndim
+    groups: dict[tuple, list] = {}
+    for r in results:
+        method, ice, spread = _how_computed(r)
+        rows = f"all {int(r.n_rows):,} rows" if int(r.n_rows) >= full_rows else \
+            f"a random sample of {int(r.n_rows):,} of the {full_rows:,} rows"
+        groups.setdefault((method, rows, ice, spread), []).append(r)
+    out = []
+    for (method, rows, ice, spread), rs in groups.items():
+        names = [" × ".join(r.features) for r in rs]
+        listed = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        why = sorted({n.split("does not apply (", 1)[1].rstrip(".").removesuffix(")")
+                      for r in rs for n in r.notes if n.startswith("Computed by brute force:") and "(" in n})
+        because = f"; the exact tree path does not apply to them ({'; '.join(why[:3])}" \
+                  f"{'; ...' if len(why) > 3 else ''})" if why else ""
+        count = f"{len(rs)} of the {len(results)}" if len(groups) > 1 else ("The" if len(rs) > 1 else "The")
+        plural = "s" if len(rs) > 1 else ""
+        out.append(f"{count} {ndim}D PD{plural} ({listed}) computed {method} on {rows}, with {ice} and {spread}"
+                   f"{because}.")
+    return out
 
 
 def _level_notes(evidence) -> list[str]:
@@ -863,8 +907,10 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         for r in res2:
             ia, ib = (surrogate.importance.get(f, np.nan) for f in r.features)
             criteria[r.features]["surrogate_importance"] = float(np.sqrt(ia * ib))
+        targets = list(adapter.targets)
+        of = f"predictions for class {targets[0]} only" if len(targets) > 1 else "predictions"
         notes.append(
-            f"Surrogate (additive spline model of the model's predictions) fidelity R^2 = {surrogate.fidelity:.3f}"
+            f"Surrogate (additive spline model of the model's {of}) fidelity R^2 = {surrogate.fidelity:.3f}"
             + ("; its importances say little about a model this far from additive." if surrogate.fidelity < 0.5 else ".")
         )
     return _Scored(utility_scores=utility_scores, importance=importance, interaction=interaction, criteria=criteria,

@@ -18,7 +18,7 @@ from .figures import draw_all, plot_importance, plot_interaction, plot_pd_1d, pl
 from .methodology import criterion_tests, importance_text, pd_method_text
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
 
-__all__ = ["build_context", "notebook_context"]
+__all__ = ["build_context", "notebook_context", "outcome_summary", "TRUST_GAP_CAUTION"]
 
 COMPARISON_LABELS = {
     "monotonicity": "best monotone fit (isotonic)",
@@ -124,6 +124,60 @@ def outcome_label(audit, target=None) -> str:
     return f"predicted {name}" if name else "prediction"
 
 
+def _targets(audit) -> list:
+    return list(audit.metadata.get("targets") or [])
+
+
+def _several(audit) -> bool:
+    """More than one explained target (a multiclass model: one response per class)."""
+    return len(_targets(audit)) > 1
+
+
+def outcome_summary(audit) -> str:
+    """The explained response(s) for the summary: every class of a multiclass model, not the first one."""
+    targets = _targets(audit)
+    if len(targets) <= 1:
+        return outcome_label(audit)
+    labels = [outcome_label(audit, t) for t in targets]
+    return (", ".join(labels[:-1]) + f" and {labels[-1]}: one response per class; every finding, figure and table "
+            "names the class it is about")
+
+
+def _classes_text(audit) -> str:
+    return ", ".join(str(t) for t in _targets(audit))
+
+
+def _max_across(audit, table: pd.DataFrame) -> pd.DataFrame:
+    """A one-column table of each row's largest value across the classes (the table itself with one target)."""
+    if table.empty or table.shape[1] <= 1:
+        return table
+    return table.max(axis=1).to_frame(f"largest across classes {_classes_text(audit)}")
+
+
+def _pair_target(audit, features) -> int:
+    """The class a 2D surface is drawn for: where the pair's interaction is largest (0 with one target)."""
+    if not _several(audit) or audit.interaction.empty:
+        return 0
+    key = tuple(features)
+    if key not in audit.interaction.index:
+        return 0
+    row = audit.interaction.loc[key].to_numpy(dtype=float)
+    return int(np.nanargmax(row)) if np.isfinite(row).any() else 0
+
+
+def _pair_outcome(audit, features, criterion) -> str | None:
+    """Which class a pair criterion's value is of, in words (None when the criterion has no class)."""
+    if criterion == "interaction":
+        t = _pair_target(audit, features)
+        label = outcome_label(audit, _targets(audit)[t] if _targets(audit) else None)
+        return f"{label}, the largest across the classes" if _several(audit) else label
+    if criterion == "importance" and _several(audit):
+        return "each feature's importance taken for the class where it is largest"
+    if criterion == "surrogate_importance" and _several(audit):
+        return outcome_label(audit, _targets(audit)[0])  # the surrogate is fitted to the first class's output
+    return None
+
+
 def _evidence(audit, criterion, features):
     return audit.evidence.get(criterion, {}).get(tuple(features)) if audit.evidence else None
 
@@ -149,10 +203,11 @@ def _overlays(audit, r, uid):
     return extra
 
 
-def _pd_figure(audit, features, uid=None):
+def _pd_figure(audit, features, uid=None, target_index=None):
     r = audit.pd(features)
     score = audit.utility_scores.get(r.features, {}).get(uid) if uid else None
-    t = _target_index(r, score)
+    t = _target_index(r, score) if target_index is None else int(target_index)
+    what = outcome_label(audit, r.targets[t]) if len(r.targets) else "the model's prediction"
     g = score.comparison if score is not None and score.comparison is not None else None
     dist = audit.data_summary.get("distributions", {}).get(r.features[0]) if r.ndim == 1 else None
     name = _label(r.features)
@@ -161,7 +216,7 @@ def _pd_figure(audit, features, uid=None):
         svg = _plot(plot_pd_1d, r, target_index=t, comparison=g,
                     comparison_label=_g_label(uid, score) if g is not None else None, distribution=dist, ood=ood,
                     extra_curves=_overlays(audit, r, uid))
-        alt = f"Partial dependence of the model's prediction on {name}"
+        alt = f"Partial dependence of {what} on {name}"
         if g is not None:
             alt += f", with the {_g_label(uid, score)} overlaid"
         alt += ", grey ICE curves and the data distribution underneath."
@@ -169,8 +224,12 @@ def _pd_figure(audit, features, uid=None):
         pts = audit.data_summary.get("points", {})
         points = (pts.get(r.features[0], []), pts.get(r.features[1], [])) if pts else None
         svg = _plot(plot_pd_2d, r, target_index=t, points=points, ood=ood)
-        alt = f"Heatmap of the 2D partial dependence on {name} with data rows shown as dots."
+        alt = f"Heatmap of the 2D partial dependence of {what} on {name} with data rows shown as dots."
     return svg, alt, t
+
+
+#: an ALE or StratPD gap of at least this many prediction standard deviations is a caution in the trust column
+TRUST_GAP_CAUTION = 0.25
 
 
 def trust_text(audit, features) -> str:
@@ -194,12 +253,13 @@ def trust_text(audit, features) -> str:
         s = by.get(uid)
         if s is not None and s.available:
             sd = _scale(audit, r, s) if r is not None else None
-            parts.append(f"{label} {fmt(s.value)}" + (f" ({s.value / sd:.2g} pred. sd)" if sd else ""))
-            rel = s.details.get("relative")
-            # a gap is a caution when it is large against the PD's own range *and* material on the output scale
-            material = sd is None or s.value >= audit.config.materiality * sd
-            if rel is not None and rel > 0.5 and material:
-                caution.append(f"{label} large")
+            # one rule, shown where the verdict is: a gap of at least TRUST_GAP_CAUTION prediction sd is large
+            if sd:
+                parts.append(f"{label} {fmt(s.value)} ({s.value / sd:.2g} pred. sd; caution ≥ {TRUST_GAP_CAUTION:g})")
+                if s.value >= TRUST_GAP_CAUTION * sd:
+                    caution.append(f"{label} large")
+            else:
+                parts.append(f"{label} {fmt(s.value)} (no prediction sd to judge it)")
     if not parts:
         return "n/a"
     return " · ".join(parts) + (" — caution: " + ", ".join(caution) if caution else " — ok")
@@ -220,7 +280,7 @@ def _score_rows(audit, uid):
             "finding": "" if e is None else ("yes" if e.passed else ("not material" if not e.material else
                                                                   ("untested" if e.untested else "noise"))),
             "passed": e is None or e.passed,
-            "target": "" if s.target is None else str(s.target),
+            "target": "" if s.target is None else (outcome_label(audit, s.target) if _several(audit) else str(s.target)),
             "trust": trust_text(audit, feats),
         })
     missing: dict[str, list] = {}
@@ -279,16 +339,21 @@ def _pair_section(audit):
     items = []
     criteria_cols = [c for c in PAIR_CRITERIA if c in audit.scores.columns]
     two = audit.scores[audit.scores["kind"] == "2d"]
+    several = _several(audit)
     for sel in [s for s in audit.selection if s.kind == "2d"]:
-        svg, alt, _ = _pd_figure(audit, sel.features)
+        t = _pair_target(audit, sel.features)
+        svg, alt, _ = _pd_figure(audit, sel.features, target_index=t)
         row = two[two["features"] == sel.features].iloc[0]
         crit = {c: row[c] for c in criteria_cols}
-        sentences = [finding_sentence(sel.features, c, None, criteria=crit) for c, _ in sel.reasons if c in PAIR_CRITERIA]
-        proof = "; ".join(evidence_text(e) for e in sel.evidence)
+        sentences = [_pair_sentence(audit, sel, c, crit) for c, _ in sel.reasons if c in PAIR_CRITERIA]
+        proof = "; ".join(x for x in (evidence_text(e) for e in sel.evidence) if x)
+        shown = (f" The heatmap shows {outcome_label(audit, _targets(audit)[t])} (the class where the pair's "
+                 "interaction is largest)." if _several(audit) else "")
         items.append({
             "label": sel.label, "reasons": sel.reason_text,
-            "criteria": [{"name": c, "value": fmt(crit[c])} for c in criteria_cols],
-            "figure": _figure(svg, f"Selected by {sel.reason_text}. " + " ".join(sentences)
+            "criteria": [{"name": c + (" (largest across classes)" if several and c in ("importance", "interaction")
+                                       else ""), "value": fmt(crit[c])} for c in criteria_cols],
+            "figure": _figure(svg, f"Selected by {sel.reason_text}. " + " ".join(sentences) + shown
                               + (f" [{proof}]" if proof else ""), alt),
         })
     table = []
@@ -303,6 +368,13 @@ def _pair_section(audit):
     return {"items": items, "table": table, "columns": criteria_cols, "count": len(two), "no_finding": none}
 
 
+def _pair_sentence(audit, sel, criterion, crit) -> str:
+    """The sentence of the pair criterion that selected ``sel`` (its own builder, its own class)."""
+    return finding_sentence(sel.features, criterion, None, criteria=crit,
+                            outcome=_pair_outcome(audit, sel.features, criterion),
+                            evidence=sel.evidence_for(criterion))
+
+
 def _findings(audit):
     out = []
     two = audit.scores[audit.scores["kind"] == "2d"]
@@ -311,7 +383,7 @@ def _findings(audit):
         if sel.kind == "2d":
             row = two[two["features"] == sel.features].iloc[0]
             crit = {c: row[c] for c in PAIR_CRITERIA if c in row}
-            sentence = finding_sentence(sel.features, criterion, None, criteria=crit)
+            sentence = _pair_sentence(audit, sel, criterion, crit)
         else:
             s = audit.score(sel.features, criterion)
             sentence = finding_sentence(sel.features, criterion, s, scale=_scale(audit, audit.pd(sel.features), s),
@@ -319,7 +391,7 @@ def _findings(audit):
                                         evidence=_evidence(audit, criterion, sel.features))
         out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence,
                     "trust": trust_text(audit, sel.features),
-                    "evidence": "; ".join(evidence_text(e) for e in sel.evidence)})
+                    "evidence": "; ".join(x for x in (evidence_text(e) for e in sel.evidence) if x)})
     return out
 
 
@@ -350,28 +422,39 @@ def _untested(audit) -> list[str]:
 
 
 def _cautions(audit):
-    """PDPs computed mostly from unrealistic rows (OOD share > 50%), worst first."""
+    """PDPs computed mostly from unrealistic rows (OOD share above OOD_MOSTLY, the trust column's verdict), worst first."""
     if "ood_share" not in audit.scores.columns:
         return []
-    rows = audit.scores[audit.scores["ood_share"] > 0.5].sort_values("ood_share", ascending=False, kind="stable")
+    share = audit.scores["ood_share"].astype(float)
+    mostly = share.map(lambda v: bool(np.isfinite(v)) and ood_verdict(float(v)) == "mostly unrealistic")
+    rows = audit.scores[mostly].sort_values("ood_share", ascending=False, kind="stable")
     out = []
     for _, row in rows.head(8).iterrows():
+        moved = " and ".join(row["features"])
         out.append(
-            f"{_label(row['features'])}: {row['ood_share']:.0%} of the rows this PD averages over fall outside the "
-            "data's support (other features' values never seen with these grid values); read it as extrapolation."
+            f"{_label(row['features'])}: {row['ood_share']:.0%} of the rows this PD averages over are out of distribution "
+            f"(above {OOD_MOSTLY:.0%}: mostly unrealistic): with {moved} set to the grid values, they fall outside the "
+            f"data in the space of {moved} or are implausible given the rows' other values; read it as extrapolation."
         )
     n_more = len(rows) - len(out)
     if n_more > 0:
-        out.append(f"... and {n_more} more PDPs with most rows outside the data's support (see the ood_share ranking).")
+        out.append(f"... and {n_more} more PDPs with more than {OOD_MOSTLY:.0%} of their rows out of distribution "
+                   "(see the ood_share ranking).")
     return out
 
 
-def _table(df: pd.DataFrame, index_name: str):
+def _table(df: pd.DataFrame, index_name: str, columns: list | None = None):
     rows = []
     for idx, row in df.iterrows():
         label = _label(idx) if isinstance(idx, tuple) else str(idx)
         rows.append({"label": label, "values": [fmt(v) for v in row.to_numpy()]})
-    return {"index": index_name, "columns": [str(c) for c in df.columns], "rows": rows}
+    return {"index": index_name, "columns": columns or [str(c) for c in df.columns], "rows": rows}
+
+
+def _class_columns(audit, df: pd.DataFrame) -> list:
+    """The columns of a per-target table named by their class ('P(cultivar = 1)'), not a bare '1'."""
+    targets = {str(t): t for t in _targets(audit)}
+    return [outcome_label(audit, targets[str(c)]) if str(c) in targets else str(c) for c in df.columns]
 
 
 def _all_scores(audit):
@@ -441,22 +524,40 @@ def _input_rows(prov: dict) -> list:
     return rows
 
 
+def _small_target(audit, r) -> int:
+    """The class a small multiple shows: where the feature's importance is largest (0 with one target)."""
+    if len(r.targets) <= 1 or audit.importance.empty or r.features[0] not in audit.importance.index:
+        return 0
+    row = audit.importance.loc[r.features[0]].to_numpy(dtype=float)
+    return int(np.nanargmax(row)) if np.isfinite(row).any() else 0
+
+
 def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = None) -> dict[str, Any]:
     """Everything the templates need, as plain values and SVG strings."""
     t0 = time.perf_counter()
     cfg = audit.config
     drawn: dict = {}
     with _figures_drawn_together(drawn):
-        drawn["importance"] = _plot(plot_importance, audit.importance) if not audit.importance.empty else None
-        drawn["interaction"] = _plot(plot_interaction, audit.interaction) if not audit.interaction.empty else None
+        several = _several(audit)
+        across = f", largest across classes {_classes_text(audit)}" if several else ""
+        drawn["importance"] = _plot(plot_importance, _max_across(audit, audit.importance),
+                                    title=f"PD-based feature importance (Greenwell){across}") \
+            if not audit.importance.empty else None
+        drawn["interaction"] = _plot(plot_interaction, _max_across(audit, audit.interaction),
+                                     title=f"PD-based interaction (Greenwell), strongest pairs{across}") \
+            if not audit.interaction.empty else None
         drawn["utilities"] = _utility_sections(audit, cfg.top_k)
         drawn["pairs"] = _pair_section(audit)
         drawn["small"] = []
         for r in audit.results_1d:
-            f = np.asarray(r.average[0], dtype=float)
+            t = _small_target(audit, r)
+            f = np.asarray(r.average[t], dtype=float)
+            what = outcome_label(audit, r.targets[t])
+            which = " (the class where it moves most)" if several else ""
             drawn["small"].append(_figure(
-                _plot(plot_small_multiple, r), f"{r.features[0]}: PD from {fmt(f.min())} to {fmt(f.max())}",
-                f"Small partial dependence plot of {r.features[0]}.",
+                _plot(plot_small_multiple, r, target_index=t),
+                f"{r.features[0]}: PD of {what}{which} from {fmt(f.min())} to {fmt(f.max())}",
+                f"Small partial dependence plot of {what} on {r.features[0]}.",
             ))
     importance_svg, interaction_svg = drawn["importance"], drawn["interaction"]
     utilities, pairs, small = drawn["utilities"], drawn["pairs"], drawn["small"]
@@ -474,7 +575,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "findings": _findings(audit),
         "no_findings": _no_findings(audit),
         "untested": _untested(audit),
-        "outcome": outcome_label(audit),
+        "outcome": outcome_summary(audit),
         "materiality": {
             "fraction": cfg.materiality, "min_association": cfg.min_association, "significance": cfg.significance,
             "multiple_testing": "Benjamini-Hochberg" if cfg.multiple_testing == "bh" else "Holm",
@@ -494,8 +595,10 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         ],
         "importance_svg": importance_svg,
         "interaction_svg": interaction_svg,
-        "importance_table": _table(audit.importance, "feature") if not audit.importance.empty else None,
-        "interaction_table": _table(audit.interaction.sort_values(audit.interaction.columns[0], ascending=False).head(20), "pair")
+        "importance_table": _table(audit.importance, "feature", _class_columns(audit, audit.importance))
+        if not audit.importance.empty else None,
+        "interaction_table": _table(audit.interaction.loc[audit.interaction.max(axis=1).sort_values(
+            ascending=False, kind="stable").index].head(20), "pair", _class_columns(audit, audit.interaction))
         if not audit.interaction.empty else None,
         "utilities": utilities,
         "pairs": pairs,
@@ -526,7 +629,13 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
 
 def notebook_context(audit) -> dict:
     """The small context of the notebook view (no figures)."""
-    imp = audit.importance.iloc[:, 0].sort_values(ascending=False).head(10) if not audit.importance.empty else pd.Series(dtype=float)
+    # with several classes: each feature's largest importance across them, with the class it is of
+    several = _several(audit) and audit.importance.shape[1] > 1
+    table = audit.importance
+    imp = (table.max(axis=1) if several else table.iloc[:, 0]).sort_values(ascending=False).head(10) \
+        if not table.empty else pd.Series(dtype=float)
+    targets = {str(t): t for t in _targets(audit)}
+    best = {k: targets.get(str(table.loc[k].astype(float).idxmax())) for k in imp.index} if several else {}
     return {
         "model": audit.metadata.get("model", {}).get("name"),
         "counts": {"pd_1d": len(audit.results_1d), "pd_2d": len(audit.results_2d)},
@@ -535,7 +644,8 @@ def notebook_context(audit) -> dict:
         "untested": _untested(audit),
         "cautions": _cautions(audit),
         "surrogate": audit.metadata.get("surrogate"),
-        "importance": [{"feature": str(k), "value": fmt(v)} for k, v in imp.items()],
+        "importance": [{"feature": str(k), "value": fmt(v) + (f" ({outcome_label(audit, best.get(k))})" if several else "")}
+                       for k, v in imp.items()],
         "stage_failures": [f.text for f in getattr(audit, "stage_failures", ())],
     }
 
@@ -602,16 +712,30 @@ def comparison_context(audit, base_name: str = "model", top: int = 5) -> dict:
         t = res.target_index(None)
         inc = audit.utility_scores[res.features].get("incidence")
         extra = []
+        f = np.asarray(res.average[t], dtype=float)
+        pointwise = []  # (largest |difference| over the grid, model, grid value)
         for o in others:
             other = by_features[o].get(res.features)
             if other is not None:
-                extra.append((f"PD of {o}", np.asarray(other.average[other.target_index(res.targets[t])])))
+                g2 = np.asarray(other.average[other.target_index(res.targets[t])], dtype=float)
+                extra.append((f"PD of {o}", g2))
+                diff = np.abs(f - g2)
+                if np.isfinite(diff).any():
+                    i = int(np.nanargmax(diff))
+                    pointwise.append((float(diff[i]), o, res.grid[0][i]))
         g = inc.comparison if inc is not None and inc.comparison is not None else None
         dist = audit.data_summary.get("distributions", {}).get(r["feature"])
         svg = plot_pd_1d(res, target_index=t, comparison=g, comparison_label="data: incidence" if g is not None else None,
                          extra_curves=extra, distribution=dist, ice_curves=0)
+        gap = ""
+        if pointwise:
+            worst, o, at = max(pointwise, key=lambda p: p[0])
+            avg = "root-mean-square" if audit.config.loss == "l2" else "mean absolute"
+            gap = (f" (largest pointwise gap {fmt(worst)}, against {o} at {r['feature']} = {fmt(at)}; density-weighted "
+                   f"{avg} gap {fmt(r['max_gap'])})")
+        of = f" of {outcome_label(audit, res.targets[t])}" if len(res.targets) else ""
         figures.append(_figure(
-            svg, f"{r['feature']}: PDs of {', '.join(models)} (largest gap {fmt(r['max_gap'])}).",
+            svg, f"{r['feature']}: PDs{of} of {', '.join(models)}{gap}.",
             f"Partial dependence of {r['feature']} for every candidate model overlaid, with the data's incidence.",
         ))
     two = audit.scores[audit.scores["kind"] == "2d"]

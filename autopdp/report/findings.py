@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._format import fmt
+from ..trust.ood import OOD_MOSTLY, OOD_OK
 
-__all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "fmt", "p_text", "evidence_text"]
+__all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "PAIR_SENTENCES", "fmt", "p_text", "evidence_text"]
 
 UTILITY_TITLES = {
     "monotonicity": "Least monotonic",
@@ -43,8 +44,11 @@ UTILITY_DEFINITIONS = {
         "mean the two models learned different relationships."
     ),
     "slope": (
-        "The steepest change of the PD between neighbouring grid values, per full range of the feature "
-        "(paper eq. 11)."
+        "The steepest change of the PD between neighbouring grid values (paper eq. 11). The ranking value is that "
+        "slope per full range of the feature; the findings state what it does in the feature's units: the change of "
+        "the prediction across the steepest interval and the slope per unit. It is material when that change is at "
+        "least the materiality fraction × the prediction standard deviation. A PD that is a straight line has no "
+        "steepest interval and is described as linear (its change over the whole grid)."
     ),
     "stratpd": (
         "The gap between the centred PD and StratPD, the partial dependence estimated from the data alone by "
@@ -56,8 +60,12 @@ UTILITY_DEFINITIONS = {
         "model only within the data's neighbourhood; large values mean the PD rests on extrapolation."
     ),
     "ood_share": (
-        "The share of the rows a PD averages over (each data row moved to a grid value) that fall outside the data's "
-        "support by k-nearest-neighbour distance; shaded in grey on the plots where above 50%."
+        "The share of the rows a PD averages over (each data row moved to a grid value) that are out of distribution "
+        "in the features the PD moves: the grid cell lies outside the data in the space of those features, or the "
+        "moved values are implausible given the row's other values (a Gaussian copula of the features); both edges "
+        "are calibrated per PD so that 1% of the real rows fall outside. "
+        f"Verdict: ok up to {OOD_OK:.0%}, caution above, mostly unrealistic above {OOD_MOSTLY:.0%}; grid values "
+        "where more than half the moved rows are out are shaded grey on the plots (hatched on heatmaps)."
     ),
     "ice_variance": (
         "The spread of the individual (ICE) curves once each is centred at its own mean (c-ICE, Goldstein et al. "
@@ -93,13 +101,23 @@ def p_text(p) -> str:
 
 
 def evidence_text(e) -> str:
-    """One line for a validator: score, materiality threshold, p-value and noise level of a finding."""
+    """One line for a validator: score, materiality threshold, p-value and noise level of a finding.
+
+    Never ends with a full stop, so lines joined with "; " read cleanly.
+    """
     if e is None:
         return ""
-    parts = [f"{e.criterion} {fmt(e.value)}"]
     if e.criterion == "intersection":
-        return e.why
-    if np.isfinite(e.threshold):
+        return (e.why or "").strip().rstrip(".")
+    parts = [f"{e.criterion} {fmt(e.value)}"]
+    d = getattr(e, "details", None) or {}
+    if e.criterion == "slope" and "change" in d:
+        # materiality is judged on the change across the interval, on the prediction scale
+        where = "over the grid" if d.get("linear") else "across the interval"
+        parts = [f"slope {fmt(e.value)} per full range; change {where} {fmt(abs(d['change']))}"]
+        if np.isfinite(d.get("change_threshold", np.nan)):
+            parts.append(f"threshold {fmt(d['change_threshold'])}")
+    elif np.isfinite(e.threshold):
         parts.append(f"threshold {fmt(e.threshold)}")
     if np.isfinite(e.adjusted_p):
         parts.append(f"adjusted p {p_text(e.adjusted_p)}")
@@ -107,7 +125,7 @@ def evidence_text(e) -> str:
         parts.append(f"noise level {fmt(e.noise_level)}")
     if getattr(e, "test", ""):
         parts.append(f"test: {e.test}")
-    return ", ".join(parts)
+    return ", ".join(parts).strip().rstrip(".")
 
 
 def title_of(uid: str) -> str:
@@ -116,41 +134,96 @@ def title_of(uid: str) -> str:
     return UTILITY_TITLES.get(uid, uid)
 
 
+def _class_phrase(outcome: str | None, target) -> str:
+    """'cultivar = 1' from 'P(cultivar = 1)' (or 'class 1'): the class a share is of."""
+    if outcome and outcome.startswith("P(") and outcome.endswith(")"):
+        return outcome[2:-1]
+    return f"class {target}" if target is not None else "the class"
+
+
+# ------------------------------------------------------------------ one sentence builder per pair criterion
+def _pair_correlation(name, c, outcome, evidence):
+    return (f"{name}: the two features are associated ({fmt(c.get('correlation'), 2)} on a 0-1 scale), so the PD "
+            "averages over combinations the data rarely contains; read it with the data points.")
+
+
+def _pair_importance(name, c, outcome, evidence):
+    on = f", {outcome}" if outcome else ""
+    return (f"{name}: both features matter to the model (pair importance {fmt(c.get('importance'))}{on}); "
+            "the surface shows how they work together.")
+
+
+def _pair_interaction(name, c, outcome, evidence):
+    on = f" on {outcome}" if outcome else ""
+    return (f"{name}: the effect of one feature depends on the other (Greenwell interaction "
+            f"{fmt(c.get('interaction'))}{on}); a 1D PD of either alone hides this.")
+
+
+def _pair_surrogate(name, c, outcome, evidence):
+    of = f"of {outcome}" if outcome else "of the model"
+    return (f"{name}: both features matter to an additive surrogate {of} (pair importance "
+            f"{fmt(c.get('surrogate_importance'))}).")
+
+
+def _pair_intersection(name, c, outcome, evidence):
+    passed = list((getattr(evidence, "details", None) or {}).get("criteria") or [])
+    if evidence is not None and getattr(evidence, "passed", False) and passed:
+        return f"{name}: a finding under {len(passed)} criteria at once ({', '.join(passed)})."
+    return f"{name}: ranks high across the pair criteria (mean percentile {fmt(c.get('intersection'), 2)})."
+
+
+PAIR_SENTENCES = {
+    "correlation": _pair_correlation, "importance": _pair_importance, "interaction": _pair_interaction,
+    "surrogate_importance": _pair_surrogate, "intersection": _pair_intersection,
+}
+
+
+def _slope_sentence(name, d, avg, scale) -> str:
+    """The slope in the feature's units: the change across the steepest interval and per unit (module
+    :mod:`autopdp.scores.utilities.slope`); a straight-line PD is described as linear, over its whole grid."""
+    change, per_unit = d.get("change"), d.get("per_unit")
+    between = d.get("between")
+    if change is None or not between:
+        return ""
+    verb = "rises" if change > 0 else ("falls" if change < 0 else "stays flat")
+    unit = "per level" if d.get("unit") == "level" else f"per unit of {name}"
+    size = f" by {fmt(abs(change))}" if change != 0 else ""
+    rel = _scaled(abs(change), scale).strip(" ()")
+    rate = f" ({fmt(per_unit)} {unit}" + (f"; {rel}" if rel else "") + ")"
+    if d.get("linear"):
+        return (f"{name}: {avg} is linear in {name}: it {verb}{size} from {fmt(between[0])} to {fmt(between[1])}"
+                f"{rate}.")
+    at = (" (at " + ", ".join(f"{k} = {fmt(v)}" for k, v in d["at"].items()) + ")") if d.get("at") else ""
+    total = d.get("pd_range")
+    whole = f"; over its whole grid it moves {fmt(total)}" if total is not None and np.isfinite(total) else ""
+    return (f"{name}: {avg} changes most steeply between {fmt(between[0])} and {fmt(between[1])}{at}, where it "
+            f"{verb}{size}{rate}{whole}.")
+
+
 def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None = None, scale=None,
                      outcome: str | None = None, evidence=None) -> str:
     """One sentence describing why a PDP was selected under criterion ``uid``.
 
     ``scale``: the standard deviation of the model's predictions for the
     score's target (sizes are stated as multiples of it); ``outcome``: what the
-    model predicts, e.g. "P(income = >50K)"; ``evidence``: the finding's
-    :class:`~autopdp.scores.significance.Evidence` (which reading of the
-    criterion it is, and the statistic decided on).
+    model predicts, e.g. "P(income = >50K)" (for a pair criterion: which class
+    its value is of, e.g. "largest across the classes"); ``evidence``: the
+    finding's :class:`~autopdp.scores.significance.Evidence` (which reading of
+    the criterion it is, and the statistic decided on).
+
+    Every criterion has its own sentence builder, chosen by the criterion that
+    selected the PDP (:data:`PAIR_SENTENCES` for the pairs).
     """
     name = " × ".join(features)
     avg = f"the average {outcome}" if outcome else "the model's average prediction"
-    if len(features) == 2 and uid in ("correlation", "importance", "interaction", "intersection", "surrogate_importance"):
-        c = criteria or {}
-        if uid == "correlation":
-            return (
-                f"{name}: the two features are associated ({fmt(c.get('correlation'), 2)} on a 0-1 scale), so the PD "
-                "averages over combinations the data rarely contains; read it with the data points."
-            )
-        if uid == "importance":
-            return f"{name}: both features matter to the model (pair importance {fmt(c.get('importance'))}); the surface shows how they work together."
-        if uid == "interaction":
-            return (
-                f"{name}: the effect of one feature depends on the other (Greenwell interaction "
-                f"{fmt(c.get('interaction'))}); a 1D PD of either alone hides this."
-            )
-        return f"{name}: ranks high under several criteria at once (mean percentile {fmt(c.get('intersection'), 2)})."
-    if len(features) == 2 and uid == "surrogate_importance":
-        return (f"{name}: both features matter to an additive surrogate of the model (pair importance "
-                f"{fmt((criteria or {}).get('surrogate_importance'))}).")
+    if len(features) == 2 and uid in PAIR_SENTENCES:
+        return PAIR_SENTENCES[uid](name, criteria or {}, outcome, evidence)
     if score is None or not score.available:
         return f"{name}: {uid} could not be scored ({score.reason if score else 'no score'})."
     d = score.details or {}
     v = fmt(score.value)
     rel = _scaled(score.value, scale)
+    of = f" of {outcome}" if outcome else ""
     if uid == "monotonicity":
         if d.get("declared"):
             return (
@@ -168,49 +241,57 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
         )
     if uid == "incidence":
         what = d.get("what", "observed rate")
-        if what == "share of class" and score.target is not None:
-            what = f"share of class {score.target}"
+        if what == "share of class":
+            what = f"share of {_class_phrase(outcome, score.target)}"
         kind = getattr(evidence, "kind", "")
         if kind == "calibration":
             gap = evidence.value
+            mean = f"mean {outcome}" if outcome else "mean prediction"
             return (f"{name}: the model misses the data here: among the rows of each {name} bin, the observed {what} "
-                    f"differs from the model's own mean prediction for those rows by {fmt(gap)} on average"
+                    f"differs from the model's own {mean} for those rows by {fmt(gap)} on average"
                     f"{_scaled(gap, scale)}.")
         if kind == "dependence":
             gap = evidence.value
-            return (f"{name}: {avg} differs from the data's trend by {fmt(gap)} on average{_scaled(gap, scale)} because "
-                    f"{name} is correlated with other features: the PD averages over every row's other features, "
-                    f"while the rows near each {name} value have their own; this is not a fault of the model.")
+            return (f"{name}: {avg} differs from the data's trend ({what}) by {fmt(gap)} on average"
+                    f"{_scaled(gap, scale)} because {name} is correlated with other features: the PD averages over "
+                    f"every row's other features, while the rows near each {name} value have their own; this is not "
+                    f"a fault of the model.")
         return f"{name}: {avg} departs from the data's {what} by {v} on average{rel}."
     if uid.startswith("similarity:"):
         other = uid.split(":", 1)[1]
         level, shape = d.get("level_shift"), d.get("shape_gap")
         if evidence is not None and shape is not None and np.isfinite(shape):
-            return (f"{name}: {name} acts differently in this model and in {other}: once the PDs' constant "
-                    f"difference ({fmt(level)}) is set aside, their shapes differ by {fmt(shape)}{_scaled(shape, scale)}"
-                    f" (the models' overall level difference is stated once, in the notes).")
+            return (f"{name}: {name} acts differently in this model and in {other}{' on ' + outcome if outcome else ''}: "
+                    f"once a constant shift of {fmt(level)} between the PDs is set aside, their shapes differ by "
+                    f"{fmt(shape)}{_scaled(shape, scale)} (the models' overall level difference is stated once, in "
+                    f"the notes).")
         split = ""
         if level is not None and shape is not None and np.isfinite(level) and np.isfinite(shape):
             split = (f": a constant shift of {fmt(level)} (the models' overall levels differ) and a difference of "
                      f"shape of {fmt(shape)} (how {name} acts differs)")
-        return f"{name}: the PDs of this model and {other} differ by {v} on average{rel}{split}."
+        return f"{name}: the PDs{of} of this model and {other} differ by {v} on average{rel}{split}."
     if uid == "slope":
+        text = _slope_sentence(name, d, avg, scale)
+        if text:
+            return text
         between = d.get("between")
         where = f" between {fmt(between[0])} and {fmt(between[1])}" if between else ""
         return f"{name}: the steepest change of {avg} is{where}: {v} per full feature range{rel}."
     if uid == "ood_share":
-        return f"{name}: {score.value:.0%} of the rows behind this PD are unlike any real row; read it as extrapolation."
+        return (f"{name}: {score.value:.0%} of the rows behind this PD are out of distribution in {name} "
+                f"(verdict: ok up to {OOD_OK:.0%}, mostly unrealistic above {OOD_MOSTLY:.0%}); read it as extrapolation.")
     if uid in ("stratpd", "ale_divergence"):
         what = "the data's own partial dependence (StratPD)" if uid == "stratpd" else "its accumulated local effects (ALE)"
-        return f"{name}: the centred PD departs from {what} by {v}{rel}."
+        return f"{name}: the centred PD{of} departs from {what} by {v}{rel}."
     if uid == "ice_variance":
         if (d.get("centering") or "mean") == "none":
-            return (f"{name}: individual (uncentred) curves spread by {v} around the average; this is the spread of "
-                    "the rows' levels, not evidence of different effects.")
+            return (f"{name}: individual (uncentred) curves{of} spread by {v} around the average; this is the spread "
+                    "of the rows' levels, not evidence of different effects.")
         on = d.get("scale") or "prediction"
         rel_ice = rel if on == "prediction" else ""
         return (
-            f"{name}: once centred, individual curves still spread by {v} on the {on.split(' (')[0]} scale{rel_ice}, "
-            "so the feature acts differently on different rows and the PD hides it (look at the ICE curves)."
+            f"{name}: once centred, individual curves{of} still spread by {v} on the {on.split(' (')[0]} scale"
+            f"{rel_ice}, so the feature acts differently on different rows and the PD hides it (look at the ICE "
+            "curves)."
         )
-    return f"{name}: {uid} = {v}."
+    return f"{name}: {uid}{of} = {v}."

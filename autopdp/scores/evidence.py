@@ -370,9 +370,14 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evid
     if uid.startswith("similarity:"):
         return _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget)
     statistic = {"monotonicity": "gap to the best monotone curve", "lipschitz": "gap to the closest slope-bounded curve",
-                 "slope": "steepest slope per full feature range"}.get(uid, uid)
+                 "slope": "steepest slope per full feature range (its threshold: materiality × prediction sd "
+                          "across the steepest interval)"}.get(uid, uid)
+    details, reason = None, ""
+    if uid == "slope":
+        thr, material, details, reason = _slope_materiality(s, thr)
     if not material:
-        return _item(uid, r.features, s.value, thr, p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
+        return _item(uid, r.features, s.value, thr, p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic,
+                     details=details, reason=reason, material=False)
     noise = noise_of(r, t)
     if noise is None:
         return _item(uid, r.features, s.value, thr, statistic=statistic,
@@ -394,8 +399,31 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evid
 
     def build(res):
         return _item(uid, r.features, s.value, thr, p=res[0].p_value, noise=res[0].noise_level, draws=res[0].draws,
-                     statistic=statistic, test=f"{TESTS[uid][1]} ({noise.source}), {res[0].draws:,} draws")
+                     statistic=statistic, test=f"{TESTS[uid][1]} ({noise.source}), {res[0].draws:,} draws",
+                     details=details)
     return _Pending([test], build)
+
+
+def _slope_materiality(s, thr: float):
+    """The slope's materiality, judged on the prediction scale: the change of the PD across the steepest
+    interval (the whole grid for a linear PD) against ``thr`` (materiality x prediction sd).
+
+    Returns ``(threshold, material, details, reason)`` with the threshold on the statistic's scale (slope per
+    full range): ``thr / share_of_range``, so "slope >= threshold" is "change across the interval >= thr".
+    The noise test (:func:`_draw_slope`) is unchanged: the steepest slope of a flat PD plus noise.
+    """
+    d = s.details or {}
+    change, share = float(d.get("change", np.nan)), float(d.get("share_of_range", np.nan))
+    if not (np.isfinite(change) and np.isfinite(share) and share > 0 and np.isfinite(thr)):
+        return thr, bool(np.isfinite(thr) and s.value >= thr), None, ""
+    details = {"change": change, "change_threshold": thr, "between": d.get("between"), "linear": bool(d.get("linear")),
+               "per_unit": d.get("per_unit")}
+    material = abs(change) >= thr
+    where = "over the whole grid (the PD is linear)" if d.get("linear") else "across the steepest interval"
+    between = d.get("between") or ["?", "?"]
+    reason = "" if material else (f"the change of the PD {where} ({_num(between[0])} to {_num(between[1])}), "
+                                  f"{_num(abs(change))}, is below the materiality threshold {_num(thr)}.")
+    return thr / share, material, details, reason
 
 
 def _link_threshold(inputs, r, t, scale_name) -> float:

@@ -43,10 +43,19 @@ class SelectedPDP:
     kind: str  # "1d" | "2d"
     reasons: tuple[tuple[str, int], ...]  # (criterion id, rank)
     evidence: tuple = ()  # one autopdp.scores.significance.Evidence per reason (when tested)
+    finding_ranks: tuple = ()  # per reason: the PDP's place among that criterion's findings (1 = first)
 
     @property
     def reason_text(self) -> str:
-        return ", ".join(f"{c} #{r}" for c, r in self.reasons)
+        """The selection's reasons: "monotonicity #1, lipschitz #2".
+
+        A rank in the full ranking is shown only when it is the reason: when every PDP ranked above is a finding
+        too, so the PDP is in the criterion's top ``top_k``.  Otherwise the PDP was selected as the criterion's
+        j-th finding and reads "intersection (finding #j)", not its far place in the ranking.
+        """
+        places = self.finding_ranks if len(self.finding_ranks) == len(self.reasons) else (None,) * len(self.reasons)
+        return ", ".join(f"{c} #{r}" if j is None or j == r else f"{c} (finding #{j})"
+                         for (c, r), j in zip(self.reasons, places))
 
     def evidence_for(self, criterion: str):
         """The :class:`~autopdp.scores.significance.Evidence` behind one reason (None when untested)."""
@@ -109,6 +118,7 @@ def curate(scores: pd.DataFrame, rankings: dict[str, str], top_k: int, evidence=
     reasons: dict[tuple, list] = {}
     kinds: dict[tuple, str] = {}
     proof: dict[tuple, list] = {}
+    places: dict[tuple, list] = {}
     for name, order in rankings.items():
         ranked = rank_scores(scores, name, ascending=(order == "asc"))
         judged = None if evidence is None else evidence.get(name)
@@ -122,10 +132,11 @@ def curate(scores: pd.DataFrame, rankings: dict[str, str], top_k: int, evidence=
                 continue
             taken += 1
             reasons.setdefault(key, []).append((name, int(row["rank"])))
+            places.setdefault(key, []).append(taken)
             if e is not None:
                 proof.setdefault(key, []).append(e)
             kinds[key] = row["kind"]
-    items = [SelectedPDP(features=k, kind=kinds[k], reasons=tuple(v), evidence=tuple(proof.get(k, ())))
-             for k, v in reasons.items()]
+    items = [SelectedPDP(features=k, kind=kinds[k], reasons=tuple(v), evidence=tuple(proof.get(k, ())),
+                         finding_ranks=tuple(places[k])) for k, v in reasons.items()]
     items.sort(key=lambda s: (s.kind != "1d", s.best_rank, -len(s.reasons)))
     return items

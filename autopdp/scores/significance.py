@@ -165,8 +165,11 @@ class Evidence:
 
     @property
     def untested(self) -> bool:
-        """Material, but its noise test could not be run: neither a finding nor noise."""
-        return bool(self.material and not np.isfinite(self.p_value))
+        """Material, but its noise test could not be run: neither a finding nor noise.
+
+        A finding decided without a p-value (intersection: a count of the other criteria's findings) passed,
+        so it is not untested."""
+        return bool(self.material and not self.significant and not np.isfinite(self.p_value))
 
     def to_dict(self) -> dict:
         def num(v):

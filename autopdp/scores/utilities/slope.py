@@ -6,6 +6,30 @@ stretch of the curve, if continued over the whole range, would move the
 prediction by 0.3.  Not density-weighted (eq. 11 is a supremum).  2D surfaces:
 the largest slope along either axis.  Ordered categoricals use equally spaced
 level ranks; unordered ones are "n/a".
+
+The value (the ranking, the gate's ``max_slope`` and the noise test read it) is
+a slope per full range, which overstates how much the prediction moves: a
+steep stretch between two close grid values may move it little.  So the
+details say what the steepest stretch does in the feature's units:
+
+``between``
+    The grid values ``[a, b]`` of the steepest interval (the whole grid when the
+    PD is linear).
+``change``
+    The signed change of the PD across ``between`` (``f(b) - f(a)``), on the
+    prediction scale: what materiality is judged on.
+``per_unit``
+    ``change / (b - a)``: the slope in the feature's units (per level for an
+    ordered categorical).
+``share_of_range``
+    ``(b - a)`` as a share of the grid's range: ``value * share_of_range`` is
+    ``abs(change)``.
+``linear``
+    True when every interval's slope equals the PD's average slope (to 1e-6 of
+    the PD's range, or float precision): a straight line has no "steepest"
+    interval, and ``between`` is then the whole grid.
+``pd_range``
+    ``max - min`` of the PD over the grid.
 """
 
 from __future__ import annotations
@@ -17,6 +41,9 @@ from .base import UtilityScore, axis_positions, not_applicable
 __all__ = ["score_slope"]
 
 UTILITY = "slope"
+
+#: a PD whose points all lie within this share of its range (or float precision) of a straight line is linear
+LINEAR_TOL = 1e-6
 
 
 def score_slope(result, *, target_index: int) -> UtilityScore:
@@ -43,15 +70,45 @@ def score_slope(result, *, target_index: int) -> UtilityScore:
         m = float(np.max(slopes))
         if m >= best:
             idx = np.unravel_index(int(np.argmax(slopes)), slopes.shape)
-            best, where = m, (result.features[axis], int(idx[axis]))
+            best, where = m, (axis, tuple(int(i) for i in idx))
     if not usable:
         return not_applicable(UTILITY, "the grid has a single point: there is no slope.", target)
     details = {}
     if where is not None:
-        axis_name, i = where
-        ax = result.features.index(axis_name)
-        details = {"axis": axis_name, "between": [_plain(result.grid[ax][i]), _plain(result.grid[ax][i + 1])]}
+        details = _interval_details(result, f, *where)
     return UtilityScore(utility=UTILITY, value=best, target=target, details=details)
+
+
+def _interval_details(result, f: np.ndarray, ax: int, idx: tuple) -> dict:
+    """What the steepest interval (at index ``idx`` of the slopes along axis ``ax``) does, in the feature's
+    units and on the prediction scale (see the module docs)."""
+    x = axis_positions(result, ax)
+    span = float(x[-1] - x[0])
+    finite = f[np.isfinite(f)]
+    pd_range = float(finite.max() - finite.min()) if finite.size else float("nan")
+    linear = False
+    if result.ndim == 1 and x.size >= 3 and np.isfinite(f).all():
+        line = f[0] + (f[-1] - f[0]) * (x - x[0]) / span
+        scale = max(pd_range, float(np.max(np.abs(f))) * 1e-12, np.finfo(float).tiny)
+        linear = bool(np.max(np.abs(f - line)) <= LINEAR_TOL * scale)
+    a_idx, b_idx = list(idx), list(idx)
+    if linear:
+        a_idx[ax], b_idx[ax] = 0, x.size - 1
+    else:
+        b_idx[ax] = idx[ax] + 1
+    lo, hi = a_idx[ax], b_idx[ax]
+    change = float(f[tuple(b_idx)] - f[tuple(a_idx)])
+    width = float(x[hi] - x[lo])
+    grid = result.grid[ax]
+    out = {"axis": result.features[ax], "between": [_plain(grid[lo]), _plain(grid[hi])], "change": change,
+           "per_unit": change / width if width else float("nan"),
+           "share_of_range": width / span if span else float("nan"), "linear": linear, "pd_range": pd_range}
+    if result.kinds[ax] != "numeric":
+        out["unit"] = "level"
+    if result.ndim == 2:
+        other = 1 - ax
+        out["at"] = {result.features[other]: _plain(result.grid[other][idx[other]])}
+    return out
 
 
 def _plain(v):
