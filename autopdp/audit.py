@@ -229,17 +229,21 @@ class Audit:
         from .report import render_html
         from .report.writer import report_context
 
-        html = render_html(report_context(self, page_size=page_size, gate=gate, comparison=comparison))
+        html = render_html(report_context(self, page_size=page_size, gate=gate, comparison=comparison,
+                                          formats=("html",)))
         if path is not None:
             atomic_write_text(path, html)
         return html
 
     def to_pdf(self, path=None, *, page_size: str = "A4", gate=None, comparison=None) -> bytes:
-        """The report as PDF (WeasyPrint); written atomically to ``path`` when given (see :meth:`to_html`)."""
+        """The report as PDF (WeasyPrint): the curated document (findings, top rows, methodology; the
+        HTML is the complete record); written atomically to ``path`` when given (see :meth:`to_html`)."""
         from ._io import atomic_write_bytes
-        from .report import render_pdf
+        from .report.render import render_pdf, render_pdf_html
+        from .report.writer import report_context
 
-        pdf = render_pdf(self.to_html(page_size=page_size, gate=gate, comparison=comparison))
+        context = report_context(self, page_size=page_size, gate=gate, comparison=comparison, formats=("pdf",))
+        pdf = render_pdf(render_pdf_html(context))
         if path is not None:
             atomic_write_bytes(path, pdf)
         return pdf

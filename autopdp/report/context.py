@@ -29,6 +29,11 @@ COMPARISON_LABELS = {
 }
 
 
+#: Bars of the importance chart (the most important features; the HTML's tables list every feature).
+IMPORTANCE_BARS = 25
+#: Rows of each ranking the PDF shows.
+TOP_ROWS = 10
+
 _QUEUE: ContextVar = ContextVar("autopdp_figure_queue", default=None)
 
 
@@ -60,11 +65,27 @@ def _figures_drawn_together(out: dict):
         yield
     finally:
         _QUEUE.reset(token)
-    svgs = draw_all(queue)
+    # only the figures ``out`` still holds are drawn (a format's context drops those it does not show);
+    # a stand-in held in several places is drawn once and the same SVG goes to each
+    used: dict[int, int] = {}
+
+    def find(obj):
+        if isinstance(obj, _Queued):
+            used.setdefault(obj.index, len(used))
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                find(v)
+        elif isinstance(obj, (list, tuple)):
+            for v in obj:
+                find(v)
+
+    find(out)
+    order = sorted(used)
+    drawn = dict(zip(order, draw_all([queue[i] for i in order])))
 
     def put(obj):
         if isinstance(obj, _Queued):
-            return svgs[obj.index]
+            return drawn[obj.index]
         if isinstance(obj, dict):
             return {k: put(v) for k, v in obj.items()}
         if isinstance(obj, list):
@@ -441,25 +462,49 @@ def _input_rows(prov: dict) -> list:
     return rows
 
 
-def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = None) -> dict[str, Any]:
-    """Everything the templates need, as plain values and SVG strings."""
+def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = None,
+                  formats=("html", "pdf")) -> dict[str, Any]:
+    """Everything the templates need, as plain values and SVG strings.
+
+    ``formats`` says which documents the context is for: the figures only the HTML shows (every 1D
+    PD, the utility sections' plots that are not findings) are drawn only when "html" is among them;
+    each figure is drawn once and the same SVG serves both formats.
+    """
+    from .explore import all_pdps, criterion_tables, finding_pages, pdp_key, top_importance
+
     t0 = time.perf_counter()
     cfg = audit.config
+    html = "html" in formats
     drawn: dict = {}
+    trust_cache: dict = {}
+
+    def trust_of(features):
+        if features not in trust_cache:
+            trust_cache[features] = trust_text(audit, features)
+        return trust_cache[features]
+
+    findings = _findings(audit)
     with _figures_drawn_together(drawn):
-        drawn["importance"] = _plot(plot_importance, audit.importance) if not audit.importance.empty else None
+        drawn["importance"] = (_plot(plot_importance, top_importance(audit.importance, IMPORTANCE_BARS))
+                               if not audit.importance.empty else None)
         drawn["interaction"] = _plot(plot_interaction, audit.interaction) if not audit.interaction.empty else None
         drawn["utilities"] = _utility_sections(audit, cfg.top_k)
         drawn["pairs"] = _pair_section(audit)
+        tables = criterion_tables(audit, drawn["utilities"], trust_of)
+        drawn["pages"] = finding_pages(audit, findings, drawn["utilities"], drawn["pairs"], cfg.top_k, tables)
         drawn["small"] = []
-        for r in audit.results_1d:
-            f = np.asarray(r.average[0], dtype=float)
-            drawn["small"].append(_figure(
-                _plot(plot_small_multiple, r), f"{r.features[0]}: PD from {fmt(f.min())} to {fmt(f.max())}",
-                f"Small partial dependence plot of {r.features[0]}.",
-            ))
+        if html:
+            for r in audit.results_1d:
+                f = np.asarray(r.average[0], dtype=float)
+                svg, alt, _ = _pd_figure(audit, r.features)
+                drawn["small"].append({**_figure(svg, f"{r.features[0]}: PD from {fmt(f.min())} to {fmt(f.max())}", alt),
+                                       "pdp": pdp_key(r.features)})
+        else:  # the PDF shows the findings' figures only
+            for u in drawn["utilities"]:
+                u["plots"] = []
     importance_svg, interaction_svg = drawn["importance"], drawn["interaction"]
     utilities, pairs, small = drawn["utilities"], drawn["pairs"], drawn["small"]
+    figure_keys = {s["pdp"] for s in small} | {pdp_key(p.features) for p in audit.selection if p.kind == "2d"}
     timings = dict(audit.run.get("timings_s", {}))
     timings["figures"] = time.perf_counter() - t0
     timings.update(extra_timings or {})
@@ -471,7 +516,16 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "gate": None,
         "comparison": None,
         "cover": _cover(audit),
-        "findings": _findings(audit),
+        "findings": findings,
+        "finding_pages": drawn["pages"],
+        "rankings": tables,
+        "pair_key_of": {p.label: pdp_key(p.features) for p in audit.selection if p.kind == "2d"},
+        "pair_keys": sorted(pdp_key(p.features) for p in audit.selection if p.kind == "2d"),
+        "all_pdps": all_pdps(audit, figure_keys) if html else {"columns": [], "rows": []},
+        "top_rows": TOP_ROWS,
+        "importance_bars": IMPORTANCE_BARS,
+        "importance_top": _table(top_importance(audit.importance, IMPORTANCE_BARS), "feature")
+        if not audit.importance.empty else None,
         "no_findings": _no_findings(audit),
         "untested": _untested(audit),
         "outcome": outcome_label(audit),

@@ -15,21 +15,30 @@ from .._io import atomic_write_bytes, atomic_write_text
 from .findings import fmt
 from ..errors import InputError
 
-__all__ = ["environment", "render_html", "render_pdf", "svg_figures_as_images", "write_html", "write_pdf", "PAGE_SIZES"]
+__all__ = [
+    "environment", "render_html", "render_pdf_html", "render_pdf", "svg_figures_as_images", "write_html", "write_pdf",
+    "PAGE_SIZES", "HTML_TEMPLATE", "PDF_TEMPLATE",
+]
 
 PAGE_SIZES = ("A4", "Letter")
+
+#: The HTML report: the complete, explorable record (every PDP in sortable, filterable tables, every 1D PD).
+HTML_TEMPLATE = "report.html.j2"
+#: The PDF report: the short curated document (findings, top rows, methodology), on paper.
+PDF_TEMPLATE = "report.pdf.j2"
 
 
 @functools.lru_cache(maxsize=1)
 def environment():
     from importlib import resources
 
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+    from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
 
-    # the templates are package data of autopdp.templates (inside the wheel too)
-    folder = resources.files("autopdp.templates")
+    # the templates are package data of autopdp.templates (inside the wheel too); each is also
+    # loadable as "autopdp/<name>", so a template elsewhere can extend "autopdp/report.html.j2"
+    folder = FileSystemLoader(str(resources.files("autopdp.templates")))
     env = Environment(
-        loader=FileSystemLoader(str(folder)),
+        loader=ChoiceLoader([folder, PrefixLoader({"autopdp": folder})]),
         autoescape=select_autoescape(enabled_extensions=("html", "j2", "xml"), default_for_string=True, default=True),
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -40,11 +49,22 @@ def environment():
     return env
 
 
-def render_html(context: dict) -> str:
-    """The self-contained HTML report (inline CSS and SVG, no scripts, no network)."""
+def _check_page_size(context: dict) -> None:
     if context.get("page_size") not in PAGE_SIZES:
         raise InputError(f"page_size must be one of {', '.join(PAGE_SIZES)}, got {context.get('page_size')!r}.")
-    return environment().get_template("report.html.j2").render(**context)
+
+
+def render_html(context: dict) -> str:
+    """The self-contained HTML report: the complete record (inline CSS, SVG and one small
+    hand-written script for sorting, filtering and opening figures; nothing from the network)."""
+    _check_page_size(context)
+    return environment().get_template(HTML_TEMPLATE).render(**context)
+
+
+def render_pdf_html(context: dict) -> str:
+    """The HTML of the curated PDF document (no script): cover, findings, top rows, methodology."""
+    _check_page_size(context)
+    return environment().get_template(PDF_TEMPLATE).render(**context)
 
 
 _SVG = re.compile(r"<svg\b.*?</svg>", flags=re.S)
@@ -98,5 +118,5 @@ def write_html(context: dict, path) -> float:
 
 def write_pdf(context: dict, path, html: str | None = None) -> float:
     t0 = time.perf_counter()
-    atomic_write_bytes(path, render_pdf(html if html is not None else render_html(context)))
+    atomic_write_bytes(path, render_pdf(html if html is not None else render_pdf_html(context)))
     return time.perf_counter() - t0
