@@ -317,3 +317,48 @@ def test_pdf_figures_as_images_give_the_same_pages_as_inline_svg(german, tmp_pat
     assert len(pages["images"]) == len(pages["inline"]) >= 5
     assert pages["images"] == pages["inline"]
     assert any("duration_months" in p and "PD" in p for p in pages["images"])
+
+
+@pytest.fixture(scope="module")
+def gate_and_compare(tmp_path_factory):
+    """`autopdp gate` and `autopdp compare` reports of a small model: both formats, with the sections."""
+    from sklearn.linear_model import LogisticRegression
+
+    from autopdp import gate
+    from autopdp.report import write_report
+
+    rng = np.random.default_rng(3)
+    n = 400
+    X = pd.DataFrame(rng.normal(size=(n, 6)), columns=[f"long_feature_name_{i}" for i in range(6)])
+    y = (X.iloc[:, 0] - X.iloc[:, 1] + rng.normal(size=n) > 0).astype(int)
+    model = LogisticRegression().fit(X, y)
+    other = LogisticRegression().fit(X.assign(long_feature_name_0=-X.iloc[:, 0]), y)
+    a = audit(model, X, y, compare={"prod": other},
+              config=AuditConfig(grid_resolution=7, grid_resolution_2d=4, utilities=("monotonicity", "slope", "similarity")))
+    verdict = gate(a, {"champion": {"max_similarity": 0.01}})
+    out = tmp_path_factory.mktemp("gate")
+    write_report(a, out, formats=("html", "pdf"), gate=verdict, comparison="candidate")
+    return out, a
+
+
+def test_gate_and_compare_reports_follow_the_same_rules(gate_and_compare, browser):
+    from pypdf import PdfReader
+
+    out, a = gate_and_compare
+    html = (out / "report.html").read_text()
+    assert html.index('id="gate"') < html.index('id="comparison"') < html.index('id="summary"')
+    assert html.lower().count("<script") == 1
+    for r in a.results:
+        assert f'data-pdp="{"|".join(r.features)}"' in html
+    text = "\n".join(p.extract_text() for p in PdfReader(str(out / "report.pdf")).pages)
+    assert "Pre-deployment gate" in text and "Model comparison" in text and "Review and sign-off" in text
+    assert len(PdfReader(str(out / "report.pdf")).pages) <= 26  # the gate, 8 comparison figures, the findings
+    page = browser.open((out / "report.html").as_uri(), width=1280)
+    assert page.errors() == []
+    _check_no_overflow(page, 1280)
+    # the gate's checks sort like every table of the record
+    col = "Array.from(document.querySelectorAll('#gate tbody tr')).map(r => r.cells[1].textContent)"
+    page.evaluate("document.querySelectorAll('#gate thead th')[1].querySelector('button').click()")
+    names = page.evaluate(col)
+    assert names == sorted(names, key=str.lower)
+    assert page.errors() == []
