@@ -476,13 +476,6 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
     cfg = audit.config
     html = "html" in formats
     drawn: dict = {}
-    trust_cache: dict = {}
-
-    def trust_of(features):
-        if features not in trust_cache:
-            trust_cache[features] = trust_text(audit, features)
-        return trust_cache[features]
-
     findings = _findings(audit)
     with _figures_drawn_together(drawn):
         drawn["importance"] = (_plot(plot_importance, top_importance(audit.importance, IMPORTANCE_BARS))
@@ -490,7 +483,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         drawn["interaction"] = _plot(plot_interaction, audit.interaction) if not audit.interaction.empty else None
         drawn["utilities"] = _utility_sections(audit, cfg.top_k)
         drawn["pairs"] = _pair_section(audit)
-        tables = criterion_tables(audit, drawn["utilities"], trust_of)
+        tables = criterion_tables(audit, drawn["utilities"])
         drawn["pages"] = finding_pages(audit, findings, drawn["utilities"], drawn["pairs"], cfg.top_k, tables)
         drawn["small"] = []
         if html:

@@ -37,7 +37,7 @@ def _num(value) -> str:
         x = float(value)
     except (TypeError, ValueError):
         return ""
-    return repr(x) if math.isfinite(x) else ""
+    return f"{x:.6g}" if math.isfinite(x) else ""
 
 
 def _state(e) -> str:
@@ -50,9 +50,10 @@ def _state(e) -> str:
     return "untested" if e.untested else "noise"
 
 
-def criterion_tables(audit, utilities, trust_of) -> list[dict]:
+def criterion_tables(audit, utilities) -> list[dict]:
     """One ranking per criterion, every PDP it scores: the 1D utilities (from the report's utility
-    sections) then the 2D criteria.  ``trust_of(features)`` gives the trust cell (cached by the caller)."""
+    sections, with their trust cells) then the 2D criteria (thousands of rows at 60 features: their
+    trust checks are the ood_share, ale_divergence and stratpd columns of :func:`all_pdps`)."""
     tables = []
     for u in utilities:
         uid = u["uid"]
@@ -85,7 +86,7 @@ def criterion_tables(audit, utilities, trust_of) -> list[dict]:
                 "pdp": pdp_key(feats), "label": " × ".join(feats), "rank": int(rank), "score": fmt(value),
                 "score_v": _num(value), "scaled": "", "p": "" if e is None else p_text(e.adjusted_p),
                 "p_v": "" if e is None else _num(e.adjusted_p), "finding": _state(e), "target": "",
-                "trust": trust_of(feats), "kind": "2d",
+                "trust": "", "kind": "2d",
             })
         tables.append({"id": f"pair-{c}", "uid": c, "title": title_of(c),
                        "definition": UTILITY_DEFINITIONS.get(c, ""), "kind": "2d", "tested": bool(by),
