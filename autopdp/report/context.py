@@ -80,8 +80,13 @@ def _figures_drawn_together(out: dict):
                 find(v)
 
     find(out)
-    order = sorted(used)
-    drawn = dict(zip(order, draw_all([queue[i] for i in order])))
+    # the same figure asked for twice (e.g. a PD in its trust section and in the gallery) is drawn once
+    same: dict = {}
+    for i in sorted(used):
+        same.setdefault(_job_key(queue[i]), []).append(i)
+    groups = list(same.values())
+    svgs = draw_all([queue[g[0]] for g in groups])
+    drawn = {i: svg for g, svg in zip(groups, svgs) for i in g}
 
     def put(obj):
         if isinstance(obj, _Queued):
@@ -95,6 +100,19 @@ def _figures_drawn_together(out: dict):
         return obj
 
     out.update(put(out))
+
+
+def _job_key(job):
+    """A figure's identity: its function and arguments (pickled), or the job itself when they do not pickle."""
+    import hashlib
+    import pickle
+
+    fn, args, kwargs = job
+    try:
+        return hashlib.sha256(pickle.dumps((fn.__module__, fn.__qualname__, args, sorted(kwargs.items())),
+                                           protocol=4)).digest()
+    except Exception:
+        return id(job)
 
 
 def _label(features) -> str:
