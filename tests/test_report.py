@@ -362,3 +362,43 @@ def test_gate_and_compare_reports_follow_the_same_rules(gate_and_compare, browse
     names = page.evaluate(col)
     assert names == sorted(names, key=str.lower)
     assert page.errors() == []
+
+
+def test_templates_have_the_named_blocks_and_load_as_autopdp_names():
+    from autopdp.report.render import environment
+
+    env = environment()
+    for name in ("report.html.j2", "report.pdf.j2"):
+        template = env.get_template(f"autopdp/{name}")
+        assert {"cover", "summary", "findings", "methodology", "appendix"} <= set(template.blocks), name
+    assert "explore" in env.get_template("autopdp/report.html.j2").blocks
+
+
+def test_pdf_length_follows_the_findings_not_the_features(tmp_path):
+    """40 features, three of them with an effect: the PDF has a page per finding and the top rows, the
+    HTML every PD; the PDF of the same model on 8 features is about as long (the top-10 tables and the
+    25-bar importance chart are capped)."""
+    from pypdf import PdfReader
+
+    from autopdp.report import write_report
+
+    rng = np.random.default_rng(7)
+    n = 300
+    X = pd.DataFrame(rng.normal(size=(n, 40)), columns=[f"feature_{i:02d}" for i in range(40)])
+
+    def model(d):
+        return 1 / (1 + np.exp(-(1.5 * d["feature_00"] - d["feature_01"] ** 2 + np.sin(2 * d["feature_02"]))))
+
+    y = (rng.uniform(size=n) < model(X)).astype(int)
+    pages = {}
+    for width in (8, 40):
+        cols = list(X.columns[:width])
+        a = audit(lambda d: model(d), X[cols], y, config=AuditConfig(grid_resolution=6, pairs=False,
+                                                                    utilities=("monotonicity", "slope")))
+        out = tmp_path / str(width)
+        write_report(a, out, formats=("html", "pdf"))
+        pages[width] = len(PdfReader(str(out / "report.pdf")).pages)
+        html = (out / "report.html").read_text()
+        assert all(f'data-pdp-figure="{c}"' in html for c in cols)
+    # 5x the features: a few more pages while the importance chart and the top-10 tables fill up to their caps
+    assert pages[40] <= min(pages[8] + 4, 20), pages
