@@ -17,8 +17,10 @@ __all__ = [
     "svg_of", "plot_pd_1d", "plot_pd_2d", "plot_importance", "plot_interaction", "plot_small_multiple", "draw_all",
 ]
 
-#: From this many figures on, :func:`draw_all` draws them on worker processes (one per CPU).
-PARALLEL_FROM = 12
+#: From this many figures on, :func:`draw_all` draws them on worker processes (one per CPU).  Starting
+#: the workers (each imports matplotlib) costs about as much as drawing ~40 figures: the demo's 40 took
+#: 3.6-4.0 s here and 5.0-5.3 s on two workers (2 cores, load ~6); the 60-feature report's ~100 gain.
+PARALLEL_FROM = 60
 
 PD_COLOR = "#1f4e79"
 BAND_COLOR = "#9ecae1"
