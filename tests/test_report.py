@@ -73,6 +73,7 @@ def test_html_is_self_contained_and_every_figure_has_caption_and_alt(demo_dir):
     assert html.lower().count("<script") == 1 and "<script>" in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "@import" not in html and "url(http" not in html
+    assert not re.search(r"<[^>]*\son[a-z]+\s*=", html)  # no inline event handlers: the script is the one place
     script = html[html.index("<script>"):html.index("</script>")]
     assert len(script) < 8000 and "http" not in script and "fetch(" not in script and "eval(" not in script
     figures = re.findall(r"<figure\b[^>]*>(.*?)</figure>", html, flags=re.S)

@@ -72,6 +72,7 @@
     });
   }
   if (form) {
+    form.addEventListener("submit", function (event) { event.preventDefault(); });
     form.addEventListener("input", applyFilters);
     form.addEventListener("change", applyFilters);
     form.addEventListener("reset", function () { setTimeout(applyFilters, 0); });
