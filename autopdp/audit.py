@@ -231,18 +231,22 @@ class Audit:
         from .report.writer import report_context, report_templates
 
         template_dir, _ = report_templates(self.config, template_dir, None, ("html",))
-        html = render_html(report_context(self, page_size=page_size, gate=gate, comparison=comparison),
-                           template_dir=template_dir)
+        html = render_html(report_context(self, page_size=page_size, gate=gate, comparison=comparison,
+                                          formats=("html",)), template_dir=template_dir)
         if path is not None:
             atomic_write_text(path, html)
         return html
 
     def to_pdf(self, path=None, *, page_size: str = "A4", gate=None, comparison=None, template_dir=None) -> bytes:
-        """The report as PDF (WeasyPrint); written atomically to ``path`` when given (see :meth:`to_html`)."""
+        """The report as PDF (WeasyPrint): the curated document (findings, top rows, methodology; the
+        HTML is the complete record); written atomically to ``path`` when given (see :meth:`to_html`)."""
         from ._io import atomic_write_bytes
-        from .report import render_pdf
+        from .report.render import render_pdf, render_pdf_html
+        from .report.writer import report_context, report_templates
 
-        pdf = render_pdf(self.to_html(page_size=page_size, gate=gate, comparison=comparison, template_dir=template_dir))
+        template_dir, _ = report_templates(self.config, template_dir, None, ("pdf",))
+        context = report_context(self, page_size=page_size, gate=gate, comparison=comparison, formats=("pdf",))
+        pdf = render_pdf(render_pdf_html(context, template_dir=template_dir))
         if path is not None:
             atomic_write_bytes(path, pdf)
         return pdf

@@ -66,7 +66,7 @@ def test_report_provenance_in_json_and_report(files, tmp_path, capsys):
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["provenance"]["inputs"]["data"]["sha256"] == sha256sum(files / "loans.csv")
     html = (tmp_path / "report.html").read_text()
-    cover = html[html.index('id="cover"'):html.index('class="toc"')]
+    cover = html[html.index('id="cover"'):html.index('</header>')]
     for name in expected.values():
         assert name in cover and sha256sum(files / name) in cover
     assert "prod (prod_v1.skops)" in cover and "Positive class</dt><dd>yes" in cover and "Target column</dt><dd>label" in cover
@@ -97,7 +97,7 @@ def test_gate_json_and_xml_name_what_was_checked(files, tmp_path, capsys):
     props = {p.get("name"): p.get("value") for p in ET.parse(out / "gate.xml").getroot().find("testsuite/properties")}
     assert props["policy.sha256"] == sha256sum(files / "policy.toml") and props["champion"] == "prod_v1"
     html = (out / "report.html").read_text()
-    cover = html[html.index('id="cover"'):html.index('class="toc"')]
+    cover = html[html.index('id="cover"'):html.index('</header>')]
     assert "Comparison models</dt><dd>prod_v1 (prod_v1.skops)" in cover and "candidate_v2.skops</span>" in cover
     gate_section = html[html.index('id="gate"'):html.index('id="summary"')]
     assert "Policy file: policy.toml" in gate_section and "Champion: prod_v1" in gate_section

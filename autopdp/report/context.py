@@ -29,6 +29,11 @@ COMPARISON_LABELS = {
 }
 
 
+#: Bars of the importance chart (the most important features; the HTML's tables list every feature).
+IMPORTANCE_BARS = 25
+#: Rows of each ranking the PDF shows.
+TOP_ROWS = 10
+
 _QUEUE: ContextVar = ContextVar("autopdp_figure_queue", default=None)
 
 
@@ -60,11 +65,32 @@ def _figures_drawn_together(out: dict):
         yield
     finally:
         _QUEUE.reset(token)
-    svgs = draw_all(queue)
+    # only the figures ``out`` still holds are drawn (a format's context drops those it does not show);
+    # a stand-in held in several places is drawn once and the same SVG goes to each
+    used: dict[int, int] = {}
+
+    def find(obj):
+        if isinstance(obj, _Queued):
+            used.setdefault(obj.index, len(used))
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                find(v)
+        elif isinstance(obj, (list, tuple)):
+            for v in obj:
+                find(v)
+
+    find(out)
+    # the same figure asked for twice (e.g. a PD in its trust section and in the gallery) is drawn once
+    same: dict = {}
+    for i in sorted(used):
+        same.setdefault(_job_key(queue[i]), []).append(i)
+    groups = list(same.values())
+    svgs = draw_all([queue[g[0]] for g in groups])
+    drawn = {i: svg for g, svg in zip(groups, svgs) for i in g}
 
     def put(obj):
         if isinstance(obj, _Queued):
-            return svgs[obj.index]
+            return drawn[obj.index]
         if isinstance(obj, dict):
             return {k: put(v) for k, v in obj.items()}
         if isinstance(obj, list):
@@ -74,6 +100,19 @@ def _figures_drawn_together(out: dict):
         return obj
 
     out.update(put(out))
+
+
+def _job_key(job):
+    """A figure's identity: its function and arguments (pickled), or the job itself when they do not pickle."""
+    import hashlib
+    import pickle
+
+    fn, args, kwargs = job
+    try:
+        return hashlib.sha256(pickle.dumps((fn.__module__, fn.__qualname__, args, sorted(kwargs.items())),
+                                           protocol=4)).digest()
+    except Exception:
+        return id(job)
 
 
 def _label(features) -> str:
@@ -532,35 +571,51 @@ def _small_target(audit, r) -> int:
     return int(np.nanargmax(row)) if np.isfinite(row).any() else 0
 
 
-def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = None) -> dict[str, Any]:
-    """Everything the templates need, as plain values and SVG strings."""
+def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = None,
+                  formats=("html", "pdf")) -> dict[str, Any]:
+    """Everything the templates need, as plain values and SVG strings.
+
+    ``formats`` says which documents the context is for: the figures only the HTML shows (every 1D
+    PD, the utility sections' plots that are not findings) are drawn only when "html" is among them;
+    each figure is drawn once and the same SVG serves both formats.
+    """
+    from .explore import all_pdps, criterion_tables, finding_pages, pdp_key, top_importance
+
     t0 = time.perf_counter()
     cfg = audit.config
+    html = "html" in formats
     drawn: dict = {}
+    findings = _findings(audit)
     with _figures_drawn_together(drawn):
         several = _several(audit)
         across = f", largest across classes {_classes_text(audit)}" if several else ""
-        drawn["importance"] = _plot(plot_importance, _max_across(audit, audit.importance),
-                                    title=f"PD-based feature importance (Greenwell){across}") \
-            if not audit.importance.empty else None
+        drawn["importance"] = (_plot(plot_importance, top_importance(_max_across(audit, audit.importance),
+                                                                     IMPORTANCE_BARS),
+                                     title=f"PD-based feature importance (Greenwell){across}")
+                               if not audit.importance.empty else None)
         drawn["interaction"] = _plot(plot_interaction, _max_across(audit, audit.interaction),
                                      title=f"PD-based interaction (Greenwell), strongest pairs{across}") \
             if not audit.interaction.empty else None
         drawn["utilities"] = _utility_sections(audit, cfg.top_k)
         drawn["pairs"] = _pair_section(audit)
+        tables = criterion_tables(audit, drawn["utilities"])
+        drawn["pages"] = finding_pages(audit, findings, drawn["utilities"], drawn["pairs"], cfg.top_k, tables)
         drawn["small"] = []
-        for r in audit.results_1d:
-            t = _small_target(audit, r)
-            f = np.asarray(r.average[t], dtype=float)
-            what = outcome_label(audit, r.targets[t])
-            which = " (the class where it moves most)" if several else ""
-            drawn["small"].append(_figure(
-                _plot(plot_small_multiple, r, target_index=t),
-                f"{r.features[0]}: PD of {what}{which} from {fmt(f.min())} to {fmt(f.max())}",
-                f"Small partial dependence plot of {what} on {r.features[0]}.",
-            ))
+        if html:
+            for r in audit.results_1d:
+                t = _small_target(audit, r)
+                f = np.asarray(r.average[t], dtype=float)
+                what = outcome_label(audit, r.targets[t])
+                which = " (the class where it moves most)" if several else ""
+                svg, alt, _ = _pd_figure(audit, r.features, target_index=t)
+                drawn["small"].append({**_figure(svg, f"{r.features[0]}: PD of {what}{which} from {fmt(f.min())} to "
+                                                      f"{fmt(f.max())}", alt), "pdp": pdp_key(r.features)})
+        else:  # the PDF shows the findings' figures only
+            for u in drawn["utilities"]:
+                u["plots"] = []
     importance_svg, interaction_svg = drawn["importance"], drawn["interaction"]
     utilities, pairs, small = drawn["utilities"], drawn["pairs"], drawn["small"]
+    figure_keys = {s["pdp"] for s in small} | {pdp_key(p.features) for p in audit.selection if p.kind == "2d"}
     timings = dict(audit.run.get("timings_s", {}))
     timings["figures"] = time.perf_counter() - t0
     timings.update(extra_timings or {})
@@ -572,7 +627,16 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "gate": None,
         "comparison": None,
         "cover": _cover(audit),
-        "findings": _findings(audit),
+        "findings": findings,
+        "finding_pages": drawn["pages"],
+        "rankings": tables,
+        "pair_key_of": {p.label: pdp_key(p.features) for p in audit.selection if p.kind == "2d"},
+        "pair_keys": sorted(pdp_key(p.features) for p in audit.selection if p.kind == "2d"),
+        "all_pdps": all_pdps(audit, figure_keys) if html else {"columns": [], "rows": []},
+        "top_rows": TOP_ROWS,
+        "importance_bars": IMPORTANCE_BARS,
+        "importance_top": _table(top_importance(audit.importance, IMPORTANCE_BARS), "feature")
+        if not audit.importance.empty else None,
         "no_findings": _no_findings(audit),
         "untested": _untested(audit),
         "outcome": outcome_summary(audit),

@@ -15,9 +15,17 @@ from .._io import atomic_write_bytes, atomic_write_text
 from .findings import fmt
 from ..errors import InputError
 
-__all__ = ["environment", "check_template_dir", "render_html", "render_pdf", "svg_figures_as_images", "write_html", "write_pdf", "PAGE_SIZES"]
+__all__ = [
+    "environment", "check_template_dir", "render_html", "render_pdf_html", "render_pdf", "svg_figures_as_images",
+    "write_html", "write_pdf", "PAGE_SIZES", "HTML_TEMPLATE", "PDF_TEMPLATE",
+]
 
 PAGE_SIZES = ("A4", "Letter")
+
+#: The HTML report: the complete, explorable record (every PDP in sortable, filterable tables, every 1D PD).
+HTML_TEMPLATE = "report.html.j2"
+#: The PDF report: the short curated document (findings, top rows, methodology), on paper.
+PDF_TEMPLATE = "report.pdf.j2"
 
 
 @functools.lru_cache(maxsize=8)
@@ -30,13 +38,15 @@ def environment(template_dir: str | None = None):
 
     from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
 
-    # the templates are package data of autopdp.templates (inside the wheel too)
-    builtin = FileSystemLoader(str(resources.files("autopdp.templates")))
-    loader = builtin
+    # the templates are package data of autopdp.templates (inside the wheel too); each is also
+    # loadable as "autopdp/<name>", so a template elsewhere can extend "autopdp/report.html.j2";
+    # a folder of the organisation's templates (template_dir) comes first and overrides by name
+    folder = FileSystemLoader(str(resources.files("autopdp.templates")))
+    loaders = [folder, PrefixLoader({"autopdp": folder})]
     if template_dir is not None:
-        loader = ChoiceLoader([PrefixLoader({"autopdp": builtin}), FileSystemLoader(str(template_dir)), builtin])
+        loaders = [PrefixLoader({"autopdp": folder}), FileSystemLoader(str(template_dir)), folder]
     env = Environment(
-        loader=loader,
+        loader=ChoiceLoader(loaders),
         autoescape=select_autoescape(enabled_extensions=("html", "j2", "xml"), default_for_string=True, default=True),
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -59,26 +69,40 @@ def check_template_dir(path) -> str:
     return str(p.resolve())
 
 
-def render_html(context: dict, template_dir=None) -> str:
-    """The self-contained HTML report (inline CSS and SVG, no scripts, no network).
-
-    ``template_dir``: a folder of the organisation's templates (see :func:`environment`); an
-    error in one of them is bad input naming the template and line."""
+def _check_page_size(context: dict) -> None:
     if context.get("page_size") not in PAGE_SIZES:
         raise InputError(f"page_size must be one of {', '.join(PAGE_SIZES)}, got {context.get('page_size')!r}.")
+
+
+def _render(name: str, context: dict, template_dir=None) -> str:
+    """Render template ``name``; with ``template_dir`` (see :func:`environment`) an error in one of the
+    organisation's templates is bad input naming the template and line."""
+    _check_page_size(context)
     if template_dir is None:
-        return environment().get_template("report.html.j2").render(**context)
+        return environment().get_template(name).render(**context)
     from jinja2 import TemplateError, TemplateSyntaxError
 
     folder = check_template_dir(template_dir)
     try:
-        return environment(folder).get_template("report.html.j2").render(**context)
+        return environment(folder).get_template(name).render(**context)
     except TemplateSyntaxError as exc:
         raise InputError(f"template {exc.name or exc.filename!r} in --template-dir {str(template_dir)!r}, line "
                          f"{exc.lineno}: {exc.message}; fix the template.") from None
     except TemplateError as exc:
         raise InputError(f"a template in --template-dir {str(template_dir)!r} failed: {type(exc).__name__}: {exc}; "
                          "see docs/templates.md for the variables a template sees.") from None
+
+
+def render_html(context: dict, template_dir=None) -> str:
+    """The self-contained HTML report: the complete record (inline CSS, SVG and one small
+    hand-written script for sorting, filtering and opening figures; nothing from the network).
+    ``template_dir``: a folder of the organisation's templates overriding the built-in ones by name."""
+    return _render(HTML_TEMPLATE, context, template_dir)
+
+
+def render_pdf_html(context: dict, template_dir=None) -> str:
+    """The HTML of the curated PDF document (no script): cover, findings, top rows, methodology."""
+    return _render(PDF_TEMPLATE, context, template_dir)
 
 
 _SVG = re.compile(r"<svg\b.*?</svg>", flags=re.S)
@@ -132,5 +156,5 @@ def write_html(context: dict, path) -> float:
 
 def write_pdf(context: dict, path, html: str | None = None) -> float:
     t0 = time.perf_counter()
-    atomic_write_bytes(path, render_pdf(html if html is not None else render_html(context)))
+    atomic_write_bytes(path, render_pdf(html if html is not None else render_pdf_html(context)))
     return time.perf_counter() - t0

@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 from .._io import output_set
 from .._progress import announce
 from .context import build_context
-from .render import render_html, render_pdf
+from .render import render_html, render_pdf, render_pdf_html
 from ..errors import InputError
 
 __all__ = ["write_report", "FORMATS", "DEFAULT_FORMATS"]
@@ -81,20 +81,22 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
             t0 = time.perf_counter()
             with announce("building the report's figures", progress):
                 context = report_context(audit, page_size=page_size, gate=gate, comparison=comparison,
-                                         png="docx" in formats)
+                                         formats=formats, png="docx" in formats)
                 if context_hook is not None:
                     context = context_hook(context)
             timings["context_and_figures"] = time.perf_counter() - t0
-        if "html" in formats or "pdf" in formats:
-            t0 = time.perf_counter()
-            html = render_html(context, template_dir=template_dir) if template_dir else render_html(context)
-            timings["html"] = time.perf_counter() - t0
+            # the HTML is the complete record; the PDF its own short, curated document from the same context
+            # (the same figures): render_pdf_html, not the HTML
             if "html" in formats:
-                staged.write_text(f"{stem}.html", html)
+                t0 = time.perf_counter()
+                staged.write_text(f"{stem}.html", render_html(context, template_dir=template_dir) if template_dir
+                                  else render_html(context))
+                timings["html"] = time.perf_counter() - t0
             if "pdf" in formats:
                 t0 = time.perf_counter()
                 with announce("rendering the PDF", progress):
-                    staged.write_bytes(f"{stem}.pdf", render_pdf(html))
+                    staged.write_bytes(f"{stem}.pdf", render_pdf(render_pdf_html(context, template_dir=template_dir)
+                                                                 if template_dir else render_pdf_html(context)))
                 timings["pdf"] = time.perf_counter() - t0
         if "docx" in formats:
             from .word import render_docx
@@ -123,16 +125,18 @@ def report_templates(cfg, template_dir=None, docx_template=None, formats=FORMATS
     return template_dir, docx_template
 
 
-def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None, png: bool = False) -> dict:
-    """The report's context with the optional Gate and Model comparison sections; with ``png`` every
-    figure also carries its PNG at print resolution (for the Word document)."""
+def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None, formats=FORMATS,
+                   png: bool = False) -> dict:
+    """The report's context with the optional Gate and Model comparison sections; only the figures
+    ``formats`` show are drawn; with ``png`` every figure also carries its PNG at print resolution (for
+    the Word document)."""
     if png:
         from .figures import with_png
         from .word import PNG_DPI
 
         with with_png(PNG_DPI):
-            return report_context(audit, page_size=page_size, gate=gate, comparison=comparison)
-    context = build_context(audit, page_size=page_size)
+            return report_context(audit, page_size=page_size, gate=gate, comparison=comparison, formats=formats)
+    context = build_context(audit, page_size=page_size, formats=formats)
     if gate is not None:
         from .context import gate_context
 

@@ -1,0 +1,162 @@
+"""Report context for the two formats beyond the shared sections (issue 24).
+
+* The HTML report is the complete record: every PDP's row under every criterion, with the raw
+  numbers the page's script sorts and filters on (:func:`criterion_tables`, :func:`all_pdps`), and
+  every 1D PD's figure.
+* The PDF is the curated document: one page per selected finding with its figure (the same figure
+  the HTML shows), evidence, trust checks and its scores under every criterion
+  (:func:`finding_pages`), and each criterion's top rows.
+
+Every PDP is named in the page by ``pdp_key``: the feature, or the features joined by ``|`` in the
+audit's order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..scores.selection import PAIR_CRITERIA
+from .findings import UTILITY_DEFINITIONS, fmt, p_text, title_of
+
+__all__ = ["pdp_key", "criterion_tables", "all_pdps", "finding_pages", "TOP_ROWS"]
+
+#: Rows of each criterion's ranking the PDF shows (the HTML and results.json hold them all).
+TOP_ROWS = 10
+
+
+def pdp_key(features) -> str:
+    return "|".join(str(f) for f in features)
+
+
+def _num(value) -> str:
+    """A raw number for the page's script ('' when missing)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return ""
+    return f"{x:.6g}" if math.isfinite(x) else ""
+
+
+def _state(e) -> str:
+    if e is None:
+        return ""
+    if e.passed:
+        return "yes"
+    if not e.material:
+        return "not material"
+    return "untested" if e.untested else "noise"
+
+
+def criterion_tables(audit, utilities) -> list[dict]:
+    """One ranking per criterion, every PDP it scores: the 1D utilities (from the report's utility
+    sections, with their trust cells) then the 2D criteria (thousands of rows at 60 features: their
+    trust checks are the ood_share, ale_divergence and stratpd columns of :func:`all_pdps`)."""
+    tables = []
+    for u in utilities:
+        uid = u["uid"]
+        rows = []
+        for r in u["rows"]:
+            feats = tuple(r["features"])
+            s = audit.utility_scores[feats][uid]
+            e = (audit.evidence or {}).get(uid, {}).get(feats)
+            rows.append({
+                "pdp": pdp_key(feats), "label": r["feature"], "rank": r["rank"], "score": r["value"],
+                "score_v": _num(s.value), "scaled": r["scaled"], "p": r["p"],
+                "p_v": "" if e is None else _num(e.adjusted_p), "finding": r["finding"], "target": r["target"],
+                "trust": r["trust"], "kind": "1d",
+            })
+        tables.append({"id": u["id"], "uid": uid, "title": u["title"], "definition": u["definition"], "kind": "1d",
+                       "tested": u["tested"], "rows": rows, "n": len(rows)})
+    two = audit.scores[audit.scores["kind"] == "2d"]
+    if two.empty:
+        return tables
+    for c in [c for c in PAIR_CRITERIA if c in audit.scores.columns]:
+        if not two[c].notna().any():
+            continue
+        ranked = audit.ranking(c, kind="2d")
+        by = (audit.evidence or {}).get(c, {})
+        rows = []
+        for feats, rank, value in zip(ranked["features"], ranked["rank"], ranked[c]):
+            feats = tuple(feats)
+            e = by.get(feats)
+            rows.append({
+                "pdp": pdp_key(feats), "label": " × ".join(feats), "rank": int(rank), "score": fmt(value),
+                "score_v": _num(value), "scaled": "", "p": "" if e is None else p_text(e.adjusted_p),
+                "p_v": "" if e is None else _num(e.adjusted_p), "finding": _state(e), "target": "",
+                "trust": "", "kind": "2d",
+            })
+        tables.append({"id": f"pair-{c}", "uid": c, "title": title_of(c),
+                       "definition": UTILITY_DEFINITIONS.get(c, ""), "kind": "2d", "tested": bool(by),
+                       "rows": rows, "n": len(rows)})
+    return tables
+
+
+def all_pdps(audit, figure_keys) -> dict:
+    """Every PDP with every score (the wide table), the criteria it is a finding under and its smallest
+    adjusted p-value; ``open`` when the page holds its figure (``figure_keys``)."""
+    cols = [c for c in audit.scores.columns if c not in ("features", "kind")]
+    ev = audit.evidence or {}
+    rows = []
+    for _, row in audit.scores.iterrows():
+        feats = tuple(row["features"])
+        found = [c for c in cols if (e := ev.get(c, {}).get(feats)) is not None and e.passed]
+        ps = [e.adjusted_p for c in cols if (e := ev.get(c, {}).get(feats)) is not None
+              and np.isfinite(e.adjusted_p)]
+        key = pdp_key(feats)
+        rows.append({
+            "pdp": key, "label": " × ".join(feats), "kind": row["kind"], "open": key in figure_keys,
+            "values": [{"text": fmt(row[c]), "v": _num(row[c])} for c in cols],
+            "findings": ", ".join(found), "finding": "yes" if found else "no",
+            "p_v": _num(min(ps)) if ps else "", "p": p_text(min(ps)) if ps else "",
+        })
+    return {"columns": cols, "rows": rows}
+
+
+def finding_pages(audit, findings, utilities, pairs, top_k, tables) -> list[dict]:
+    """One entry per selected PDP (the order of ``findings``): its figure, taken from the utility
+    section of its first criterion or from the pair section (the same figure object, drawn once),
+    and its row under every criterion."""
+    figures = {}
+    for u in utilities:
+        passed = [tuple(r["features"]) for r in u["rows"] if r["passed"]][:top_k]
+        for feats, fig in zip(passed, u["plots"]):
+            figures[(u["uid"], feats)] = fig
+    pair_figures = {item["label"]: item["figure"] for item in pairs.get("items", [])}
+    per_pdp: dict[str, list] = {}
+    for t in tables:
+        for r in t["rows"]:
+            per_pdp.setdefault(r["pdp"], []).append({
+                "criterion": t["uid"], "title": t["title"], "rank": r["rank"], "of": t["n"], "score": r["score"],
+                "scaled": r["scaled"], "p": r["p"], "finding": r["finding"],
+            })
+    pages = []
+    for i, (sel, f) in enumerate(zip(audit.selection, findings)):
+        if sel.kind == "2d":
+            fig = pair_figures.get(sel.label)
+        else:
+            fig = next((figures[(c, sel.features)] for c, _ in sel.reasons if (c, sel.features) in figures), None)
+        key = pdp_key(sel.features)
+        pages.append({
+            **f, "pdp": key, "anchor": f"finding-{i + 1}", "figure": fig,
+            "reason_list": [{"criterion": c, "title": title_of(c), "rank": r,
+                             "evidence": _evidence_line(sel.evidence_for(c))} for c, r in sel.reasons],
+            "scores": per_pdp.get(key, []),
+        })
+    return pages
+
+
+def _evidence_line(e) -> str:
+    from .findings import evidence_text
+
+    return evidence_text(e)
+
+
+def top_importance(importance: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The ``n`` most important features (by their largest column), most important first."""
+    if importance.empty or len(importance) <= n:
+        return importance
+    order = importance.max(axis=1).sort_values(ascending=False, kind="stable").index[:n]
+    return importance.loc[order]
