@@ -70,7 +70,7 @@ def test_demo_docx_finding_sentences_are_the_htmls_word_for_word(demo_docx):
     html = (demo_docx / "report.html").read_text()
     results = json.loads((demo_docx / "results.json").read_text())
     sentences = [html_lib.unescape(s).strip() for s in re.findall(
-        r'<div class="finding"><span class="badge">[^<]*</span>(.*?)<div class="why">', html, flags=re.S)]
+        r'<div class="finding"[^>]*><span class="badge">[^<]*</span>(.*?)<div class="why">', html, flags=re.S)]
     assert len(sentences) == len(results["selection"]) > 0
     d = docx.Document(str(demo_docx / "report.docx"))
     texts = [t for _, t in _paragraphs(d)]
