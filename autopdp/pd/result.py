@@ -22,16 +22,31 @@ def _readonly(a):
     return a
 
 
-def _to_jsonable(a) -> object:
-    """numpy array / scalar -> nested lists with NaN and inf as None."""
+def _to_jsonable(a, digits: int | None = None) -> object:
+    """numpy array / scalar -> nested lists with NaN and inf as None.
+
+    ``digits``: keep this many significant digits of a float array (its JSON text then
+    has at most that many), for numbers whose own sampling error is far larger.
+    """
     arr = np.asarray(a)
     if arr.dtype == object:
         return [_scalar(v) for v in arr.tolist()]
     if arr.dtype.kind == "f":
+        if digits is not None:
+            arr = _significant(arr, digits)
         obj = arr.astype(object)
         obj[~np.isfinite(arr)] = None
         return obj.tolist()
     return arr.tolist()
+
+
+def _significant(arr: np.ndarray, digits: int) -> np.ndarray:
+    """``arr`` rounded to ``digits`` significant digits (through the decimal text, so each number's
+    shortest repr has at most ``digits`` digits); NaN and inf unchanged."""
+    flat = np.asarray(arr, dtype=float).ravel()
+    fmt = f"%.{int(digits)}g"
+    out = np.array([float(fmt % v) for v in flat.tolist()], dtype=float) if flat.size else flat.copy()
+    return out.reshape(np.shape(arr))
 
 
 def _scalar(v):
@@ -91,6 +106,9 @@ class PDResult:
         Row positions of the ICE curves in ``individual``.
     method : str
         How the PD was computed (``"brute"``).
+    ice_omitted : bool
+        True when the computation kept ICE curves but they are not loaded: the result was read
+        from a results.json (which leaves ICE out) without its ICE sidecar (``ice.parquet``).
     """
 
     features: tuple[str, ...]
@@ -111,6 +129,7 @@ class PDResult:
     ice_rows: np.ndarray | None = None
     method: str = "brute"
     notes: tuple[str, ...] = field(default=())
+    ice_omitted: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "grid", tuple(_readonly(g) for g in self.grid))
@@ -151,17 +170,22 @@ class PDResult:
         return self.average * self.total_weight
 
     # ------------------------------------------------------------------ JSON
-    def to_dict(self) -> dict:
-        """A JSON-ready dict (NaN and inf become None)."""
-        return {
+    def to_dict(self, *, ice: bool = True, spread_digits: int | None = None) -> dict:
+        """A JSON-ready dict (NaN and inf become None).
+
+        ``ice=False`` leaves the ICE curves out (``individual`` is None; ``ice_kept`` says whether
+        the computation kept them, e.g. in an ICE sidecar); ``spread_digits`` rounds ``std`` and
+        ``stderr`` to that many significant digits (``average`` and the grid stay exact).
+        """
+        d = {
             "schema": SCHEMA,
             "features": list(self.features),
             "kinds": list(self.kinds),
             "grid": [_to_jsonable(g) for g in self.grid],
             "average": _to_jsonable(self.average),
-            "individual": None if self.individual is None else _to_jsonable(self.individual),
-            "std": _to_jsonable(self.std),
-            "stderr": _to_jsonable(self.stderr),
+            "individual": None if self.individual is None or not ice else _to_jsonable(self.individual),
+            "std": _to_jsonable(self.std, spread_digits),
+            "stderr": _to_jsonable(self.stderr, spread_digits),
             "counts": _to_jsonable(self.counts),
             "targets": [_scalar(t) for t in self.targets],
             "response": self.response,
@@ -174,6 +198,9 @@ class PDResult:
             "method": self.method,
             "notes": list(self.notes),
         }
+        if not ice:
+            d["ice_kept"] = self.individual is not None or self.ice_omitted
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "PDResult":
@@ -206,6 +233,7 @@ class PDResult:
             ice_rows=None if d["ice_rows"] is None else np.asarray(d["ice_rows"], dtype=np.int64),
             method=d["method"],
             notes=tuple(d.get("notes", ())),
+            ice_omitted=d["individual"] is None and bool(d.get("ice_kept", False)),
         )
 
     def to_json(self) -> str:
