@@ -14,9 +14,8 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Mapping
-
 from pathlib import Path
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
