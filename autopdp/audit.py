@@ -23,7 +23,7 @@ import pandas as pd
 from ._io import atomic_write_bytes, atomic_write_text
 from ._version import __version__
 from .config import AuditConfig
-from .pd.data import Frame, as_frame, sample_rows
+from .pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, sample_rows
 from .errors import InputError, InputTypeError
 from .pd.grids import is_effectively_constant, resolve_categorical
 from ._progress import announce, say
@@ -489,6 +489,7 @@ def _apply_categories(X, categories):
         return X
     if not isinstance(X, pd.DataFrame):
         raise InputError("config key 'categories' names columns, so X must be a DataFrame.")
+    check_unique_columns(X)
     changed = {}
     for name, order in categories.items():
         if name not in X.columns:
@@ -784,7 +785,10 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     for name in names:
         position = frame.names.index(name)
         col = pd.Series(frame.column(position), dtype=object)
-        if col.nunique(dropna=True) <= 1:
+        if col.isna().all():
+            notes.append(f"Feature {name!r} has all values missing in the data and was skipped (the model is "
+                         "still given its missing values).")
+        elif col.nunique(dropna=True) <= 1:
             notes.append(f"Feature {name!r} is constant in the data and was skipped.")
         elif not kinds[position] and is_effectively_constant(frame.column(position)):
             notes.append(f"Feature {name!r} is effectively constant in the data (its values span too small a range "
@@ -794,7 +798,8 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     if not features:
         raise InputError("every feature is constant in the data: there is nothing to audit.")
     _reject_infinite(frame, kinds)
-    adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
+    adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(probe_rows(frame)).data,
+                           missing=describe_missing(frame))
     _check_labels(y, model, adapter)
     for name, other in compare.items():
         _check_comparison(name, other, model, frame)

@@ -24,6 +24,7 @@ of them were written; ``--out`` is checked before any work.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -202,6 +203,32 @@ def _with_provenance(result, args, inputs):
     )
 
 
+@contextmanager
+def _loading(notes: list):
+    """The loading stage.  Warnings raised while loading the model and data (a model saved with another
+    scikit-learn version, ...) become ``notes`` for the report, one per distinct warning; the command line
+    prints no warnings (:func:`_quiet_libraries`)."""
+    with stage("loading"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning)):  # for developers, not users
+            continue
+        note = f"Loading the inputs warned: {w.category.__name__}: {_one_line(w.message)}"
+        if note not in notes:
+            notes.append(note)
+
+
+def _with_notes(result, notes: list):
+    """The audit with ``notes`` added to its own (once each)."""
+    extra = tuple(n for n in notes if n not in result.notes)
+    if not extra:
+        return result
+    import dataclasses
+
+    return dataclasses.replace(result, notes=tuple(result.notes) + extra)
+
+
 def _cmd_demo(args) -> int:
     from .audit import audit
     from .demo import DEMO_CONFIG, demo_model
@@ -239,7 +266,8 @@ def _cmd_report(args) -> int:
     page_size = _page_size(args.page_size)
     compare_paths = _parse_compare(args.compare)
     cfg = _with_flags(_config(args.config, model_name=Path(args.model).name, dataset_name=Path(args.data).name), args)
-    with stage("loading"):
+    load_notes: list = []
+    with _loading(load_notes):
         model = load_model(args.model, trust_model=args.trust_model)
         compare = {name: load_model(p, trust_model=args.trust_model) for name, p in compare_paths.items()}
         X, y, weights = _load_data(args)
@@ -247,7 +275,7 @@ def _cmd_report(args) -> int:
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler,
                        sample_weight=weights)
-    result = _with_provenance(result, args, inputs)
+    result = _with_notes(_with_provenance(result, args, inputs), load_notes)
     _write(result, Path(args.out), formats, page_size, started, ice=args.ice)
     return _exit_code(result, EXIT_OK)
 
@@ -263,7 +291,8 @@ def _cmd_gate(args) -> int:
     policy = GatePolicy.from_toml(args.policy)
     if policy.needs_champion and not args.champion:
         raise InputError("the policy sets champion limits (max_similarity); pass --champion PATH.")
-    with stage("loading"):
+    load_notes: list = []
+    with _loading(load_notes):
         model = load_model(args.model, trust_model=args.trust_model)
         champion = load_model(args.champion, trust_model=args.trust_model) if args.champion else None
         X, y, weights = _load_data(args)
@@ -277,7 +306,7 @@ def _cmd_gate(args) -> int:
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, compare={champion_label: champion} if champion is not None else None, config=cfg,
                        n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights)
-    result = _with_provenance(result, args, inputs)
+    result = _with_notes(_with_provenance(result, args, inputs), load_notes)
     with stage("checking the policy"):
         verdict = gate(result, policy, champion=champion_label)
     out = Path(args.out)
@@ -306,14 +335,15 @@ def _cmd_compare(args) -> int:
     names = list(paths)
     cfg = _with_flags(_config(args.config, model_name=f"{names[0]} ({Path(paths[names[0]]).name})",
                               dataset_name=Path(args.data).name), args)
-    with stage("loading"):
+    load_notes: list = []
+    with _loading(load_notes):
         models = {n: load_model(p, trust_model=args.trust_model) for n, p in paths.items()}
         X, y, weights = _load_data(args)
         inputs = _inputs(args, model=paths[names[0]], **{f"compare:{n}": paths[n] for n in names[1:]})
     with stage("computing and scoring every 1D and 2D partial dependence of every model"):
         result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg,
                        n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights)
-    result = _with_provenance(result, args, inputs)
+    result = _with_notes(_with_provenance(result, args, inputs), load_notes)
     _write(result, Path(args.out), formats, page_size, started, comparison=names[0], ice=args.ice)
     return _exit_code(result, EXIT_OK)
 
@@ -423,7 +453,7 @@ def main(argv=None) -> int:
             check_output_dir(out)  # before any work: a bad --out costs a second, not the whole run
         from .stage_failures import StageFailureWarning
 
-        with warnings.catch_warnings():  # stage failures are printed by _exit_code, once per failure
+        with _quiet_libraries(), warnings.catch_warnings():  # stage failures: printed by _exit_code, once each
             warnings.simplefilter("ignore", StageFailureWarning)
             code = args.func(args)
     except (InputError, OSError) as exc:  # autopdp's checks of the input, unreadable files
@@ -442,6 +472,28 @@ def main(argv=None) -> int:
         if code not in (EXIT_OK, EXIT_GATE_FAILED) and created:
             _remove_if_empty(out)
     return code
+
+
+@contextmanager
+def _quiet_libraries():
+    """Warnings of numpy, scikit-learn, matplotlib and the like during a run are dropped, here and in the
+    worker processes (joblib's start with this environment): what a user must know is a note in the
+    report (missing values, glyphs no font can draw), never a raw warning line on stderr.  A user who
+    asks for warnings (``python -W ...`` or ``PYTHONWARNINGS``) still gets them."""
+    if sys.warnoptions:
+        yield
+        return
+    saved = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = "ignore"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:  # pragma: no cover - sys.warnoptions is set then
+            os.environ["PYTHONWARNINGS"] = saved
 
 
 def _remove_if_empty(path: Path) -> None:

@@ -122,7 +122,7 @@ class AuditConfig:
         across the PDPs of the criterion by ``multiple_testing`` ("bh":
         Benjamini-Hochberg, default; "holm"), is at most ``significance``
         (default 0.05).  ``noise_draws`` (default 200) first Monte-Carlo draws,
-        more (up to ``max_noise_draws``, default 5000) where the multiple-testing
+        more (up to ``max_noise_draws``, default 100,000) where the multiple-testing
         cut-off needs them (sequential test); ``ice_variance_scale`` ("link",
         default: log-odds of probabilities, the decision function or the
         prediction; "response": the prediction's own scale).
@@ -166,7 +166,7 @@ class AuditConfig:
     significance: float = 0.05
     multiple_testing: str = "bh"
     noise_draws: int = 200
-    max_noise_draws: int = 5000
+    max_noise_draws: int = 100_000
     ice_variance_scale: str = "link"
     criteria_2d: tuple = CRITERIA_2D
     title: str = "Partial dependence validation report"

@@ -25,9 +25,16 @@ Policy (TOML)::
     [audit]                      # optional AuditConfig keys for the audit the gate runs
     grid_resolution = 20
 
+    [gate]
+    decide = "evidence"          # "evidence" (default) | "limits"
+
 Scores are those of :mod:`autopdp.scores.utilities` (units of the prediction).  A check
 that cannot be measured (e.g. monotonicity of an unordered categorical, incidence
-without a target) fails: the gate fails closed.
+without a target) fails: the gate fails closed.  With ``decide = "evidence"`` a shape
+rule (monotonicity, Lipschitz, incidence, slope, similarity) fails only when its score
+exceeds the limit and the violation is material and clear of noise, by the findings'
+tests (:mod:`autopdp.scores.evidence`); each check's ``proof`` gives that evidence.
+With ``decide = "limits"`` the raw score against the limit decides.
 """
 
 from __future__ import annotations
@@ -189,14 +196,21 @@ class GatePolicy:
 
     def check_features(self, names) -> None:
         """Unknown feature names are errors that name the feature and the policy key."""
+        from .loading import did_you_mean, list_columns
+
+        names = [str(n) for n in names]
         known = set(names)
+
+        def hint(name):
+            return did_you_mean(name, names) or f" Features: {list_columns(names)}."
+
         for name in self.features:
             if name not in known:
-                raise InputError(f"policy key 'features.{name}' names a feature that is not in the data.")
+                raise InputError(f"policy key 'features.{name}' names a feature that is not in the data.{hint(name)}")
         for key, group in (("importance.forbidden", self.forbidden), ("importance.required", self.required)):
             for name in group:
                 if name not in known:
-                    raise InputError(f"policy key {key!r} names {name!r}, which is not a feature of the data.")
+                    raise InputError(f"policy key {key!r} names {name!r}, which is not a feature of the data.{hint(name)}")
 
     def audit_config(self, base: AuditConfig | None = None) -> AuditConfig:
         """The audit settings the gate needs: declared directions and bounds added to ``base``."""
@@ -432,7 +446,7 @@ def _proof_of(e) -> dict | None:
             "materiality_threshold": float(e.threshold), "test": e.test, "null": e.null, "why": e.why}
 
 
-def _gate_noise_test(audit, r, t, s, kind: str, policy_bound=None) -> dict | None:
+def _gate_noise_test(audit, r, t, s, kind: str, n_checks: int = 1) -> dict | None:
     """Test a score the gate re-scored with the policy's own direction or bound (the audit's evidence used the
     audit's): the same null draws as :mod:`autopdp.scores.evidence`."""
     from .scores.evidence import _draw_lipschitz, _draw_monotonicity, _rng
@@ -454,12 +468,14 @@ def _gate_noise_test(audit, r, t, s, kind: str, policy_bound=None) -> dict | Non
     w = np.asarray(r.density, dtype=float).ravel()
     rng = _rng(r.features, f"gate-{kind}")
     cfg = audit.config
+    # enough draws for the adjustment across the rule's checks (at most n_checks of them) to pass the top one
+    need = int(np.ceil(2.0 * max(n_checks, 1) / max(cfg.significance, 1e-12)))
     if kind == "monotonicity":
         draw = _draw_monotonicity(s, noise, w, cfg.loss, True, rng)
-        most = cfg.max_noise_draws
+        most = min(cfg.max_noise_draws, need)
     else:
         draw = _draw_lipschitz(s, noise, r, w, cfg.loss, rng)
-        most = min(cfg.max_noise_draws, 1000)
+        most = min(cfg.max_noise_draws, need, 5000)
     res = sequential_p(s.value, draw, first=cfg.noise_draws, most=max(cfg.noise_draws, most),
                        tol=1e-9 * (thr / max(cfg.materiality, 1e-12) if np.isfinite(thr) and thr > 0 else 1.0))
     proof.update(p_value=res.p_value, test=f"{TESTS[kind][1]} ({noise.source}), {res.draws:,} draws")
@@ -515,7 +531,7 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
 
         if fp.monotonic not in (None, "none"):
             s = score_monotonicity(r, target_index=t, weights=w, directions=(fp.monotonic,), loss=loss)
-            proof = _gate_noise_test(audit, r, t, s, "monotonicity")
+            proof = _gate_noise_test(audit, r, t, s, "monotonicity", len(policy.features))
             pending.append(("monotonicity", proof, _limit_check(
                 "monotonicity", name, s.value, fp.max_monotonicity, reason=s.reason, evidence="monotonicity",
                 what=f"gap to the best {fp.monotonic} curve")))
@@ -527,7 +543,7 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
             check = _limit_check("lipschitz", name, s.value, fp.max_lipschitz, reason=s.reason, evidence="lipschitz",
                                  what="gap to the best slope-bounded curve")
             if fp.lipschitz is not None:
-                pending.append(("lipschitz", _gate_noise_test(audit, r, t, s, "lipschitz"), check))
+                pending.append(("lipschitz", _gate_noise_test(audit, r, t, s, "lipschitz", len(policy.features)), check))
             else:
                 checks.append(_decided(check, audit_proof("lipschitz"), policy.decide))
         if fp.max_incidence is not None:

@@ -142,6 +142,13 @@ def load_data(path, *, sep=None, na_values=None) -> pd.DataFrame:
         raise InputError(f"cannot read data file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
     if df.shape[0] == 0:
         raise InputError(f"data file {str(p)!r} has a header but no rows.")
+    header = _csv_header(p, csv_options["sep"]) if suffix == ".csv" else [str(c) for c in df.columns]
+    duplicated = list(dict.fromkeys(c for i, c in enumerate(header) if c in header[:i]))
+    if duplicated:
+        raise InputError(
+            f"data file {str(p)!r} has duplicate column names {', '.join(repr(c) for c in duplicated)}: "
+            "rename them so that every column has a unique name (or drop the copies)."
+        )
     if suffix == ".csv" and df.shape[1] == 1 and csv_options["sep"] == ",":
         only = str(df.columns[0])
         for other in (";", "\t", "|"):
@@ -152,6 +159,15 @@ def load_data(path, *, sep=None, na_values=None) -> pd.DataFrame:
                     f"{shown!r}, not commas; pass --sep '{shown}'."
                 )
     return df
+
+
+def _csv_header(path: Path, sep: str) -> list[str]:
+    """The CSV's column names as written (pandas renames a repeated name 'x' to 'x.1')."""
+    try:
+        first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+    except (ValueError, OSError):  # the data itself was read: a header pandas cannot re-read is not a duplicate
+        return []
+    return [str(c) for c in first.iloc[0].tolist()] if len(first) else []
 
 
 def did_you_mean(name: str, choices) -> str:

@@ -127,7 +127,7 @@ def wide():
         t = a.run["timings_s"]
         print(f"{p:3d} features: {len(a.results_1d)} 1D + {len(a.results_2d)} 2D PDs ({a.metadata['pd_method']}, all rows): "
               f"{dt:7.1f} s  (PD 1D {t['pd_1d']:.1f}, PD 2D {t['pd_2d']:.1f}, trust {t['trust']:.1f} with "
-              f"scoring {t['scoring']:.1f} beside it)")
+              f"scoring {t['scoring']:.1f} beside it, noise tests {t['noise_tests']:.1f})")
 
 
 FULL_CHILD = r"""

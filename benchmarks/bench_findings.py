@@ -53,7 +53,11 @@ def report_case(name, fn):
         print(f"  hr grid: {[int(v) for v in r.grid[0]]}; PD peaks at hr {int(np.argmax(f[:12]))} and {12 + int(np.argmax(f[12:]))}")
     if not truth:  # real data: the findings under every criterion, for reading beside the named effects
         for crit, by in a.evidence.items():
-            if crit != "importance_1d":
+            if crit == "incidence":  # which reading: the model misses the data, or the PD differs by dependence
+                for kind in ("calibration", "dependence"):
+                    print(f"  {'incidence':14s} {kind} findings: "
+                          f"{_names(k for k, e in by.items() if e.passed and e.kind == kind)}")
+            elif crit != "importance_1d":
                 print(f"  {crit:14s} findings: {_names(k for k, e in by.items() if e.passed)}")
     for crit in ("monotonicity", "lipschitz", "incidence", "ice_variance", "interaction", "correlation"):
         by = a.evidence.get(crit, {})

@@ -108,7 +108,8 @@ CASES = [
         "not a model",
         lambda m, X: partial_dependence(42, X, ["a"]),
         TypeError,
-        "model must be a fitted scikit-learn estimator or a callable f(X) -> predictions, got int.",
+        "model must be a fitted scikit-learn estimator, an object with predict or predict_proba, or a callable "
+        "f(X) -> predictions, got int.",
     ),
     (
         "series instead of frame",

@@ -169,3 +169,40 @@ def test_untested_is_not_noise():
     html = a.to_html()
     assert "untested" in html
     assert "No material finding under any criterion" not in html
+
+
+def test_why_sentences_state_the_decision_they_explain():
+    """2D importance decides per feature and says which feature failed; 'low' ICE variance speaks of importance."""
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame(rng.normal(size=(400, 3)), columns=["big", "tiny", "other"])
+
+    def f(d):
+        return 2 * d["big"].to_numpy() + 0.001 * d["tiny"].to_numpy() + d["other"].to_numpy()
+
+    a = audit(f, X, config=AuditConfig(utilities=("slope", "ice_variance"), ice_variance="low"))
+    e = a.evidence["importance"][("big", "tiny")]
+    assert not e.material
+    assert e.why.startswith("not material: tiny's importance")
+    assert "big's importance" not in e.why  # big passed: only the failing feature is named
+    low = a.evidence["ice_variance"][("big",)]
+    assert "importance" in low.statistic and "importance" in low.why
+    assert low.value == pytest.approx(a.evidence["importance_1d"][("big",)].value, rel=0, abs=1e-15)
+
+
+def test_methodology_is_written_from_the_run():
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(6)
+    X = pd.DataFrame(rng.normal(size=(500, 3)), columns=["a", "b", "c"])
+    y = X["a"] * X["b"] + X["c"]
+    tree = audit(HistGradientBoostingRegressor(max_iter=30).fit(X, y), X, y, config=AuditConfig(pairs=False))
+    html = tree.to_html()
+    assert "3 1D PDs: 3 exactly by the tree path" in html
+    assert "brute force on sampled rows" not in html and "range / 4" not in html
+    assert "density-weighted standard deviation" in html
+    brute = audit(lambda d: d["a"].to_numpy() * d["b"].to_numpy(), X, y,
+                  config=AuditConfig(pairs=False, subsample=100))
+    text = brute.to_html()
+    assert "3 1D PDs: 3 by brute force" in text and "a random sample of 100 rows" in text
+    # the tests table names each criterion's null and the draws this run used
+    assert "the PD is monotone" in text and "Monte-Carlo" in text

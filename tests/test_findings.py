@@ -346,4 +346,9 @@ def test_similarity_finding_is_the_feature_the_challenger_changed():
         assert s.details["shape_gap"] < 1e-12
     assert a.score("bump", "similarity:challenger").details["shape_gap"] > 0.1
     assert ("bump",) in _passed(a, "similarity:challenger")
-    assert "a constant shift of" in a.to_html()
+    html = a.to_html()
+    assert "constant difference" in html and "their shapes differ by" in html
+    # the level difference is one line for the model, not a finding of every feature
+    level = a.evidence["similarity_level:challenger"][()]
+    assert level.details["mean_difference"] == pytest.approx(shift, rel=0, abs=1e-9)
+    assert any(n.startswith("Overall level: challenger") for n in a.notes)

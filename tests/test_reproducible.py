@@ -9,6 +9,7 @@ its ``run`` block (date and timings), must be the same bytes.
 import hashlib
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -45,8 +46,10 @@ print(audit.metadata["pd_method"], hashlib.sha256(json.dumps(d, sort_keys=True).
 
 
 def _run(kind, n_jobs):
+    # run outside the repository: `python -c` puts the working directory first on sys.path, and the
+    # source tree there must not shadow the installed package
     out = subprocess.run([sys.executable, "-c", SCRIPT, kind, str(n_jobs)], capture_output=True, text=True,
-                         timeout=900)
+                         timeout=900, cwd=tempfile.gettempdir())
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout.split()
 

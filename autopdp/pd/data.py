@@ -14,7 +14,8 @@ import pandas as pd
 
 from ..errors import InputError, InputTypeError
 
-__all__ = ["Frame", "as_frame", "is_categorical_dtype", "sample_rows"]
+__all__ = ["Frame", "as_frame", "is_categorical_dtype", "sample_rows", "probe_rows", "missing_values", "describe_missing",
+           "check_unique_columns"]
 
 
 def is_categorical_dtype(dtype) -> bool:
@@ -131,6 +132,15 @@ def as_frame(X, *, name: str = "X") -> Frame:
     return _validated(X, name)
 
 
+def check_unique_columns(X: pd.DataFrame, name: str = "X") -> None:
+    """Duplicate column names are an error naming them."""
+    dup = X.columns[X.columns.duplicated()].unique().tolist()
+    if dup:
+        raise InputError(
+            f"{name} has duplicate column names {dup}: rename them so that every feature has a unique name."
+        )
+
+
 def _validated(X, name: str) -> Frame:
     """:func:`as_frame`'s checks of raw data (a separate function so tests can count them)."""
     if isinstance(X, pd.Series):
@@ -140,11 +150,7 @@ def _validated(X, name: str) -> Frame:
             raise InputError(f"{name} is empty (0 rows): partial dependence needs at least one row of data.")
         if X.shape[1] == 0:
             raise InputError(f"{name} has no columns: pass the feature columns the model was trained on.")
-        dup = X.columns[X.columns.duplicated()].unique().tolist()
-        if dup:
-            raise InputError(
-                f"{name} has duplicate column names {dup}: rename them so that every feature has a unique name."
-            )
+        check_unique_columns(X, name)
         keys = tuple(X.columns)
         names = tuple(str(c) for c in X.columns)
         if len(set(names)) != len(names):
@@ -170,3 +176,33 @@ def sample_rows(n: int, k: int | None, rng) -> np.ndarray | None:
     if k is None or k >= n:
         return None
     return np.sort(rng.choice(n, size=k, replace=False))
+
+
+def missing_values(frame: Frame) -> dict[str, int]:
+    """``{column name: rows with a missing value}`` for every column that has any, in column order."""
+    if frame.is_frame:
+        counts = frame.data.isna().sum(axis=0).to_numpy()
+    else:
+        counts = pd.isna(pd.DataFrame(np.asarray(frame.data))).sum(axis=0).to_numpy()
+    return {name: int(k) for name, k in zip(frame.names, counts) if k}
+
+
+def probe_rows(frame: Frame, k: int = 5) -> np.ndarray:
+    """The rows a model is first tried on: the first ``k``, and the first row with a missing value in
+    each column that has any, so a model that cannot take missing values fails on the probe (where
+    the error can name the columns) rather than deep inside a stage."""
+    rows = list(range(min(k, frame.n_rows)))
+    if frame.is_frame:
+        missing = frame.data.isna().to_numpy()
+    else:
+        missing = pd.isna(pd.DataFrame(np.asarray(frame.data))).to_numpy()
+    for j in np.flatnonzero(missing.any(axis=0)):
+        rows.append(int(np.argmax(missing[:, j])))
+    return np.asarray(sorted(set(rows)), dtype=np.intp)
+
+
+def describe_missing(frame: Frame) -> dict[str, str]:
+    """``{column name: "all values missing" or "k of n rows"}`` for every column with missing values."""
+    n = frame.n_rows
+    return {name: "all values missing" if k == n else f"{k:,} of {n:,} rows"
+            for name, k in missing_values(frame).items()}

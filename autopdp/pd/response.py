@@ -5,7 +5,9 @@ Responses
 ``"auto"``
     ``predict_proba`` for a classifier that has it, else ``decision_function``,
     else crisp labels; ``predict`` for a regressor; the call itself for a plain
-    callable.
+    callable.  An object that is not a scikit-learn estimator but has ``predict`` or
+    ``predict_proba`` (a duck-typed model) is used the same way: a classifier when it
+    has ``classes_``, else a regressor.
 ``"predict_proba"``
     One column per class.  A binary classifier keeps only the positive class
     ``classes_[1]`` (as scikit-learn does); a multiclass one keeps every class.
@@ -21,6 +23,7 @@ Responses
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +41,30 @@ def _to_python(v):
 
 
 def _is_sklearn_estimator(model) -> bool:
-    return hasattr(model, "fit") and (hasattr(model, "predict") or hasattr(model, "predict_proba"))
+    """A scikit-learn estimator or Pipeline, or a model built on scikit-learn's base classes (XGBoost's and
+    LightGBM's scikit-learn wrappers): scikit-learn's own checks (fitted, classifier) apply to it."""
+    if isinstance(model, type):
+        return False
+    try:
+        from sklearn.base import BaseEstimator
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        return False
+    return isinstance(model, BaseEstimator)
+
+
+def _is_duck_model(model) -> bool:
+    """Any other object with ``predict`` or ``predict_proba`` (a duck-typed model): used like a callable."""
+    if isinstance(model, type) or _is_sklearn_estimator(model):
+        return False
+    return callable(getattr(model, "predict", None)) or callable(getattr(model, "predict_proba", None))
+
+
+def _duck_is_classifier(model) -> bool:
+    """A duck-typed model is a classifier when it names its classes (``classes_``) and predicts them."""
+    classes = getattr(model, "classes_", None)
+    if classes is None or np.ndim(classes) != 1 or len(classes) < 2:
+        return False
+    return any(callable(getattr(model, m, None)) for m in ("predict_proba", "decision_function", "predict"))
 
 
 def check_fitted(model) -> None:
@@ -113,13 +139,16 @@ def _pick(labels: list, target, what: str) -> np.ndarray:
     return np.asarray(idx)
 
 
-def make_adapter(model, response: str = "auto", target=None, probe=None) -> ResponseAdapter:
+def make_adapter(model, response: str = "auto", target=None, probe=None, missing=None) -> ResponseAdapter:
     """Resolve ``response`` and ``target`` for ``model`` and check it predicts.
 
     Parameters
     ----------
-    model : estimator or callable
-        A fitted scikit-learn estimator or Pipeline, or a function ``f(X)``.
+    model : estimator, duck-typed model or callable
+        A fitted scikit-learn estimator or Pipeline; any other object with ``predict`` or
+        ``predict_proba`` (a classifier when it has ``classes_``; without ``classes_``, ``predict``
+        is a regression and a ``predict_proba`` alone gives one output per column); or a
+        function ``f(X)``.
     response : {"auto", "predict_proba", "decision_function", "predict"}
     target : label, int or list, optional
         Class label(s) for classifiers, output index/indices for multi-output
@@ -127,21 +156,37 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
     probe : DataFrame or ndarray, optional
         A few rows; the adapter is called on them so a model that fails to
         predict is reported here with its own error message.
+    missing : mapping of column name -> description, optional
+        The columns of the data with missing values (e.g. ``{"age": "12 of 300 rows"}``): a
+        model that fails on the probe because it cannot take NaN gets an error naming them
+        (by default the probe's columns with missing values).
     """
     if response not in RESPONSES:
         raise InputError(f"response={response!r} is not supported; use one of {', '.join(RESPONSES)}.")
-    if not _is_sklearn_estimator(model):
+    duck = _is_duck_model(model)
+    if not duck and not _is_sklearn_estimator(model):
         if not callable(model):
             raise InputTypeError(
-                f"model must be a fitted scikit-learn estimator or a callable f(X) -> predictions, got {type(model).__name__}."
+                f"model must be a fitted scikit-learn estimator, an object with predict or predict_proba, or a "
+                f"callable f(X) -> predictions, got {type(model).__name__}."
             )
         adapter = ResponseAdapter(model=model, response="callable", targets=(), columns=None)
-        return _finish(adapter, target, probe)
+        return _finish(adapter, target, probe, missing)
 
-    check_fitted(model)
-    from sklearn.base import is_classifier
+    if duck:
+        classifier = _duck_is_classifier(model)
+        if not classifier and not callable(getattr(model, "predict", None)):
+            # predict_proba without classes_: its columns are the outputs, like a callable's
+            if response not in ("auto", "predict_proba"):
+                raise InputError(f"The model {type(model).__name__} has no {response} method; use 'predict_proba'.")
+            adapter = ResponseAdapter(model=model, response="predict_proba", targets=(), columns=None)
+            return _finish(adapter, target, probe, missing)
+    else:
+        check_fitted(model)
+        from sklearn.base import is_classifier
 
-    if is_classifier(model):
+        classifier = is_classifier(model)
+    if classifier:
         classes = getattr(model, "classes_", None)
         if classes is None:
             raise InputError(f"The classifier {type(model).__name__} has no classes_ attribute; is it fitted?")
@@ -184,21 +229,53 @@ def make_adapter(model, response: str = "auto", target=None, probe=None) -> Resp
                 model=model, response=response, targets=tuple(labels[i] for i in cols), columns=cols,
                 is_classifier=True,
             )
-        return _finish(adapter, None, probe)
+        return _finish(adapter, None, probe, missing)
 
     if response not in ("auto", "predict"):
-        raise InputError(f"response={response!r} is for classifiers; {type(model).__name__} is a regressor: use 'predict'.")
+        what = " (a model without classes_)" if duck else ""
+        raise InputError(f"response={response!r} is for classifiers; {type(model).__name__} is a regressor{what}: use 'predict'.")
     adapter = ResponseAdapter(model=model, response="predict", targets=(), columns=None)
-    return _finish(adapter, target, probe)
+    return _finish(adapter, target, probe, missing)
 
 
-def _finish(adapter: ResponseAdapter, target, probe) -> ResponseAdapter:
+#: How models say they cannot take missing values (scikit-learn: "Input X contains NaN").
+_NAN_REFUSAL = re.compile(r"contains NaN|NaN values|missing values|\bNaN\b.*not (supported|allowed)", re.IGNORECASE)
+
+
+def _probe_missing(probe) -> dict:
+    import pandas as pd
+
+    frame = probe if isinstance(probe, pd.DataFrame) else pd.DataFrame(np.asarray(probe))
+    cols = frame.columns[frame.isna().any(axis=0).to_numpy()]
+    names = [str(c) if isinstance(probe, pd.DataFrame) else f"x{c}" for c in cols]
+    return dict.fromkeys(names, "")
+
+
+def nan_refusal(model, exc: BaseException, missing) -> InputError | None:
+    """The one-line error for a model that refused missing values, naming the columns that have them;
+    None when ``exc`` is not such a refusal or no column has missing values."""
+    if not missing or not isinstance(exc, (ValueError, TypeError)) or not _NAN_REFUSAL.search(str(exc)):
+        return None
+    shown = [f"{name!r}" + (f" ({what})" if what else "") for name, what in list(missing.items())[:10]]
+    more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+    return InputError(
+        f"The model ({type(model).__name__}) cannot take missing values (NaN), and X has them in "
+        f"{'column' if len(missing) == 1 else 'columns'} {', '.join(shown)}{more}: impute them in a Pipeline "
+        "(e.g. make_pipeline(SimpleImputer(), model), fitted again), use a model that takes NaN "
+        "(e.g. HistGradientBoostingClassifier/Regressor), or drop those rows or columns."
+    )
+
+
+def _finish(adapter: ResponseAdapter, target, probe, missing=None) -> ResponseAdapter:
     """Probe the model; name regression outputs and apply an output ``target``."""
     if probe is None:
         return adapter
     try:
         out = adapter.raw(probe)
     except Exception as exc:  # noqa: BLE001 - the model's own code may raise anything: shown to the user at the entry
+        refusal = nan_refusal(adapter.model, exc, _probe_missing(probe) if missing is None else missing)
+        if refusal is not None:
+            raise refusal from None
         raise InputError(
             f"The model raised an error when predicting on X: {type(exc).__name__}: {str(exc).rstrip('.')}. "
             f"Check that X has the columns and types the model was trained on."

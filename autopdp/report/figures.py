@@ -9,6 +9,7 @@ matplotlib XML-escapes; ``$`` is escaped so names are never read as math.
 from __future__ import annotations
 
 import io
+import warnings
 from contextlib import contextmanager
 
 import numpy as np
@@ -34,9 +35,13 @@ def _plt():
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
+    from .fonts import figure_fonts
+
     plt.rcParams.update({
         "svg.fonttype": "none", "font.size": 9, "axes.titlesize": 10, "axes.spines.top": False,
         "axes.spines.right": False, "svg.hashsalt": "autopdp", "text.usetex": False,
+        # the report's font stack, as matplotlib's font fallback: CJK names are measured and drawn with a CJK font
+        "font.family": list(figure_fonts()),
     })
     return plt
 
@@ -61,7 +66,9 @@ def svg_of(fig) -> str:
     plt = _plt()
     try:
         buf = io.StringIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight", dpi=150, metadata={"Date": None, "Creator": None})
+        with warnings.catch_warnings():  # a glyph no font has is a note of the report (fonts.glyph_note)
+            warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+            fig.savefig(buf, format="svg", bbox_inches="tight", dpi=150, metadata={"Date": None, "Creator": None})
         svg = buf.getvalue()
     finally:
         plt.close(fig)
@@ -259,7 +266,7 @@ def _barh(labels, values, xlabel, title, width=5.2):
 def plot_importance(importance, *, title="PD-based feature importance (Greenwell)") -> str:
     """Horizontal bars, most important on top (first target column)."""
     s = importance.iloc[:, 0].sort_values(ascending=False)
-    return _barh(list(s.index), s.to_numpy(), "importance (std of PD; range/4 for categorical)", title)
+    return _barh(list(s.index), s.to_numpy(), "importance (density-weighted sd of the PD)", title)
 
 
 def plot_interaction(interaction, *, top=15, title="PD-based interaction (Greenwell), strongest pairs") -> str:

@@ -108,4 +108,9 @@ def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None) 
         if not audit.comparisons:
             raise InputError("comparison= needs an audit with comparison models (audit(..., compare={...})).")
         context["comparison"] = comparison_context(audit, base_name=str(comparison))
+    from .fonts import glyph_note, report_texts
+
+    note = glyph_note(report_texts(context))
+    if note is not None:
+        context["notes"] = [*context.get("notes", []), note]
     return context

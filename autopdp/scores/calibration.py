@@ -42,6 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .utilities.base import gap_of_draws
+
 __all__ = ["IncidenceParts", "incidence_parts", "NORMAL_BIN_ROWS"]
 
 #: bins with at least this many rows are drawn by their normal approximation
@@ -61,18 +63,6 @@ class IncidenceParts:
     draw_calibration: object
     draw_dependence: object
     dependence_rows: int
-
-
-def _gap(diff: np.ndarray, w: np.ndarray, loss: str) -> np.ndarray:
-    diff = np.asarray(diff, dtype=float)
-    ok = np.isfinite(diff) & (w > 0)
-    ww = np.where(ok, w, 0.0)
-    total = ww.sum(axis=-1)
-    d = np.where(ok, diff, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if loss == "l1":
-            return np.sum(ww * np.abs(d), axis=-1) / total
-        return np.sqrt(np.sum(ww * d * d, axis=-1) / total)
 
 
 class _BinNoise:
@@ -148,7 +138,7 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
     omega = W / max(W.sum(), 1e-300)
     with np.errstate(invalid="ignore", divide="ignore"):
         gap_c = np.where(W > 0, np.bincount(bins, weights=wr * (yr - fr), minlength=size) / W, np.nan)
-    calibration = float(_gap(gap_c, omega, loss)) if W.sum() > 0 else float("nan")
+    calibration = float(gap_of_draws(gap_c, omega, loss)) if W.sum() > 0 else float("nan")
 
     resid = yr - fr  # 0/1 outcome less probability (classifiers), target less prediction (regressors)
 
@@ -158,7 +148,7 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
     cal_noise = _BinNoise(bins, wr, resid * resid, row_draw_r, size)
 
     def draw_calibration(n, rng):
-        return _gap(cal_noise.draw(n, rng), omega, loss)
+        return gap_of_draws(cal_noise.draw(n, rng), omega, loss)
 
     # ---- dependence: mean prediction of the bin's rows against the PD at those rows' own values
     pdc = np.asarray(pd_curve, dtype=float).ravel()
@@ -175,7 +165,7 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
         omega2 = W2 / W2.sum()
         with np.errstate(invalid="ignore", divide="ignore"):
             gap_d = np.where(W2 > 0, np.bincount(b2, weights=w2 * e, minlength=size) / W2, np.nan)
-        dependence = float(_gap(gap_d, omega2, loss))
+        dependence = float(gap_of_draws(gap_d, omega2, loss))
 
         def row_draw_d(n, rng, mask):
             return e[mask] * rng.choice(np.array([-1.0, 1.0]), size=(n, int(mask.sum())))
@@ -191,7 +181,7 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
             d = dep_noise.draw(n, rng)
             if noise is not None:
                 d = d - noise.draw(n, rng).reshape(n, -1) @ A.T
-            return _gap(d, omega2, loss)
+            return gap_of_draws(d, omega2, loss)
 
     return IncidenceParts(calibration=calibration, dependence=dependence, draw_calibration=draw_calibration,
                           draw_dependence=draw_dependence, dependence_rows=rows_d)

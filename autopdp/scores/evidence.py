@@ -9,6 +9,8 @@ prints beside every finding.
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from scipy.optimize import lsq_linear
@@ -19,11 +21,11 @@ from .calibration import incidence_parts
 from .importance import flatness, interaction_statistic, marginal_weights
 from .scoring import _weights, grid_cells
 from .significance import (
-    ANALYTIC_P_FLOOR, TESTS, Evidence, NoiseModel, adjust_p_values, analytic_p, pd_noise_model, sequential_p,
+    ANALYTIC_P_FLOOR, TESTS, Evidence, NoiseModel, SequentialTest, adjust_p_values, analytic_p, pd_noise_model,
     ice_row_weights, weighted_noise_factor,
 )
 from .utilities import TRUST_IDS
-from .utilities.base import axis_positions
+from .utilities.base import axis_positions, gap_of_draws
 from .utilities.ice_variance import link_scale
 from .utilities.monotonicity import isotonic_fit
 
@@ -34,19 +36,6 @@ PAIR_ONLY = ("correlation", "importance", "interaction", "intersection", "surrog
 
 def _rng(features, salt: str = ""):
     return np.random.default_rng(zlib.crc32(("\x1f".join(features) + "|" + salt).encode()))
-
-
-def _gap(diff: np.ndarray, w: np.ndarray, loss: str) -> np.ndarray:
-    """Vectorised standard utility of ``diff`` (B, k) with weights ``w`` (k,), NaN-safe."""
-    diff = np.asarray(diff, dtype=float)
-    ok = np.isfinite(diff) & (w > 0)
-    ww = np.where(ok, w, 0.0)
-    total = ww.sum(axis=-1)
-    d = np.where(ok, diff, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if loss == "l1":
-            return np.sum(ww * np.abs(d), axis=-1) / total
-        return np.sqrt(np.sum(ww * d * d, axis=-1) / total)
 
 
 def fast_lipschitz_fit_1d(f: np.ndarray, x: np.ndarray, bound: float) -> np.ndarray:
@@ -84,7 +73,7 @@ def _draw_monotonicity(score, noise: NoiseModel, w, loss, declared, rng):
                 sse = float(np.sum((fit - h) ** 2))
                 if best is None or sse < best[0]:
                     best = (sse, fit)
-            out[b] = _gap((h - best[1])[None], w, loss)[0]
+            out[b] = gap_of_draws((h - best[1])[None], w, loss)[0]
         return out
     return draw
 
@@ -99,7 +88,7 @@ def _draw_lipschitz(score, noise: NoiseModel, result, w, loss, rng):
         out = np.empty(n)
         for b in range(n):
             h = g + e[b]
-            out[b] = _gap((h - fast_lipschitz_fit_1d(h, x, bound))[None], w, loss)[0]
+            out[b] = gap_of_draws((h - fast_lipschitz_fit_1d(h, x, bound))[None], w, loss)[0]
         return out
     return draw
 
@@ -221,18 +210,45 @@ def _finish(items: dict, config) -> dict:
 
 # ------------------------------------------------------------------ the stage
 class _Budget:
-    """Monte-Carlo draws per criterion: ``noise_draws`` first, up to what the cut-off needs (module docs of
-    :mod:`autopdp.scores.significance`)."""
+    """Monte-Carlo draws: ``noise_draws`` for every test first; :func:`_resolve` continues the open ones."""
 
-    def __init__(self, config, n_items: int, cap: int | None = None):
+    def __init__(self, config):
         self.first = int(config.noise_draws)
-        need = int(np.ceil(2.0 * max(n_items, 1) / max(config.significance, 1e-12)))
-        most = max(self.first, min(int(config.max_noise_draws), need))
-        self.most = most if cap is None else max(self.first, min(most, cap))
+        self.most = int(config.max_noise_draws)
+        self.alpha = float(config.significance)
+
+    def test(self, observed, draw, tol, cap=None) -> SequentialTest:
+        return SequentialTest(observed, draw, tol=tol, cap=cap).run_to(self.first)
+
+
+@dataclass
+class _Pending:
+    """An item whose Monte-Carlo tests may need more draws: ``build(results)`` makes its Evidence."""
+
+    tests: list
+    build: Callable
+
+
+def _resolve(items: dict, budget: _Budget) -> dict:
+    """Continue the open tests of one criterion to what the multiple-testing cut-off needs, then build every item.
+
+    With R items still open (fewer than 10 exceedances) among M, Benjamini-Hochberg would pass the R-th smallest
+    p-value at ``alpha * R / M``: the open tests draw until ``2 M / (alpha R)`` (at most ``max_noise_draws``).
+    """
+    pending = [v for v in items.values() if isinstance(v, _Pending)]
+    open_items = [v for v in pending if any(t.open for t in v.tests)]
+    if open_items:
+        need = int(np.ceil(2.0 * max(len(items), 1) / (max(budget.alpha, 1e-12) * len(open_items))))
+        most = max(budget.first, min(budget.most, need))
+        for v in open_items:
+            for t in v.tests:
+                if t.open:
+                    t.run_to(most)
+    return {k: (v.build([t.result() for t in v.tests]) if isinstance(v, _Pending) else v) for k, v in items.items()}
 
 
 #: the Lipschitz null refits a bounded least-squares problem per draw: at most this many draws
-LIPSCHITZ_MAX_DRAWS = 1000
+LIPSCHITZ_MAX_DRAWS = 5000
 
 
 def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
@@ -259,7 +275,7 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
     imp_ev: dict[str, Evidence] = {}
     one_d = [r for r in results if r.ndim == 1]
     two_d = [r for r in results if r.ndim == 2]
-    budget_1d = _Budget(cfg, len(one_d))
+    budget = _Budget(cfg)
 
     def noise_of(r, t):
         key = (r.features, t)
@@ -281,7 +297,7 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
         imp = flatness(np.asarray(r.average, dtype=float), r.kinds[0], axis=-1, weights=wimp)
         t = int(np.nanargmax(imp)) if np.isfinite(imp).any() else 0
         imp_ev[r.features[0]] = _flat_test("importance", r, t, imp[t], threshold(t), noise_of(r, t), r.kinds[0],
-                                           wimp, budget_1d, tol_of(t),
+                                           wimp, budget, tol_of(t),
                                            statistic="importance (density-weighted sd of the PD)")
         for uid, s in utility_scores[r.features].items():
             if uid in TRUST_IDS:
@@ -293,8 +309,10 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
                                                             reason=s.reason or "not applicable.")
                 continue
             t = r.target_index(s.target)
-            raw.setdefault(uid, {})[r.features] = _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget_1d,
+            raw.setdefault(uid, {})[r.features] = _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget,
                                                            threshold(t), tol_of(t))
+    raw = {uid: _resolve(items, budget) for uid, items in raw.items()}
+    imp_ev = _resolve(imp_ev, budget)
     if cfg.ice_variance == "low" and "ice_variance" in cfg.utilities:
         raw["ice_variance"] = {}
         for r in one_d:
@@ -332,10 +350,13 @@ def _flat_test(criterion, r, t, value, thr, noise, kind, weights, budget, tol, *
                      reason="no ICE curves or standard errors for this PD")
     if not (np.isfinite(thr) and value >= thr):
         return _item(criterion, r.features, value, thr, p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
-    res = sequential_p(value, _draw_flatness(noise, kind, weights, _rng(r.features, f"{criterion}{t}{rng_salt}")),
-                       first=budget.first, most=budget.most, tol=tol)
-    return _item(criterion, r.features, value, thr, p=res.p_value, noise=res.noise_level, draws=res.draws,
-                 statistic=statistic, test=f"{TESTS['importance'][1]} ({noise.source}), {res.draws:,} draws")
+    test = budget.test(value, _draw_flatness(noise, kind, weights, _rng(r.features, f"{criterion}{t}{rng_salt}")), tol)
+
+    def build(res):
+        return _item(criterion, r.features, value, thr, p=res[0].p_value, noise=res[0].noise_level,
+                     draws=res[0].draws, statistic=statistic,
+                     test=f"{TESTS['importance'][1]} ({noise.source}), {res[0].draws:,} draws")
+    return _Pending([test], build)
 
 
 def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evidence:
@@ -357,21 +378,24 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evid
         return _item(uid, r.features, s.value, thr, statistic=statistic,
                      reason="no ICE curves or standard errors for this PD")
     rng = _rng(r.features, uid)
-    most = budget.most
+    cap = None
     if uid == "monotonicity":
         draw = _draw_monotonicity(s, noise, w, cfg.loss, bool(s.details.get("declared")), rng)
     elif uid == "lipschitz":
         draw = _draw_lipschitz(s, noise, r, w, cfg.loss, rng)
-        most = max(budget.first, min(most, LIPSCHITZ_MAX_DRAWS))
+        cap = LIPSCHITZ_MAX_DRAWS
     elif uid == "slope":
         draw = _draw_slope(noise, r, rng)
     else:
         return _item(uid, r.features, s.value, thr, statistic=statistic, reason=f"no noise test for {uid}")
     if draw is None:
         return _item(uid, r.features, s.value, thr, statistic=statistic, reason="the grid has no range")
-    res = sequential_p(s.value, draw, first=budget.first, most=most, tol=tol)
-    return _item(uid, r.features, s.value, thr, p=res.p_value, noise=res.noise_level, draws=res.draws,
-                 statistic=statistic, test=f"{TESTS[uid][1]} ({noise.source}), {res.draws:,} draws")
+    test = budget.test(s.value, draw, tol, cap=cap)
+
+    def build(res):
+        return _item(uid, r.features, s.value, thr, p=res[0].p_value, noise=res[0].noise_level, draws=res[0].draws,
+                     statistic=statistic, test=f"{TESTS[uid][1]} ({noise.source}), {res[0].draws:,} draws")
+    return _Pending([test], build)
 
 
 def _link_threshold(inputs, r, t, scale_name) -> float:
@@ -434,38 +458,47 @@ def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evide
         sample_weight=inputs.sample_weight, pd_curve=r.average[t], positions=positions, grid_values=r.grid[0],
         kind=r.kinds[0], noise=noise, is_classifier=inputs.is_classifier, loss=cfg.loss)
     rng = _rng(r.features, "incidence")
-    out = {}
-    for kind, value, draw in (("calibration", parts.calibration, parts.draw_calibration),
-                              ("dependence", parts.dependence, parts.draw_dependence)):
+    parts_of = [("calibration", parts.calibration, parts.draw_calibration),
+                ("dependence", parts.dependence, parts.draw_dependence)]
+    tests, where = [], {}
+    for kind, value, draw in parts_of:
         mat = bool(np.isfinite(value) and np.isfinite(thr) and value >= thr)
-        if draw is None or not np.isfinite(value):
-            out[kind] = (value, np.nan, np.nan, 0, mat)
-        elif not mat:
-            out[kind] = (value, 1.0, np.nan, 0, mat)
-        else:
-            res = sequential_p(value, lambda n, d=draw: d(n, rng), first=budget.first, most=budget.most, tol=tol)
-            out[kind] = (value, res.p_value, res.noise_level, res.draws, mat)
-    details = {"calibration_gap": out["calibration"][0], "calibration_p": out["calibration"][1],
-               "dependence_gap": out["dependence"][0], "dependence_p": out["dependence"][1],
-               "dependence_rows": parts.dependence_rows, "paper_gap": float(s.value)}
-    material = [k for k in out if out[k][4]]
-    if not material:
-        value = max((v[0] for v in out.values() if np.isfinite(v[0])), default=np.nan)
-        return _item("incidence", r.features, value, thr, p=1.0 if np.isfinite(thr) else np.nan,
-                     statistic="larger of the calibration and dependence gaps", details=details)
-    tested = [k for k in material if np.isfinite(out[k][1])]
-    if not tested:
-        k = material[0]
-        return _item("incidence", r.features, out[k][0], thr, statistic=f"{k} gap", kind=k, details=details,
-                     reason="the bins' noise could not be drawn")
-    k = min(tested, key=lambda k: (out[k][1], k != "calibration"))
-    p = min(1.0, 2.0 * out[k][1])  # Bonferroni over the two parts
-    draws = sum(v[3] for v in out.values())
-    what = ("calibration gap (observed against the model's mean prediction, bin by bin)" if k == "calibration"
-            else "dependence gap (the PD against the model's mean prediction over each bin's rows)")
-    return _item("incidence", r.features, out[k][0], thr, p=p, noise=out[k][2], draws=draws, kind=k,
-                 statistic=what, details=details,
-                 test=f"{TESTS['incidence'][1]}; {draws:,} draws")
+        if draw is not None and np.isfinite(value) and mat:
+            where[kind] = len(tests)
+            tests.append(budget.test(value, lambda n, d=draw: d(n, rng), tol))
+
+    def build(res):
+        out = {}
+        for kind, value, draw in parts_of:
+            mat = bool(np.isfinite(value) and np.isfinite(thr) and value >= thr)
+            if kind in where:
+                rr = res[where[kind]]
+                out[kind] = (value, rr.p_value, rr.noise_level, rr.draws, mat)
+            elif draw is None or not np.isfinite(value):
+                out[kind] = (value, np.nan, np.nan, 0, mat)
+            else:
+                out[kind] = (value, 1.0, np.nan, 0, mat)
+        details = {"calibration_gap": out["calibration"][0], "calibration_p": out["calibration"][1],
+                   "dependence_gap": out["dependence"][0], "dependence_p": out["dependence"][1],
+                   "dependence_rows": parts.dependence_rows, "paper_gap": float(s.value)}
+        material = [k for k in out if out[k][4]]
+        if not material:
+            value = max((v[0] for v in out.values() if np.isfinite(v[0])), default=np.nan)
+            return _item("incidence", r.features, value, thr, p=1.0 if np.isfinite(thr) else np.nan,
+                         statistic="larger of the calibration and dependence gaps", details=details)
+        tested = [k for k in material if np.isfinite(out[k][1])]
+        if not tested:
+            k = material[0]
+            return _item("incidence", r.features, out[k][0], thr, statistic=f"{k} gap", kind=k, details=details,
+                         reason="the bins' noise could not be drawn")
+        k = min(tested, key=lambda k: (out[k][1], k != "calibration"))
+        p = min(1.0, 2.0 * out[k][1])  # Bonferroni over the two parts
+        draws = sum(v[3] for v in out.values())
+        what = ("calibration gap (observed against the model's mean prediction, bin by bin)" if k == "calibration"
+                else "dependence gap (the PD against the model's mean prediction over each bin's rows)")
+        return _item("incidence", r.features, out[k][0], thr, p=p, noise=out[k][2], draws=draws, kind=k,
+                     statistic=what, details=details, test=f"{TESTS['incidence'][1]}; {draws:,} draws")
+    return _Pending(tests, build) if tests else build([])
 
 
 def _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget) -> Evidence:
@@ -490,10 +523,13 @@ def _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget) -> Evidence:
 
     def draw(n):
         return _weighted_sd(noise.draw(n, rng).reshape(n, -1), wv) if wv.sum() > 0 else np.zeros(n)
-    res = sequential_p(shape_gap, draw, first=budget.first, most=budget.most, tol=tol)
-    return _item(uid, r.features, shape_gap, thr, p=res.p_value, noise=res.noise_level, draws=res.draws,
-                 statistic=statistic, details={**details, "noise": how},
-                 test=f"{TESTS['similarity'][1]} ({how}), {res.draws:,} draws")
+    test = budget.test(shape_gap, draw, tol)
+
+    def build(res):
+        return _item(uid, r.features, shape_gap, thr, p=res[0].p_value, noise=res[0].noise_level, draws=res[0].draws,
+                     statistic=statistic, details={**details, "noise": how},
+                     test=f"{TESTS['similarity'][1]} ({how}), {res[0].draws:,} draws")
+    return _Pending([test], build)
 
 
 def _paired_noise(r, t, other, target, sample_weight):
@@ -558,7 +594,7 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
     two_intersection = dict(zip(two.index, two["intersection"])) if "intersection" in two else {}
     crit: dict[str, dict] = {c: {} for c in ("correlation", "importance", "interaction", "surrogate_importance")}
     associations = inputs.associations(two_d)
-    budget = _Budget(cfg, len(two_d))
+    budget = _Budget(cfg)
     for r in two_d:
         a, b = r.features
         # correlation: the data's association test
@@ -613,13 +649,17 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
 
             def draw(n, base=base, noise=noise, r=r, mw=mw, rng=rng):
                 return _interaction_stat(base[None] + noise.draw(n, rng), r.kinds, mw)
-            res = sequential_p(stat[t], draw, first=budget.first, most=budget.most, tol=tol_of(t))
-            crit["interaction"][r.features] = _item(
-                "interaction", r.features, stat[t], thr, p=res.p_value, noise=res.noise_level, draws=res.draws,
-                statistic=statistic, test=f"{TESTS['interaction'][1]}, {res.draws:,} draws")
+            test = budget.test(stat[t], draw, tol_of(t))
+
+            def build(res, r=r, value=stat[t], thr=thr, source=noise.source):
+                return _item("interaction", r.features, value, thr, p=res[0].p_value, noise=res[0].noise_level,
+                             draws=res[0].draws, statistic="Greenwell interaction",
+                             test=f"{TESTS['interaction'][1]} ({source}), {res[0].draws:,} draws")
+            crit["interaction"][r.features] = _Pending([test], build)
         else:
             crit["interaction"][r.features] = _item("interaction", r.features, stat[t], thr,
                                                     p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
+    crit["interaction"] = _resolve(crit["interaction"], budget)
     for c, items in crit.items():
         if items and c in cfg.criteria_2d:
             evidence[c] = _finish(items, cfg)

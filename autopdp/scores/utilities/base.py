@@ -25,7 +25,7 @@ import numpy as np
 
 from ...errors import InputError
 
-__all__ = ["UtilityScore", "standard_utility", "not_applicable", "axis_positions", "LOSSES"]
+__all__ = ["UtilityScore", "standard_utility", "gap_of_draws", "not_applicable", "axis_positions", "LOSSES"]
 
 LOSSES = ("l2", "l1")
 
@@ -87,6 +87,20 @@ def standard_utility(f: np.ndarray, g: np.ndarray, w: np.ndarray, loss: str = "l
     if loss == "l1":
         return float(np.sum(w[ok] * np.abs(diff)) / total)
     raise InputError(f"loss={loss!r} is not supported; use 'l2' or 'l1'.")
+
+
+def gap_of_draws(diff: np.ndarray, w: np.ndarray, loss: str) -> np.ndarray:
+    """:func:`standard_utility` of many gaps at once: ``diff`` of shape ``(..., k)``, weights ``w`` ``(k,)``;
+    NaN gaps and zero weights are left out."""
+    diff = np.asarray(diff, dtype=float)
+    ok = np.isfinite(diff) & (w > 0)
+    ww = np.where(ok, w, 0.0)
+    total = ww.sum(axis=-1)
+    d = np.where(ok, diff, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if loss == "l1":
+            return np.sum(ww * np.abs(d), axis=-1) / total
+        return np.sqrt(np.sum(ww * d * d, axis=-1) / total)
 
 
 def axis_positions(result, axis: int) -> np.ndarray | None:
