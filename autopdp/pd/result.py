@@ -49,6 +49,37 @@ def _significant(arr: np.ndarray, digits: int) -> np.ndarray:
     return out.reshape(np.shape(arr))
 
 
+#: Significant digits of ``stderr_factor``: 5e-14 relative, far inside the 1e-12 the check allows.
+FACTOR_DIGITS = 13
+
+
+def _stderr_factor(std, stderr) -> float | None:
+    """The one number ``f`` (:data:`FACTOR_DIGITS` significant digits) with ``stderr == std * f`` in every cell
+    (to 1e-12 relative), or None.
+
+    The PD's standard error is ``std * sqrt(sum w**2) / sum w`` over the same rows in every cell, so
+    one factor per PD; None when a cell breaks it (its NaN pattern differs, or another factor).
+    """
+    std = np.asarray(std, dtype=float)
+    se = np.asarray(stderr, dtype=float)
+    if std.shape != se.shape:
+        return None
+    ok = np.isfinite(std) & np.isfinite(se) & (std > 0)
+    f = float(np.median(se[ok] / std[ok])) if ok.any() else 1.0
+    if not np.isfinite(f):
+        return None
+    f = float(f"{f:.{FACTOR_DIGITS}g}")  # the same factor again from a file's std x factor (written twice, same text)
+    with np.errstate(invalid="ignore", over="ignore"):
+        rebuilt = std * f
+    same_nan = np.array_equal(np.isnan(rebuilt), np.isnan(se))
+    fin = np.isfinite(se)
+    if not same_nan or not np.array_equal(np.isfinite(rebuilt), fin):
+        return None
+    if not np.all(rebuilt[~fin & ~np.isnan(se)] == se[~fin & ~np.isnan(se)]):
+        return None
+    return f if np.allclose(rebuilt[fin], se[fin], rtol=1e-12, atol=0.0) else None
+
+
 def _scalar(v):
     if isinstance(v, np.generic):
         v = v.item()
@@ -170,12 +201,15 @@ class PDResult:
         return self.average * self.total_weight
 
     # ------------------------------------------------------------------ JSON
-    def to_dict(self, *, ice: bool = True, spread_digits: int | None = None) -> dict:
+    def to_dict(self, *, ice: bool = True, spread_digits: int | None = None, stderr_factor: bool = False) -> dict:
         """A JSON-ready dict (NaN and inf become None).
 
         ``ice=False`` leaves the ICE curves out (``individual`` is None; ``ice_kept`` says whether
         the computation kept them, e.g. in an ICE sidecar); ``spread_digits`` rounds ``std`` and
         ``stderr`` to that many significant digits (``average`` and the grid stay exact).
+        ``stderr_factor=True`` writes ``stderr`` as one number, ``stderr_factor`` (``stderr = std x
+        stderr_factor``, ``sqrt(sum w**2) / sum w`` of the rows), when every cell's stderr is that
+        (see :func:`stderr_factor`); otherwise the ``stderr`` array as before.
         """
         d = {
             "schema": SCHEMA,
@@ -198,6 +232,11 @@ class PDResult:
             "method": self.method,
             "notes": list(self.notes),
         }
+        if stderr_factor:
+            f = _stderr_factor(self.std, self.stderr)
+            if f is not None:
+                del d["stderr"]
+                d["stderr_factor"] = f
         if not ice:
             d["ice_kept"] = self.individual is not None or self.ice_omitted
         return d
@@ -214,14 +253,15 @@ class PDResult:
                 arr = np.empty(len(g), dtype=object)
                 arr[:] = g
                 grid.append(arr)
+        std = _float_array(d["std"])
         return cls(
             features=tuple(d["features"]),
             kinds=tuple(d["kinds"]),
             grid=tuple(grid),
             average=_float_array(d["average"]),
             individual=None if d["individual"] is None else _float_array(d["individual"]),
-            std=_float_array(d["std"]),
-            stderr=_float_array(d["stderr"]),
+            std=std,
+            stderr=std * float(d["stderr_factor"]) if "stderr_factor" in d else _float_array(d["stderr"]),
             counts=np.asarray(d["counts"], dtype=np.int64),
             targets=tuple(d["targets"]),
             response=d["response"],
