@@ -201,6 +201,8 @@ class Audit:
                     "comparison": None if s.comparison is None or two_d else _to_jsonable(s.comparison),
                     "reason": s.reason, "details": _plain(_kept_details(s.details) if two_d else s.details),
                 })
+        selection = self.selection
+        evidence_meta = _evidence_meta(self.evidence)
         n_curves = sum(r.individual.shape[0] * r.individual.shape[1]
                        for r in (*self.results, *(c for v in self.comparisons.values() for c in v))
                        if r.individual is not None)
@@ -215,14 +217,16 @@ class Audit:
             "selection": [
                 {"features": list(s.features), "kind": s.kind, "reasons": [list(r) for r in s.reasons],
                  "sentence": f["sentence"], "trust": f["trust"], "evidence": [e.to_dict() for e in s.evidence]}
-                for s, f in zip(self.selection, self._finding_texts())
+                for s, f in zip(selection, self._finding_texts(selection))
             ],
-            "evidence": {c: [e.to_dict() for e in by.values()] for c, by in self.evidence.items()},
+            "evidence_meta": evidence_meta,
+            "evidence": {c: [_evidence_dict(e, evidence_meta.get(c, {}), self.config) for e in by.values()]
+                         for c, by in self.evidence.items()},
             "importance": _table(self.importance),
             "interaction": _table(self.interaction),
             "utility_scores": verdicts,
-            "results": [r.to_dict(ice=False, spread_digits=SPREAD_DIGITS) for r in self.results],
-            "comparisons": {k: [r.to_dict(ice=False, spread_digits=SPREAD_DIGITS) for r in v]
+            "results": [r.to_dict(ice=False, spread_digits=SPREAD_DIGITS, stderr_factor=True) for r in self.results],
+            "comparisons": {k: [r.to_dict(ice=False, spread_digits=SPREAD_DIGITS, stderr_factor=True) for r in v]
                             for k, v in self.comparisons.items()},
             "ice": {"file": ice_file, "curves": int(n_curves),
                     "note": ("ICE curves are not in results.json: they are in the file named here" if ice_file else
@@ -232,11 +236,11 @@ class Audit:
             RUN_KEY: _plain(dict(self.run)),
         }
 
-    def _finding_texts(self) -> list[dict]:
-        """The report's sentence and trust cell of each selected PDP (the same functions the report uses)."""
-        from .report.context import notebook_context
+    def _finding_texts(self, selection) -> list[dict]:
+        """The report's sentence and trust cell of each PDP of ``selection`` (the same functions the report uses)."""
+        from .report.context import findings_context
 
-        return notebook_context(self)["findings"]
+        return findings_context(self, selection)
 
     def to_json(self, path=None, *, ice=None, ice_file: str | None = None) -> str:
         """Every number of the audit (ICE curves apart) as JSON; written atomically to ``path`` when given.
@@ -324,11 +328,14 @@ class Audit:
         scores = pd.DataFrame(
             [{c: (tuple(r[c]) if c == "features" else r[c] if c == "kind" else _num(r[c])) for c in columns}
              for r in rows], columns=columns)
-        evidence = {c: {tuple(e["features"]): _evidence_from(e) for e in items} for c, items in d["evidence"].items()}
+        config = AuditConfig.from_dict(d["config"])
+        meta = d.get("evidence_meta") or {}
+        evidence = {c: {tuple(e["features"]): _evidence_from(e, meta.get(c, {}), config) for e in items}
+                    for c, items in d["evidence"].items()}
         from .stage_failures import StageFailure
 
         return cls(
-            config=AuditConfig.from_dict(d["config"]), results=tuple(results),
+            config=config, results=tuple(results),
             comparisons={k: tuple(v) for k, v in comparisons.items()}, utility_scores=utility_scores, scores=scores,
             importance=_table_from(d["importance"], "feature", targets),
             interaction=_table_from(d["interaction"], ["feature_1", "feature_2"], targets),
@@ -413,16 +420,61 @@ def _num(v) -> float:
     return float("nan") if v is None else float(v)
 
 
-def _evidence_from(e: Mapping):
+#: Evidence fields written once per criterion (``evidence_meta``) and left off the items that share them.
+_EVIDENCE_SHARED = ("null", "statistic")
+
+
+def _evidence_meta(evidence: Mapping) -> dict:
+    """``{criterion: {"null": ..., "statistic": ...}}``: each field's most common value among the criterion's items."""
+    from collections import Counter
+
+    meta = {}
+    for c, by in evidence.items():
+        if by:
+            meta[c] = {k: Counter(getattr(e, k) for e in by.values()).most_common(1)[0][0] for k in _EVIDENCE_SHARED}
+    return meta
+
+
+def _rebuilt_why(e, config) -> str | None:
+    """The ``why`` of a not-material 2D item as :func:`~autopdp.scores.evidence.why_sentence` words it from the
+    item's own fields (None for other items: their sentence may hold a reason the fields do not)."""
+    if e.material or len(e.features) != 2:
+        return None
+    from .scores.evidence import why_sentence
+
+    return why_sentence(e, e.adjusted_p, e.significant, config)
+
+
+def _evidence_dict(e, meta: Mapping, config) -> dict:
+    """``e.to_dict()`` without the fields ``from_json`` rebuilds exactly: ``null`` and ``statistic`` when they are
+    the criterion's (``evidence_meta``), ``why`` when :func:`_rebuilt_why` gives it word for word."""
+    d = e.to_dict()
+    for k in _EVIDENCE_SHARED:
+        if k in meta and d[k] == meta[k]:
+            del d[k]
+    if _rebuilt_why(e, config) == e.why:
+        del d["why"]
+    return d
+
+
+def _evidence_from(e: Mapping, meta: Mapping | None = None, config=None):
     from .scores.significance import Evidence
 
-    return Evidence(
+    meta = meta or {}
+    item = Evidence(
         criterion=e["criterion"], features=tuple(e["features"]), value=_num(e["value"]), p_value=_num(e["p_value"]),
         adjusted_p=_num(e["adjusted_p"]), noise_level=_num(e["noise_level"]), threshold=_num(e["threshold"]),
-        material=bool(e["material"]), significant=bool(e["significant"]), why=e["why"], test=e.get("test", ""),
-        null=e.get("null", ""), statistic=e.get("statistic", ""), draws=int(e.get("draws", 0)),
+        material=bool(e["material"]), significant=bool(e["significant"]), why=e.get("why", ""),
+        test=e.get("test", ""), null=e.get("null", meta.get("null", "")),
+        statistic=e.get("statistic", meta.get("statistic", "")), draws=int(e.get("draws", 0)),
         kind=e.get("kind", ""), details=dict(e.get("details") or {}),
     )
+    if "why" not in e:
+        why = _rebuilt_why(item, config)
+        if why is None:
+            raise InputError(f"evidence item {e['criterion']} {e['features']} has no 'why' and it cannot be rebuilt.")
+        item = dataclasses.replace(item, why=why)
+    return item
 
 
 def _table_from(rows: list, names, targets: list) -> pd.DataFrame:

@@ -4,9 +4,13 @@
 * ``--ice`` writes ice.parquet, listed in manifest.json with its sha256; without it there is none;
 * ``Audit.to_json`` / ``Audit.from_json`` round-trip what the report needs (the report's text is equal),
   and the ICE curves exactly when the sidecar is given;
-* each selected item carries the sentence the report prints, word for word.
+* each selected item carries the sentence the report prints, word for word;
+* ``stderr`` is one factor per PD (``std x stderr_factor``) unless a cell breaks it, and loads back to the
+  digits kept; evidence items leave out what ``evidence_meta`` and ``why_sentence`` rebuild, and load back
+  field by field.
 """
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -24,9 +28,11 @@ from autopdp import AuditConfig
 from autopdp.audit import Audit
 from autopdp.cli import main
 from autopdp.pd.ice_io import read_ice
+from autopdp.pd.result import PDResult
 
-#: results.json bytes per PDP allowed (the 60-feature case of the issue: see README, "results.json").
-BYTES_PER_PDP = 12_000
+#: results.json bytes per PDP allowed: the 60-feature case of the issue (benchmarks/bench_report.py) writes
+#: 16.9 MB for 1,830 PDPs, 9,260 bytes each; this bound is 10% above it (see docs/user-guide.md, "results.json").
+BYTES_PER_PDP = 10_200
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +192,79 @@ def test_ice_sidecar_only_with_the_flag_and_listed_in_the_manifest(files, tmp_pa
     # a run without --ice replaces the set: the earlier sidecar goes with it
     assert _report(files, out) == 0
     assert not (out / "ice.parquet").exists()
+
+
+def test_stderr_is_one_factor_per_pd_and_loads_back_to_the_digits_kept(wide):
+    d = wide.to_dict()
+    assert all("stderr" not in r and r["stderr_factor"] > 0 for r in d["results"])
+    loaded = Audit.from_json(json.dumps(d))
+    for before, after in zip(wide.results, loaded.results):
+        np.testing.assert_array_equal(np.isnan(after.stderr), np.isnan(before.stderr))
+        ok = np.isfinite(before.stderr)
+        # std keeps 6 significant digits: half a unit of the 6th digit is at most 5e-6 relative, as the stderr
+        # array written before kept it
+        np.testing.assert_allclose(after.stderr[ok], before.stderr[ok], rtol=5e-6, atol=0)
+
+
+def test_a_pd_whose_stderr_is_not_one_factor_keeps_its_array(small):
+    r = small.results_1d[0]
+    wrong = r.stderr.copy()
+    wrong.flat[0] *= 1.5  # another factor in one cell
+    gap = r.stderr.copy()
+    gap.flat[1] = np.nan  # a NaN cell where std has a value
+    for se in (wrong, gap):
+        odd = dataclasses.replace(r, stderr=se)
+        d = odd.to_dict(ice=False, spread_digits=6, stderr_factor=True)
+        assert "stderr_factor" not in d and d["stderr"] is not None
+        back = PDResult.from_dict(d)
+        np.testing.assert_array_equal(np.isnan(back.stderr), np.isnan(se))
+        np.testing.assert_allclose(back.stderr[np.isfinite(se)], se[np.isfinite(se)], rtol=5e-6)
+    # a cell NaN in both std and stderr keeps the one factor
+    std, se = r.std.copy(), r.stderr.copy()
+    std.flat[0] = se.flat[0] = np.nan
+    d = dataclasses.replace(r, std=std, stderr=se).to_dict(ice=False, spread_digits=6, stderr_factor=True)
+    assert "stderr" not in d
+    back = PDResult.from_dict(d)
+    assert np.isnan(back.stderr.flat[0])
+    np.testing.assert_allclose(back.stderr.flat[1:], se.flat[1:], rtol=5e-6)
+    # through the audit: the odd PD keeps its array, the others their factor, and the file reads back
+    audit = dataclasses.replace(small, results=(dataclasses.replace(r, stderr=wrong), *small.results[1:]))
+    d = audit.to_dict()
+    assert "stderr" in d["results"][0] and all("stderr_factor" in x for x in d["results"][1:])
+    np.testing.assert_allclose(Audit.from_json(json.dumps(d)).results[0].stderr, wrong, rtol=5e-6)
+
+
+def _evidence_dicts(audit):
+    return {(c, f): e.to_dict() for c, by in audit.evidence.items() for f, e in by.items()}
+
+
+def test_evidence_loads_back_field_by_field(wide):
+    d = wide.to_dict()
+    meta = d["evidence_meta"]
+    assert set(meta) == set(wide.evidence)
+    items = [e for v in d["evidence"].values() for e in v]
+    # null and statistic once per criterion; why left off not-material 2D items whose sentence why_sentence rebuilds
+    assert sum("statistic" in e or "null" in e for e in items) < len(items) / 10
+    assert any("why" not in e for e in items)
+    assert all(len(e["features"]) == 2 and not e["material"] for e in items if "why" not in e)
+    loaded = Audit.from_json(json.dumps(d))
+    before, after = _evidence_dicts(wide), _evidence_dicts(loaded)
+    assert list(after) == list(before)
+    for key, e in before.items():
+        for field, value in e.items():
+            assert after[key][field] == value, (key, field)
+
+
+def test_evidence_items_that_differ_keep_their_own_fields(small):
+    crit = next(c for c, by in small.evidence.items() if any(len(f) == 2 and not e.material for f, e in by.items()))
+    feats = next(f for f, e in small.evidence[crit].items() if len(f) == 2 and not e.material)
+    odd = dataclasses.replace(small.evidence[crit][feats], statistic="another statistic", null="another null",
+                              why="not material: a reason the fields do not hold")
+    evidence = {c: dict(by) for c, by in small.evidence.items()}
+    evidence[crit][feats] = odd
+    audit = dataclasses.replace(small, evidence=evidence)
+    d = audit.to_dict()
+    item = next(e for e in d["evidence"][crit] if tuple(e["features"]) == feats)
+    assert item["statistic"] == "another statistic" and item["null"] == "another null"
+    assert item["why"] == odd.why
+    assert _evidence_dicts(Audit.from_json(json.dumps(d))) == _evidence_dicts(audit)
