@@ -1,8 +1,8 @@
 """Atomic file writes: a failed or interrupted run never destroys an earlier output.
 
 Single files are written to a temporary file beside the target and renamed into
-place.  A run's whole set of outputs (results.json, report.html, report.pdf,
-gate.json, gate.xml) goes through :func:`output_set`: every file is written
+place.  A run's whole set of outputs (results.json, ice.parquet with ``--ice``,
+report.html, report.pdf, gate.json, gate.xml) goes through :func:`output_set`: every file is written
 into a staging directory inside the output directory first, and only when all
 of them succeeded are they renamed over the previous set, together with a
 ``manifest.json`` that lists the set and each file's sha256.  A failed or
@@ -83,7 +83,8 @@ def sha256_file(path, chunk: int = 1 << 20) -> str:
 
 
 #: Every file name a run of the CLI may write into --out.
-OUTPUT_NAMES = ("results.json", "report.html", "report.pdf", "report.docx", "gate.json", "gate.xml", "manifest.json")
+OUTPUT_NAMES = ("results.json", "ice.parquet", "report.html", "report.pdf", "report.docx", "gate.json", "gate.xml",
+                "manifest.json")
 
 
 def _check_targets(out: Path, names) -> None:

@@ -14,12 +14,13 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from ._io import atomic_write_text
+from ._io import atomic_write_bytes, atomic_write_text
 from ._version import __version__
 from .config import AuditConfig
 from .pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, sample_rows
@@ -34,6 +35,7 @@ from .pd.response import make_adapter
 from .pd.trees import TreePathUnavailable
 from .trust.checks import trust_scores
 from .scores.utilities import TRUST_IDS
+from .pd.ice_io import ICE_FILE, ice_parquet_bytes, read_ice
 from .pd.result import PDResult, _scalar, _to_jsonable
 from .scores.coverage import outside_grid
 from .scores.evidence import assess
@@ -173,7 +175,17 @@ class Audit:
         return [r for r in self.results if r.ndim == 2]
 
     # ------------------------------------------------------------ JSON
-    def to_dict(self) -> dict:
+    def to_dict(self, *, ice_file: str | None = None) -> dict:
+        """Every number of the audit as plain JSON values, without the ICE curves.
+
+        Left out to keep results.json small (see ``docs/user-guide.md``, "results.json"): the ICE
+        curves (``results[*].individual`` is null, ``ice_kept`` says whether they were computed;
+        :meth:`to_ice` / ``--ice`` writes them to a sidecar), the utilities' comparison surfaces of
+        2D PDs and the OOD check's per-cell diagnostics of 2D PDs other than the ``ood`` shares (both
+        stay on the in-memory :attr:`utility_scores`; the report draws neither).  ``std`` and
+        ``stderr`` keep :data:`SPREAD_DIGITS` significant digits; PD averages, grids and scores are exact.
+        ``ice_file``: the sidecar's file name written beside (recorded under ``ice``).
+        """
         scores = []
         for _, row in self.scores.iterrows():
             d = {"features": list(row["features"]), "kind": row["kind"]}
@@ -182,12 +194,18 @@ class Audit:
             scores.append(d)
         verdicts = []
         for feats, by_id in self.utility_scores.items():
+            two_d = len(feats) == 2
             for uid, s in by_id.items():
                 verdicts.append({
                     "features": list(feats), "utility": uid, "value": _scalar(s.value), "target": _scalar(s.target),
-                    "comparison": None if s.comparison is None else _to_jsonable(s.comparison),
-                    "reason": s.reason, "details": _plain(s.details),
+                    "comparison": None if s.comparison is None or two_d else _to_jsonable(s.comparison),
+                    "reason": s.reason, "details": _plain(_kept_details(s.details) if two_d else s.details),
                 })
+        selection = self.selection
+        evidence_meta = _evidence_meta(self.evidence)
+        n_curves = sum(r.individual.shape[0] * r.individual.shape[1]
+                       for r in (*self.results, *(c for v in self.comparisons.values() for c in v))
+                       if r.individual is not None)
         return {
             "schema": JSON_SCHEMA,
             "autopdp_version": __version__,
@@ -198,25 +216,133 @@ class Audit:
             "scores": scores,
             "selection": [
                 {"features": list(s.features), "kind": s.kind, "reasons": [list(r) for r in s.reasons],
-                 "evidence": [e.to_dict() for e in s.evidence]}
-                for s in self.selection
+                 "sentence": f["sentence"], "trust": f["trust"], "evidence": [e.to_dict() for e in s.evidence]}
+                for s, f in zip(selection, self._finding_texts(selection))
             ],
-            "evidence": {c: [e.to_dict() for e in by.values()] for c, by in self.evidence.items()},
+            "evidence_meta": evidence_meta,
+            "evidence": {c: [_evidence_dict(e, evidence_meta.get(c, {}), self.config) for e in by.values()]
+                         for c, by in self.evidence.items()},
             "importance": _table(self.importance),
             "interaction": _table(self.interaction),
             "utility_scores": verdicts,
-            "results": [r.to_dict() for r in self.results],
-            "comparisons": {k: [r.to_dict() for r in v] for k, v in self.comparisons.items()},
+            "results": [r.to_dict(ice=False, spread_digits=SPREAD_DIGITS, stderr_factor=True) for r in self.results],
+            "comparisons": {k: [r.to_dict(ice=False, spread_digits=SPREAD_DIGITS, stderr_factor=True) for r in v]
+                            for k, v in self.comparisons.items()},
+            "ice": {"file": ice_file, "curves": int(n_curves),
+                    "note": ("ICE curves are not in results.json: they are in the file named here" if ice_file else
+                             "ICE curves are not in results.json: write them with Audit.to_json(path, ice=True) "
+                             "or the --ice flag (ice.parquet)")},
             "data_summary": _plain(dict(self.data_summary)),
             RUN_KEY: _plain(dict(self.run)),
         }
 
-    def to_json(self, path=None) -> str:
-        """Every number of the audit as JSON; written atomically to ``path`` when given."""
-        text = json.dumps(self.to_dict(), allow_nan=False, indent=1)
+    def _finding_texts(self, selection) -> list[dict]:
+        """The report's sentence and trust cell of each PDP of ``selection`` (the same functions the report uses)."""
+        from .report.context import findings_context
+
+        return findings_context(self, selection)
+
+    def to_json(self, path=None, *, ice=None, ice_file: str | None = None) -> str:
+        """Every number of the audit (ICE curves apart) as JSON; written atomically to ``path`` when given.
+
+        ``ice``: also write the ICE curves to a Parquet sidecar (see :meth:`to_ice`): ``True`` for
+        ``ice.parquet`` beside ``path``, or a path.  Both files are built before either is written.
+        ``ice_file``: only record a sidecar's name that the caller writes (as :func:`~autopdp.report.write_report` does).
+        The JSON has one line per record (score, verdict, evidence item, PD), so it diffs line by line.
+        """
+        ice_path = None
+        if ice is not None and ice is not False:
+            if ice is True:
+                if path is None:
+                    raise InputError("to_json(ice=True) needs path= (the sidecar goes beside it); or give ice a path.")
+                ice_path = Path(path).with_name(ICE_FILE)
+            else:
+                ice_path = Path(ice)
+        ice_name = ice_file
+        if ice_path is not None:
+            ice_name = ice_path.name if path is not None and ice_path.parent == Path(path).parent else str(ice_path)
+        text = _json_text(self.to_dict(ice_file=ice_name))
+        if ice_path is not None:
+            atomic_write_bytes(ice_path, self.to_ice())
         if path is not None:
             atomic_write_text(path, text)
         return text
+
+    def to_ice(self, path=None) -> bytes:
+        """The ICE curves of every PD (and the comparison models') as Parquet bytes (:mod:`autopdp.pd.ice_io`);
+        written atomically to ``path`` when given."""
+        data = ice_parquet_bytes([("", r) for r in self.results]
+                                 + [(name, r) for name, rs in self.comparisons.items() for r in rs])
+        if path is not None:
+            atomic_write_bytes(path, data)
+        return data
+
+    @classmethod
+    def from_json(cls, source, *, ice=None) -> "Audit":
+        """An audit read back from :meth:`to_json` output (a path or the JSON text): the report renders the same.
+
+        ``ice``: the ICE sidecar (a path, or ``True`` for the file results.json names beside it); without
+        it the PDs have no ICE curves (``ice_omitted``) and the report's plots show no grey ICE lines.
+        Files written before the sidecar (ICE inside results.json) load with their curves.
+        The rows' sample weights are not in JSON (``sample_weight`` is None).
+        """
+        text = source if isinstance(source, str) and source.lstrip().startswith("{") else None
+        if text is None:
+            try:
+                text = Path(source).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise InputError(f"cannot read {str(source)!r}: {exc.strerror or exc}") from None
+        d = json.loads(text)
+        if d.get("schema") != JSON_SCHEMA:
+            raise InputError(f"not an autopdp audit (schema {d.get('schema')!r}, expected {JSON_SCHEMA!r}).")
+        results = [PDResult.from_dict(r) for r in d["results"]]
+        comparisons = {k: [PDResult.from_dict(r) for r in v] for k, v in d.get("comparisons", {}).items()}
+        if ice is True:
+            name = (d.get("ice") or {}).get("file")
+            if not name:
+                raise InputError("this results.json names no ICE file; pass ice=PATH.")
+            if text is source:
+                raise InputError("ice=True needs results.json given as a path; pass ice=PATH.")
+            ice = Path(source).with_name(name) if not Path(name).is_absolute() else Path(name)
+        if ice is not None and ice is not False:
+            curves = read_ice(ice)
+
+            def with_ice(model, r):
+                got = curves.get((model, r.features))
+                if got is None:
+                    return r
+                return dataclasses.replace(r, individual=got[0], ice_rows=got[1], ice_omitted=False)
+
+            results = [with_ice("", r) for r in results]
+            comparisons = {k: [with_ice(k, r) for r in v] for k, v in comparisons.items()}
+        targets = list(results[0].targets) if results else []
+        utility_scores: dict = {}
+        for v in d["utility_scores"]:
+            utility_scores.setdefault(tuple(v["features"]), {})[v["utility"]] = UtilityScore(
+                utility=v["utility"], value=_num(v["value"]), target=v["target"],
+                comparison=None if v["comparison"] is None else np.asarray(v["comparison"], dtype=float),
+                reason=v["reason"], details=dict(v["details"] or {}),
+            )
+        rows = d["scores"]
+        columns = list(rows[0]) if rows else ["features", "kind"]
+        scores = pd.DataFrame(
+            [{c: (tuple(r[c]) if c == "features" else r[c] if c == "kind" else _num(r[c])) for c in columns}
+             for r in rows], columns=columns)
+        config = AuditConfig.from_dict(d["config"])
+        meta = d.get("evidence_meta") or {}
+        evidence = {c: {tuple(e["features"]): _evidence_from(e, meta.get(c, {}), config) for e in items}
+                    for c, items in d["evidence"].items()}
+        from .stage_failures import StageFailure
+
+        return cls(
+            config=config, results=tuple(results),
+            comparisons={k: tuple(v) for k, v in comparisons.items()}, utility_scores=utility_scores, scores=scores,
+            importance=_table_from(d["importance"], "feature", targets),
+            interaction=_table_from(d["interaction"], ["feature_1", "feature_2"], targets),
+            notes=tuple(d.get("notes", ())), metadata=d.get("metadata", {}), data_summary=d.get("data_summary", {}),
+            run=d.get(RUN_KEY, {}), evidence=evidence,
+            stage_failures=tuple(StageFailure.from_dict(f) for f in d.get("stage_failures", ())),
+        )
 
     # ------------------------------------------------------------ report
     def to_html(self, path=None, *, page_size: str = "A4", gate=None, comparison=None, template_dir=None) -> str:
@@ -281,6 +407,114 @@ class Audit:
     def __repr__(self) -> str:
         n1, n2 = len(self.results_1d), len(self.results_2d)
         return f"Audit({n1} 1D + {n2} 2D PDPs, {len(self.selection)} selected, model={self.metadata.get('model', {}).get('name')!r})"
+
+
+def _json_text(d: dict) -> str:
+    """``d`` as JSON text, one record per line: the top-level keys, small tables indented, and every item of
+    a list of records (scores, verdicts, evidence, PDs) on one compact line."""
+    return _dumps(d, 0) + "\n"
+
+
+def _dumps(obj, level: int) -> str:
+    def one(x):
+        return json.dumps(x, separators=(",", ":"), allow_nan=False)
+
+    pad, close = " " * (level + 1), " " * level
+    if isinstance(obj, list) and obj and level < 4 and all(isinstance(v, (dict, str)) for v in obj):
+        return "[\n" + ",\n".join(pad + one(v) for v in obj) + "\n" + close + "]"
+    if isinstance(obj, dict) and obj and level < 4:
+        flat = one(obj)
+        if level == 0 or len(flat) > 2000:
+            return "{\n" + ",\n".join(f"{pad}{json.dumps(str(k))}: {_dumps(v, level + 1)}" for k, v in obj.items()) \
+                + "\n" + close + "}"
+        return flat
+    return one(obj)
+
+
+#: Significant digits of ``std`` and ``stderr`` in results.json: spreads and Monte-Carlo errors whose own
+#: sampling error (about 1/sqrt(2 n)) is far above 1e-6 relative; the PD averages keep every digit.
+SPREAD_DIGITS = 6
+#: Array-valued details of a 2D score that results.json keeps (the report shades the OOD cells).
+_DETAILS_2D = ("ood",)
+
+
+def _kept_details(details: Mapping) -> dict:
+    """A 2D score's details without its per-cell diagnostic arrays, apart from ``_DETAILS_2D``."""
+    return {k: v for k, v in details.items()
+            if k in _DETAILS_2D or not (isinstance(v, np.ndarray) and v.ndim >= 1 and v.size > 4)}
+
+
+def _num(v) -> float:
+    return float("nan") if v is None else float(v)
+
+
+#: Evidence fields written once per criterion (``evidence_meta``) and left off the items that share them.
+_EVIDENCE_SHARED = ("null", "statistic")
+
+
+def _evidence_meta(evidence: Mapping) -> dict:
+    """``{criterion: {"null": ..., "statistic": ...}}``: each field's most common value among the criterion's items."""
+    from collections import Counter
+
+    meta = {}
+    for c, by in evidence.items():
+        if by:
+            meta[c] = {k: Counter(getattr(e, k) for e in by.values()).most_common(1)[0][0] for k in _EVIDENCE_SHARED}
+    return meta
+
+
+def _rebuilt_why(e, config) -> str | None:
+    """The ``why`` of a not-material 2D item as :func:`~autopdp.scores.evidence.why_sentence` words it from the
+    item's own fields (None for other items: their sentence may hold a reason the fields do not)."""
+    if e.material or len(e.features) != 2:
+        return None
+    from .scores.evidence import why_sentence
+
+    return why_sentence(e, e.adjusted_p, e.significant, config)
+
+
+def _evidence_dict(e, meta: Mapping, config) -> dict:
+    """``e.to_dict()`` without the fields ``from_json`` rebuilds exactly: ``null`` and ``statistic`` when they are
+    the criterion's (``evidence_meta``), ``why`` when :func:`_rebuilt_why` gives it word for word."""
+    d = e.to_dict()
+    for k in _EVIDENCE_SHARED:
+        if k in meta and d[k] == meta[k]:
+            del d[k]
+    if _rebuilt_why(e, config) == e.why:
+        del d["why"]
+    return d
+
+
+def _evidence_from(e: Mapping, meta: Mapping | None = None, config=None):
+    from .scores.significance import Evidence
+
+    meta = meta or {}
+    item = Evidence(
+        criterion=e["criterion"], features=tuple(e["features"]), value=_num(e["value"]), p_value=_num(e["p_value"]),
+        adjusted_p=_num(e["adjusted_p"]), noise_level=_num(e["noise_level"]), threshold=_num(e["threshold"]),
+        material=bool(e["material"]), significant=bool(e["significant"]), why=e.get("why", ""),
+        test=e.get("test", ""), null=e.get("null", meta.get("null", "")),
+        statistic=e.get("statistic", meta.get("statistic", "")), draws=int(e.get("draws", 0)),
+        kind=e.get("kind", ""), details=dict(e.get("details") or {}),
+    )
+    if "why" not in e:
+        why = _rebuilt_why(item, config)
+        if why is None:
+            raise InputError(f"evidence item {e['criterion']} {e['features']} has no 'why' and it cannot be rebuilt.")
+        item = dataclasses.replace(item, why=why)
+    return item
+
+
+def _table_from(rows: list, names, targets: list) -> pd.DataFrame:
+    """The inverse of :func:`_table`: one column per target (the targets' own values where they match)."""
+    if not rows:
+        return pd.DataFrame()
+    by_text = {str(t): t for t in targets}
+    cols = [c for c in rows[0] if c != "features"]
+    keys = [tuple(r["features"]) if isinstance(r["features"], list) else r["features"] for r in rows]
+    index = pd.MultiIndex.from_tuples(keys, names=names) if isinstance(names, list) else pd.Index(keys, name=names)
+    data = np.array([[_num(r[c]) for c in cols] for r in rows], dtype=float)
+    return pd.DataFrame(data, index=index, columns=[by_text.get(c, c) for c in cols])
 
 
 def _table(df: pd.DataFrame) -> list:

@@ -16,8 +16,8 @@ utility or trust statistic: the run completes, the report and results.json list
 it in "Stage failures", one line per failure goes to stderr, and the exit code
 is 3 (also for ``gate``, whose verdict then rests on incomplete scores).
 
-Every output of a run (results.json, report.html, report.pdf, gate.json,
-gate.xml, manifest.json) is staged and replaces the previous set only when all
+Every output of a run (results.json, ice.parquet with --ice, report.html,
+report.pdf, gate.json, gate.xml, manifest.json) is staged and replaces the previous set only when all
 of them were written; ``--out`` is checked before any work.
 """
 
@@ -141,12 +141,12 @@ def _templates(args, cfg, formats) -> dict:
 
 
 def _write(audit, out, formats, page_size, started, *, extra_files=None, gate=None, comparison=None,
-           templates=None) -> list:
+           templates=None, ice=False) -> list:
     from .report import write_report
 
-    with stage("writing " + ", ".join(formats + list(extra_files or {}))):
+    with stage("writing " + ", ".join(formats + (["ice"] if ice else []) + list(extra_files or {}))):
         written = write_report(audit, out, formats=formats, page_size=page_size, extra_files=extra_files, gate=gate,
-                               comparison=comparison, **(templates or {}))
+                               comparison=comparison, ice=ice, **(templates or {}))
     n1, n2 = len(audit.results_1d), len(audit.results_2d)
     paths = ", ".join(str(p) for p in written["paths"])
     print(f"autopdp: wrote {paths} ({n1} 1D + {n2} 2D PDPs, {len(audit.selection)} selected) in {time.perf_counter() - started:.1f} s")
@@ -270,7 +270,7 @@ def _cmd_demo(args) -> int:
         model, X, y = demo_model()
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, config=DEMO_CONFIG, n_jobs=args.n_jobs, scheduler=args.scheduler)
-    _write(result, Path(args.out), formats, page_size, started, templates=templates)
+    _write(result, Path(args.out), formats, page_size, started, templates=templates, ice=args.ice)
     return _exit_code(result, EXIT_OK)
 
 
@@ -307,7 +307,7 @@ def _cmd_report(args) -> int:
         result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler,
                        sample_weight=weights)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
-    _write(result, Path(args.out), formats, page_size, started, templates=templates)
+    _write(result, Path(args.out), formats, page_size, started, templates=templates, ice=args.ice)
     return _exit_code(result, EXIT_OK)
 
 
@@ -343,7 +343,7 @@ def _cmd_gate(args) -> int:
         verdict = gate(result, policy, champion=champion_label)
     out = Path(args.out)
     extra = {"gate.json": verdict.to_json(), "gate.xml": verdict.to_junit_xml()}
-    _write(result, out, formats, page_size, started, extra_files=extra, gate=verdict, templates=templates)
+    _write(result, out, formats, page_size, started, extra_files=extra, gate=verdict, templates=templates, ice=args.ice)
     if verdict.passed:
         print(f"autopdp gate: PASSED all {len(verdict.checks)} checks ({out / 'gate.xml'})")
         return _exit_code(result, EXIT_OK)
@@ -377,7 +377,7 @@ def _cmd_compare(args) -> int:
         result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg,
                        n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
-    _write(result, Path(args.out), formats, page_size, started, comparison=names[0], templates=templates)
+    _write(result, Path(args.out), formats, page_size, started, comparison=names[0], templates=templates, ice=args.ice)
     return _exit_code(result, EXIT_OK)
 
 
@@ -408,6 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "the report goes at a paragraph reading {{autopdp}}, else at the end (config key "
                             "docx_template)")
         p.add_argument("--page-size", default="A4", help="A4 (default) or Letter")
+        p.add_argument("--ice", action="store_true",
+                       help="also write every ICE curve to ice.parquet (results.json leaves them out)")
         p.add_argument("--n-jobs", type=int, default=None, help="parallel workers for the PDs (default: 1)")
         p.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786) to run the PDs on")
         if is_demo:

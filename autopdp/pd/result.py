@@ -22,16 +22,62 @@ def _readonly(a):
     return a
 
 
-def _to_jsonable(a) -> object:
-    """numpy array / scalar -> nested lists with NaN and inf as None."""
+def _to_jsonable(a, digits: int | None = None) -> object:
+    """numpy array / scalar -> nested lists with NaN and inf as None.
+
+    ``digits``: keep this many significant digits of a float array (its JSON text then
+    has at most that many), for numbers whose own sampling error is far larger.
+    """
     arr = np.asarray(a)
     if arr.dtype == object:
         return [_scalar(v) for v in arr.tolist()]
     if arr.dtype.kind == "f":
+        if digits is not None:
+            arr = _significant(arr, digits)
         obj = arr.astype(object)
         obj[~np.isfinite(arr)] = None
         return obj.tolist()
     return arr.tolist()
+
+
+def _significant(arr: np.ndarray, digits: int) -> np.ndarray:
+    """``arr`` rounded to ``digits`` significant digits (through the decimal text, so each number's
+    shortest repr has at most ``digits`` digits); NaN and inf unchanged."""
+    flat = np.asarray(arr, dtype=float).ravel()
+    fmt = f"%.{int(digits)}g"
+    out = np.array([float(fmt % v) for v in flat.tolist()], dtype=float) if flat.size else flat.copy()
+    return out.reshape(np.shape(arr))
+
+
+#: Significant digits of ``stderr_factor``: 5e-14 relative, far inside the 1e-12 the check allows.
+FACTOR_DIGITS = 13
+
+
+def _stderr_factor(std, stderr) -> float | None:
+    """The one number ``f`` (:data:`FACTOR_DIGITS` significant digits) with ``stderr == std * f`` in every cell
+    (to 1e-12 relative), or None.
+
+    The PD's standard error is ``std * sqrt(sum w**2) / sum w`` over the same rows in every cell, so
+    one factor per PD; None when a cell breaks it (its NaN pattern differs, or another factor).
+    """
+    std = np.asarray(std, dtype=float)
+    se = np.asarray(stderr, dtype=float)
+    if std.shape != se.shape:
+        return None
+    ok = np.isfinite(std) & np.isfinite(se) & (std > 0)
+    f = float(np.median(se[ok] / std[ok])) if ok.any() else 1.0
+    if not np.isfinite(f):
+        return None
+    f = float(f"{f:.{FACTOR_DIGITS}g}")  # the same factor again from a file's std x factor (written twice, same text)
+    with np.errstate(invalid="ignore", over="ignore"):
+        rebuilt = std * f
+    same_nan = np.array_equal(np.isnan(rebuilt), np.isnan(se))
+    fin = np.isfinite(se)
+    if not same_nan or not np.array_equal(np.isfinite(rebuilt), fin):
+        return None
+    if not np.all(rebuilt[~fin & ~np.isnan(se)] == se[~fin & ~np.isnan(se)]):
+        return None
+    return f if np.allclose(rebuilt[fin], se[fin], rtol=1e-12, atol=0.0) else None
 
 
 def _scalar(v):
@@ -91,6 +137,9 @@ class PDResult:
         Row positions of the ICE curves in ``individual``.
     method : str
         How the PD was computed (``"brute"``).
+    ice_omitted : bool
+        True when the computation kept ICE curves but they are not loaded: the result was read
+        from a results.json (which leaves ICE out) without its ICE sidecar (``ice.parquet``).
     """
 
     features: tuple[str, ...]
@@ -111,6 +160,7 @@ class PDResult:
     ice_rows: np.ndarray | None = None
     method: str = "brute"
     notes: tuple[str, ...] = field(default=())
+    ice_omitted: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "grid", tuple(_readonly(g) for g in self.grid))
@@ -151,17 +201,25 @@ class PDResult:
         return self.average * self.total_weight
 
     # ------------------------------------------------------------------ JSON
-    def to_dict(self) -> dict:
-        """A JSON-ready dict (NaN and inf become None)."""
-        return {
+    def to_dict(self, *, ice: bool = True, spread_digits: int | None = None, stderr_factor: bool = False) -> dict:
+        """A JSON-ready dict (NaN and inf become None).
+
+        ``ice=False`` leaves the ICE curves out (``individual`` is None; ``ice_kept`` says whether
+        the computation kept them, e.g. in an ICE sidecar); ``spread_digits`` rounds ``std`` and
+        ``stderr`` to that many significant digits (``average`` and the grid stay exact).
+        ``stderr_factor=True`` writes ``stderr`` as one number, ``stderr_factor`` (``stderr = std x
+        stderr_factor``, ``sqrt(sum w**2) / sum w`` of the rows), when every cell's stderr is that
+        (see :func:`stderr_factor`); otherwise the ``stderr`` array as before.
+        """
+        d = {
             "schema": SCHEMA,
             "features": list(self.features),
             "kinds": list(self.kinds),
             "grid": [_to_jsonable(g) for g in self.grid],
             "average": _to_jsonable(self.average),
-            "individual": None if self.individual is None else _to_jsonable(self.individual),
-            "std": _to_jsonable(self.std),
-            "stderr": _to_jsonable(self.stderr),
+            "individual": None if self.individual is None or not ice else _to_jsonable(self.individual),
+            "std": _to_jsonable(self.std, spread_digits),
+            "stderr": _to_jsonable(self.stderr, spread_digits),
             "counts": _to_jsonable(self.counts),
             "targets": [_scalar(t) for t in self.targets],
             "response": self.response,
@@ -174,6 +232,14 @@ class PDResult:
             "method": self.method,
             "notes": list(self.notes),
         }
+        if stderr_factor:
+            f = _stderr_factor(self.std, self.stderr)
+            if f is not None:
+                del d["stderr"]
+                d["stderr_factor"] = f
+        if not ice:
+            d["ice_kept"] = self.individual is not None or self.ice_omitted
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "PDResult":
@@ -187,14 +253,15 @@ class PDResult:
                 arr = np.empty(len(g), dtype=object)
                 arr[:] = g
                 grid.append(arr)
+        std = _float_array(d["std"])
         return cls(
             features=tuple(d["features"]),
             kinds=tuple(d["kinds"]),
             grid=tuple(grid),
             average=_float_array(d["average"]),
             individual=None if d["individual"] is None else _float_array(d["individual"]),
-            std=_float_array(d["std"]),
-            stderr=_float_array(d["stderr"]),
+            std=std,
+            stderr=std * float(d["stderr_factor"]) if "stderr_factor" in d else _float_array(d["stderr"]),
             counts=np.asarray(d["counts"], dtype=np.int64),
             targets=tuple(d["targets"]),
             response=d["response"],
@@ -206,6 +273,7 @@ class PDResult:
             ice_rows=None if d["ice_rows"] is None else np.asarray(d["ice_rows"], dtype=np.int64),
             method=d["method"],
             notes=tuple(d.get("notes", ())),
+            ice_omitted=d["individual"] is None and bool(d.get("ice_kept", False)),
         )
 
     def to_json(self) -> str:

@@ -18,7 +18,7 @@ from .figures import draw_all, plot_importance, plot_interaction, plot_pd_1d, pl
 from .methodology import criterion_tests, importance_text, pd_method_text
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
 
-__all__ = ["build_context", "notebook_context", "outcome_summary", "TRUST_GAP_CAUTION"]
+__all__ = ["build_context", "findings_context", "notebook_context", "outcome_summary", "TRUST_GAP_CAUTION"]
 
 COMPARISON_LABELS = {
     "monotonicity": "best monotone fit (isotonic)",
@@ -414,10 +414,16 @@ def _pair_sentence(audit, sel, criterion, crit) -> str:
                             evidence=sel.evidence_for(criterion))
 
 
-def _findings(audit):
+def findings_context(audit, selection=None) -> list[dict]:
+    """Each selected PDP's label, reasons, sentence, trust cell and evidence, as the report prints them
+    (``selection``: ``audit.selection`` when not given, e.g. when the caller already has it)."""
+    return _findings(audit, selection)
+
+
+def _findings(audit, selection=None):
     out = []
     two = audit.scores[audit.scores["kind"] == "2d"]
-    for sel in audit.selection:
+    for sel in (audit.selection if selection is None else selection):
         criterion, rank = sel.reasons[0]
         if sel.kind == "2d":
             row = two[two["features"] == sel.features].iloc[0]

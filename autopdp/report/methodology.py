@@ -33,7 +33,7 @@ def pd_method_text(audit) -> str:
         text = f"{len(results)} {ndim}D PDs: {methods}, each averaging over {rows_txt}"
         if ndim == 1:
             kept = Counter(
-                "every row" if r.ice_rows is None and r.individual is not None else
+                "every row" if r.ice_rows is None and (r.individual is not None or r.ice_omitted) else
                 (f"a random sample of {_rows_text(len(r.ice_rows))}" if r.ice_rows is not None else "no row")
                 for r in results)
             text += "; ICE curves kept for " + ", ".join(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from .._io import output_set
+from ..pd.ice_io import ICE_FILE
 from .._progress import announce
 from .context import build_context
 from .render import render_html, render_pdf, render_pdf_html
@@ -27,7 +28,7 @@ DEFAULT_FORMATS = ("html", "pdf", "json")
 def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A4", stem: str = "report",
                  json_name: str = "results.json", context_hook: Callable | None = None,
                  extra_files: Mapping[str, str | bytes] | None = None, gate=None, comparison=None,
-                 progress=None, template_dir=None, docx_template=None) -> dict:
+                 progress=None, template_dir=None, docx_template=None, ice: bool = False) -> dict:
     """Write ``report.html``, ``report.pdf``, ``report.docx`` and ``results.json`` (as asked) as one
     all-or-nothing set.
 
@@ -54,6 +55,9 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
         audit config's ``template_dir``).
     docx_template : path, optional
         The organisation's .docx the Word document is built on (default: the config's ``docx_template``).
+    ice : bool
+        Also write the ICE curves to ``ice.parquet`` (:mod:`autopdp.pd.ice_io`; results.json leaves
+        them out and names the file), in the same set and manifest.
 
     Returns
     -------
@@ -68,9 +72,13 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
     template_dir, docx_template = report_templates(audit.config, template_dir, docx_template, formats)
     timings = {}
     with output_set(Path(out_dir)) as staged:
+        if ice:
+            t0 = time.perf_counter()
+            staged.write_bytes(ICE_FILE, audit.to_ice())
+            timings["ice"] = time.perf_counter() - t0
         if "json" in formats:
             t0 = time.perf_counter()
-            staged.write_text(json_name, audit.to_json())
+            staged.write_text(json_name, audit.to_json(ice_file=ICE_FILE if ice else None))
             timings["json"] = time.perf_counter() - t0
         for name, content in (extra_files or {}).items():
             if isinstance(content, str):

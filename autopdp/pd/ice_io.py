@@ -1,0 +1,108 @@
+"""ICE curves in a columnar sidecar file (``ice.parquet``), beside a results.json that leaves them out.
+
+One row per ICE curve (one data row of one PD, one target):
+
+=============  ============  ==========================================================
+column         type          what
+=============  ============  ==========================================================
+``model``      string        ``""`` for the audited model, else the comparison model's name
+``features``   list<string>  the PD's feature(s), as in results.json
+``target``     int32         position of the target in the PD's ``targets``
+``row``        int64         row position in the audited data (``ice_rows``, or 0..n-1)
+``ice``        list<double>  the curve on the PD's grid (a 2D grid flattened in C order)
+=============  ============  ==========================================================
+
+Values are the float64 numbers of :attr:`PDResult.individual`, unrounded, so a round trip
+is exact.  The file's schema metadata (key ``autopdp``) holds ``{"schema": "autopdp.ICE/1",
+"index": [...]}``, one entry per PD in row order, so a reader rebuilds each PD's array without
+grouping the rows; any Parquet reader (pandas, DuckDB, Arrow) reads the columns as a table.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["ICE_SCHEMA", "ICE_FILE", "ice_parquet_bytes", "read_ice"]
+
+ICE_SCHEMA = "autopdp.ICE/1"
+#: The sidecar's file name beside results.json (``--ice`` on the command line).
+ICE_FILE = "ice.parquet"
+
+
+def ice_parquet_bytes(items) -> bytes:
+    """The Parquet file of the ICE curves of ``items``: ``(model name, PDResult)`` pairs (those without ICE skipped)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    models, feats, targets, rows, values, lengths, index = [], [], [], [], [], [], []
+    start = 0
+    for model, r in items:
+        if r.individual is None:
+            continue
+        ice = np.asarray(r.individual, dtype=np.float64)
+        n_t, n_r = ice.shape[0], ice.shape[1]
+        length = int(np.prod(r.grid_shape))
+        flat = ice.reshape(n_t * n_r, length)
+        row_ids = np.arange(n_r, dtype=np.int64) if r.ice_rows is None else np.asarray(r.ice_rows, dtype=np.int64)
+        n = n_t * n_r
+        models.extend([str(model)] * n)
+        feats.extend([list(r.features)] * n)
+        targets.append(np.repeat(np.arange(n_t, dtype=np.int32), n_r))
+        rows.append(np.tile(row_ids, n_t))
+        values.append(flat.ravel())
+        lengths.append(np.full(n, length, dtype=np.int64))
+        index.append({"model": str(model), "features": list(r.features), "start": start, "targets": n_t, "rows": n_r,
+                      "grid_shape": list(r.grid_shape), "sampled": r.ice_rows is not None})
+        start += n
+    cat = (lambda parts, dtype: np.concatenate(parts) if parts else np.empty(0, dtype=dtype))
+    offsets = np.concatenate([[0], np.cumsum(cat(lengths, np.int64))]).astype(np.int64)
+    ice_col = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int64()), pa.array(cat(values, np.float64)))
+    if not isinstance(ice_col, pa.LargeListArray) and offsets[-1] > np.iinfo(np.int32).max:  # pragma: no cover
+        ice_col = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(cat(values, np.float64)))
+    table = pa.table({
+        "model": pa.array(models, type=pa.string()),
+        "features": pa.array(feats, type=pa.list_(pa.string())),
+        "target": pa.array(cat(targets, np.int32), type=pa.int32()),
+        "row": pa.array(cat(rows, np.int64), type=pa.int64()),
+        "ice": ice_col,
+    })
+    table = table.replace_schema_metadata({"autopdp": json.dumps({"schema": ICE_SCHEMA, "index": index})})
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    return buf.getvalue()
+
+
+def read_ice(source) -> dict:
+    """``{(model name, features): (individual, ice_rows)}`` from an ICE sidecar (a path or its bytes).
+
+    ``individual`` has the shape of :attr:`PDResult.individual`; ``ice_rows`` is None when the
+    curves are of every row in order.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(source) if isinstance(source, (bytes, bytearray)) else str(Path(source)))
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InputError(f"cannot read the ICE file {source if not isinstance(source, bytes) else '(bytes)'}: {exc}") from None
+    meta = json.loads((table.schema.metadata or {}).get(b"autopdp", b"{}"))
+    if meta.get("schema") != ICE_SCHEMA:
+        raise InputError(f"not an autopdp ICE file (schema {meta.get('schema')!r}, expected {ICE_SCHEMA!r}).")
+    ice = table.column("ice").combine_chunks()
+    values = ice.flatten().to_numpy(zero_copy_only=False)
+    offsets = ice.offsets.to_numpy()
+    rows = table.column("row").to_numpy()
+    out = {}
+    for item in meta["index"]:
+        n = item["targets"] * item["rows"]
+        a, b = offsets[item["start"]], offsets[item["start"] + n]
+        individual = values[a:b].reshape(item["targets"], item["rows"], *item["grid_shape"])
+        ice_rows = rows[item["start"]:item["start"] + item["rows"]].copy() if item["sampled"] else None
+        out[(item["model"], tuple(item["features"]))] = (individual.copy(), ice_rows)
+    return out
