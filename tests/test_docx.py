@@ -54,14 +54,16 @@ def test_demo_docx_headings_match_the_report(demo_docx):
     h1 = [t for s, t in paras if s == "Heading 1"]
     h2 = [t for s, t in paras if s == "Heading 2"]
     assert [t for s, t in paras if s == "Title"] == ["Partial dependence validation report"]
-    for heading in ["Contents", "Executive summary", "Two-feature partial dependence", "Importance and interaction",
-                    "Methodology and caveats", "Appendix"]:
-        assert heading in h1, heading
-    assert any(t.startswith("Least monotonic") for t in h1)
-    assert any(t.startswith("Furthest from the data's incidence") for t in h1)
-    for heading in ["Review and sign-off", "Findings", "Ranking of every 1D PDP", "Reproducibility", "All scores",
-                    "Assumptions and caveats"]:
+    # the curated PDF's chapters (report.pdf.j2), in its order
+    order = ["Contents", "Executive summary", "Findings, one page each", "Two-feature partial dependence",
+             "Importance and interaction", "Rankings: top 10 of each criterion", "Methodology and caveats", "Appendix"]
+    assert [t for t in h1 if t in order] == order
+    for heading in ["Review and sign-off", "Findings", "Reproducibility", "Assumptions and caveats"]:
         assert heading in h2, heading
+    assert any(t.startswith("Finding 1: ") for t in h2)
+    assert any(re.match(r"Least monotonic \(monotonicity, 1D: top \d+ of \d+\)", t) for t in h2)
+    # the HTML's every-score table and every-PD gallery are the complete record, not the curated document's
+    assert not any(t in ("All scores", "Every 1D partial dependence") for t in h2)
     # the built-in heading styles carry the outline level the navigation pane and TOC use
     assert "TOC" in d.element.body.xml
 
@@ -82,12 +84,13 @@ def test_demo_docx_finding_sentences_are_the_htmls_word_for_word(demo_docx):
 def test_demo_docx_tables_figures_and_alt_text(demo_docx):
     d = docx.Document(str(demo_docx / "report.docx"))
     headers = [[c.text for c in t.rows[0].cells] for t in d.tables]
-    assert sum(h[:3] == ["rank", "feature", "score"] for h in headers) >= 5  # a ranking per utility
+    rankings = [t for t, h in zip(d.tables, headers) if h[:3] == ["rank", "PDP", "score"]]
+    assert len(rankings) >= 8  # the top rows of every criterion, 1D and 2D
+    assert all(len(t.rows) <= 1 + 10 for t in rankings)
     assert ["setting", "value"] in headers and ["library", "version"] in headers
-    all_scores = next(t for t in d.tables if [c.text for c in t.rows[0].cells][:2] == ["PDP", "kind"])
-    assert len(all_scores.rows) == 1 + 20 + 190
+    assert sum(h == ["selected by", "evidence"] for h in headers) >= 5  # one per 1D finding page
     shapes = d.inline_shapes
-    assert len(shapes) >= 30
+    assert len(shapes) >= 10
     for s in shapes:
         assert len(s._inline.docPr.get("descr")) > 20  # alt text
         assert 0.5 < s.width.inches <= 7.0
@@ -98,14 +101,13 @@ def test_demo_docx_tables_figures_and_alt_text(demo_docx):
     px = int.from_bytes(png[16:20], "big")
     assert px / shapes[0].width.inches >= 190
     captions = [t for s, t in _paragraphs(d) if s == "Caption"]
-    in_tables = [p.text for t in d.tables for row in t.rows for c in row.cells for p in c.paragraphs
-                 if p.style.name == "Caption"]
-    assert len(in_tables) == 20  # the appendix's small multiples, three to a row
-    assert len(captions) + len(in_tables) == len(shapes) and all(len(c) > 10 for c in captions + in_tables)
-    # the figures of findings carry the finding sentence as in the HTML
+    assert len(captions) == len(shapes) and all(len(c) > 10 for c in captions)
+    # each finding page's figure is the report's figure of that finding, with the same caption as in the HTML
     html = html_lib.unescape((demo_docx / "report.html").read_text())
-    html_captions = re.findall(r"<figcaption>(#\d+ — .*?)</figcaption>", html, flags=re.S)
-    assert html_captions and all(any(c.endswith(h) for c in captions) for h in html_captions)
+    html_captions = [" ".join(c.split()) for c in re.findall(r"<figcaption>(#\d+ — .*?)</figcaption>", html, flags=re.S)]
+    finding_captions = [" ".join(c.split()) for c in captions if re.match(r"(Figure \d*\s*[.:] )?#\d+ — ", c)]
+    assert len(finding_captions) >= 5
+    assert all(any(c.endswith(h) for h in html_captions) for c in finding_captions)
 
 
 def test_demo_docx_provenance(demo_docx):

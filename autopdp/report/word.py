@@ -434,8 +434,10 @@ def _contents(w, ctx):
     if ctx.get("stage_failures"):
         titles.append("Stage failures")
     titles.append("Executive summary")
-    titles += [u["title"] for u in ctx["utilities"]]
-    titles += ["Two-feature partial dependence", "Importance and interaction", "Methodology and caveats", "Appendix"]
+    if any(f["kind"] == "1d" for f in ctx.get("finding_pages") or []):
+        titles.append("Findings, one page each")
+    titles += ["Two-feature partial dependence", "Importance and interaction",
+               f"Rankings: top {ctx.get('top_rows') or 10} of each criterion", "Methodology and caveats", "Appendix"]
     w.toc(titles)
 
 
@@ -513,78 +515,84 @@ def _summary(w, ctx):
         w.heading("Caution: PDPs computed mostly from unrealistic rows", 2)
         for c in ctx["cautions"]:
             w.bullet(c)
-    if ctx.get("importance_svg"):
-        w.figure({"svg": ctx["importance_svg"], "caption": IMPORTANCE_CAPTION, "alt": IMPORTANCE_ALT})
     if ctx.get("notes"):
         w.heading("Notes", 2)
         for n_ in ctx["notes"]:
             w.bullet(n_)
 
 
-def _utility(w, u):
-    w.heading(f"{u['title']} ({u['uid']})", 1)
-    w.para(f"{u['definition']} {u['higher'].capitalize()} scores rank first.")
-    if u.get("none_text"):
-        w.para(u["none_text"], italic=True)
-    for f in u["plots"]:
-        w.figure(f)
-    w.heading("Ranking of every 1D PDP", 2)
-    header = ["rank", "feature", "score", "× pred. sd"] + (["adjusted p", "finding?"] if u["tested"] else []) \
-        + ["target", "Can this PDP be trusted?"]
-    rows = [[r["rank"], r["feature"], r["value"], r["scaled"]] + ([r["p"], r["finding"]] if u["tested"] else [])
-            + [r["target"], r["trust"]] for r in u["rows"]]
-    w.table(header, rows, size=7.5)
-    for m in u.get("missing", []):
-        w.para(f"Not scored: {m['features']} — {m['reason']}", size=8.5)
+def _finding_pages(w, ctx):
+    """One part per selected 1D finding, as the PDF's "Findings, one page each": the sentence, its figure,
+    why it was selected (with its evidence), its trust checks and its row under every criterion."""
+    ones = [f for f in ctx.get("finding_pages") or [] if f["kind"] == "1d"]
+    if not ones:
+        return
+    w.heading("Findings, one page each", 1)
+    for i, f in enumerate(ones, 1):
+        w.heading(f"Finding {i}: {f['label']}", 2)
+        w.para(f["sentence"])
+        if f.get("figure"):
+            w.figure(f["figure"])
+        else:
+            w.para("(No figure: see report.html.)", italic=True)
+        w.table(["selected by", "evidence"],
+                [[f"{r['title']} (#{r['rank']})", r["evidence"] or "not tested"] for r in f["reason_list"]],
+                size=7.5, widths=(0.3, 0.7))
+        w.para(f"Can this PDP be trusted? {f['trust']}", size=8.5)
+        if f.get("scores"):
+            w.table(["criterion", "rank", "score", "× pred. sd", "adjusted p", "finding?"],
+                    [[s_["criterion"], f"{s_['rank']} of {s_['of']}", s_["score"], s_["scaled"], s_["p"], s_["finding"]]
+                     for s_ in f["scores"]], size=7.5)
 
 
-def _pairs(w, pairs):
+def _pair_pages(w, ctx):
+    """The selected 2D PDs, as the PDF shows them: the heatmap and its trust checks."""
+    pairs = ctx["pairs"]
     w.heading("Two-feature partial dependence", 1)
     w.para(f"{pairs['count']} pairs were computed. Pairs are selected by the association of the two features in the data "
            "(correlation), the importance of both features, their Greenwell interaction, and their standing across all "
            "criteria (intersection). Dots are data rows: regions of the heatmap without dots are extrapolation.")
     if pairs.get("no_finding"):
         w.para(f"No material finding under: {', '.join(pairs['no_finding'])}.", italic=True)
-    for item in pairs["items"]:
-        w.heading(item["label"], 2)
-        w.para(" · ".join(f"{c['name']} {c['value']}" for c in item["criteria"]), size=8.5)
-        w.figure(item["figure"])
-    if pairs.get("table"):
-        w.heading("Pairs ranked by intersection", 2)
-        w.table(["rank", "pair", *pairs["columns"]], [[r["rank"], r["pair"], *[r[c] for c in pairs["columns"]]]
-                                                      for r in pairs["table"]], size=7.5)
+    for f in [f for f in ctx.get("finding_pages") or [] if f["kind"] == "2d"]:
+        w.heading(f["label"], 2)
+        if f.get("figure"):
+            w.figure(f["figure"])
+        w.para(f"Can this PDP be trusted? {f['trust']}", size=8.5)
+
+
+def _rankings(w, ctx):
+    """Each criterion's top rows, as the PDF's "Rankings" chapter; every row is in report.html and results.json."""
+    n = ctx.get("top_rows") or 10
+    w.heading(f"Rankings: top {n} of each criterion", 1)
+    w.para(f"The first {n} rows of each criterion's ranking. Every PDP's row, under every criterion, is in report.html "
+           "(sortable and filterable) and in results.json (scores, evidence).")
+    t = ctx.get("importance_top")
+    if t:
+        w.heading(f"PD-based importance (top {min(n, len(t['rows']))} of {ctx['counts']['pd_1d']})", 2)
+        w.table([t["index"], *t["columns"]], [[r["label"], *r["values"]] for r in t["rows"][:n]], size=7.5)
+    for tab in ctx.get("rankings") or []:
+        w.heading(f"{tab['title']} ({tab['uid']}, {tab['kind'].upper()}: top {min(n, tab['n'])} of {tab['n']})", 2)
+        header = ["rank", "PDP", "score"] + (["× pred. sd"] if tab["kind"] == "1d" else []) \
+            + (["adjusted p", "finding?"] if tab["tested"] else [])
+        rows = [[r["rank"], r["label"], r["score"]] + ([r["scaled"]] if tab["kind"] == "1d" else [])
+                + ([r["p"], r["finding"]] if tab["tested"] else []) for r in tab["rows"][:n]]
+        w.table(header, rows, size=7.5)
 
 
 def _importance(w, ctx):
     w.heading("Importance and interaction", 1)
     w.para(ctx["method"]["importance_text"])
-    t = ctx.get("importance_table")
-    if t:
-        w.table([t["index"], *t["columns"]], [[r["label"], *r["values"]] for r in t["rows"]])
+    if ctx.get("importance_svg"):
+        w.figure({"svg": ctx["importance_svg"], "caption": IMPORTANCE_CAPTION, "alt": IMPORTANCE_ALT})
     if ctx.get("interaction_svg"):
         w.figure({"svg": ctx["interaction_svg"], "caption": INTERACTION_CAPTION, "alt": INTERACTION_ALT})
-        t = ctx["interaction_table"]
-        w.table([t["index"], *t["columns"]], [[r["label"], *r["values"]] for r in t["rows"]])
 
 
 def _appendix(w, ctx):
-    from docx.shared import Pt
-
     w.heading("Appendix", 1)
-    w.heading("Every 1D partial dependence", 2)
-    small = ctx.get("small_multiples") or []
-    cols = 3
-    if small:
-        t = w.doc.add_table(rows=0, cols=cols)
-        for i in range(0, len(small), cols):
-            cells = t.add_row().cells
-            for cell, f in zip(cells, small[i:i + cols]):
-                w.image(cell.paragraphs[0], f["svg"], f["alt"], max_width=w.text_width / cols * 0.95)
-                w.caption(cell.add_paragraph(style=_style(w.doc, "Caption")), f["caption"])
-        w.doc.add_paragraph().paragraph_format.space_after = Pt(2)
-    w.heading("All scores", 2)
-    s = ctx["all_scores"]
-    w.table(["PDP", "kind", *s["columns"]], [[r["label"], r["kind"], *r["values"]] for r in s["rows"]], size=6)
+    w.para("Every PDP's figure and its score under every criterion are in report.html and results.json; this "
+           "document, like the PDF, holds the findings and each criterion's top rows.", italic=True)
     w.heading("Reproducibility", 2)
     c = ctx["cover"]
     w.para(f"Random seed: {ctx['seed']}." + (" Command line:" if c.get("command") else ""))
@@ -723,11 +731,12 @@ def render_docx(context: dict, template=None) -> bytes:
         _comparison(w, context["comparison"])
     if context.get("stage_failures"):
         _stage_failures(w, context["stage_failures"])
+    # the curated document's chapters, in the PDF's order (report.pdf.j2)
     _summary(w, context)
-    for u in context["utilities"]:
-        _utility(w, u)
-    _pairs(w, context["pairs"])
+    _finding_pages(w, context)
+    _pair_pages(w, context)
     _importance(w, context)
+    _rankings(w, context)
     _methodology(w, context)
     _appendix(w, context)
     if placeholder is not None:
