@@ -353,3 +353,32 @@ def test_failed_docx_leaves_the_earlier_set_whole(files, tmp_path, monkeypatch):
     monkeypatch.setattr(word, "render_docx", broken)
     assert main(_args(files, out, "--title", "second run")) == 3
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_report_with_every_format_the_org_docx_and_the_org_html_block(files, tmp_path):
+    """The issue's command: --formats json,html,pdf,docx --docx-template org.docx --template-dir tpl/."""
+    org = _org_template(tmp_path / "org.docx")
+    tpl = tmp_path / "tpl"
+    tpl.mkdir()
+    (tpl / "report.html.j2").write_text(
+        '{% extends "autopdp/report.html.j2" %}\n'
+        '{% block cover %}<div class="org-banner">ACME Bank model risk</div>{{ super() }}{% endblock %}\n')
+    out = tmp_path / "out"
+    assert main(_args(files, out, "--docx-template", str(org), "--template-dir", str(tpl),
+                      formats="json,html,pdf,docx")) == 0
+    html = (out / "report.html").read_text()
+    assert 'class="org-banner">ACME Bank model risk' in html and 'id="explore"' in html  # the rest is kept
+    d = docx.Document(str(out / "report.docx"))
+    assert d.sections[0].header.paragraphs[0].text == "CONFIDENTIAL - ACME Bank internal"
+    assert d.styles["Heading 1"].font.name == "Courier New"
+    sentences = [html_lib.unescape(s).strip() for s in re.findall(
+        r'<div class="finding"[^>]*><span class="badge">[^<]*</span>(.*?)<div class="why">', html, flags=re.S)]
+    texts = [t for _, t in _paragraphs(d)]
+    assert sentences and all(any(t.endswith(s) for t in texts) for s in sentences)
+    results = json.loads((out / "results.json").read_text())
+    assert [s["sentence"] for s in results["selection"]] == sentences
+    text = _all_text(d)
+    for f in results["metadata"]["provenance"]["inputs"].values():
+        assert f["sha256"] in text
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {"report.docx", "report.pdf", "report.html", "results.json"} <= set(manifest["files"])
