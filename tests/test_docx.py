@@ -17,6 +17,7 @@ from sklearn.linear_model import LogisticRegression
 import autopdp.loading as loading_module
 from autopdp import AuditConfig, audit
 from autopdp.cli import main
+from cli_inputs import write_small_cli_inputs  # noqa: E402
 
 docx = pytest.importorskip("docx")
 
@@ -268,14 +269,9 @@ def test_html_template_error_is_one_line_naming_the_template(small, tmp_path):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("docx-cli")
-    rng = np.random.default_rng(1)
-    X = pd.DataFrame({"a": rng.normal(size=250), "b": rng.uniform(0, 5, 250), "c": rng.normal(size=250)})
-    y = (X.a + 0.3 * X.b + rng.normal(size=250) > 1).astype(int)
-    X.assign(target=y).to_csv(d / "data.csv", index=False)
-    sio.dump(LogisticRegression().fit(X, y), d / "model.skops")
+    X, y = write_small_cli_inputs(d, "grid_resolution = 6\ngrid_resolution_2d = 4\ntop_k = 1\nnoise_draws = 50\n"
+                                     "max_noise_draws = 100\n")
     sio.dump(LogisticRegression(C=0.01).fit(X, y), d / "other.skops")
-    (d / "small.toml").write_text("grid_resolution = 6\ngrid_resolution_2d = 4\ntop_k = 1\nnoise_draws = 50\n"
-                                  "max_noise_draws = 100\n")
     (d / "not-a-docx.docx").write_text("plain text, not a Word file")
     return d
 

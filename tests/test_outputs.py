@@ -15,6 +15,7 @@ import importlib
 import autopdp.loading as loading_module
 import autopdp.report.writer as writer_module
 from autopdp.cli import EXIT_CODES_HELP, build_parser, main
+from cli_inputs import write_small_cli_inputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 audit_module = importlib.import_module("autopdp.audit")  # the module (autopdp.audit is also the function)
@@ -23,12 +24,7 @@ audit_module = importlib.import_module("autopdp.audit")  # the module (autopdp.a
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("outputs")
-    rng = np.random.default_rng(1)
-    X = pd.DataFrame({"a": rng.normal(size=250), "b": rng.uniform(0, 5, 250), "c": rng.normal(size=250)})
-    y = (X.a + 0.3 * X.b + rng.normal(size=250) > 1).astype(int)
-    X.assign(target=y).to_csv(d / "data.csv", index=False)
-    sio.dump(LogisticRegression().fit(X, y), d / "model.skops")
-    (d / "small.toml").write_text("grid_resolution = 6\ngrid_resolution_2d = 4\ntop_k = 1\n")
+    write_small_cli_inputs(d)
     (d / "other.toml").write_text("grid_resolution = 7\ngrid_resolution_2d = 4\ntop_k = 1\n")
     return d
 

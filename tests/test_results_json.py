@@ -29,6 +29,7 @@ from autopdp.audit import Audit
 from autopdp.cli import main
 from autopdp.pd.ice_io import read_ice
 from autopdp.pd.result import PDResult
+from cli_inputs import write_small_cli_inputs  # noqa: E402
 
 #: results.json bytes per PDP allowed: the 60-feature case of the issue (benchmarks/bench_report.py) writes
 #: 16.9 MB for 1,830 PDPs, 9,260 bytes each; this bound is 10% above it (see docs/user-guide.md, "results.json").
@@ -151,12 +152,7 @@ def test_old_results_json_with_ice_inside_still_loads(small):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("ice")
-    rng = np.random.default_rng(1)
-    X = pd.DataFrame({"a": rng.normal(size=250), "b": rng.uniform(0, 5, 250), "c": rng.normal(size=250)})
-    y = (X.a + 0.3 * X.b + rng.normal(size=250) > 1).astype(int)
-    X.assign(target=y).to_csv(d / "data.csv", index=False)
-    sio.dump(LogisticRegression().fit(X, y), d / "model.skops")
-    (d / "small.toml").write_text("grid_resolution = 6\ngrid_resolution_2d = 4\ntop_k = 1\n")
+    write_small_cli_inputs(d)
     return d
 
 

@@ -74,19 +74,11 @@ def standard_utility(f: np.ndarray, g: np.ndarray, w: np.ndarray, loss: str = "l
 
     Returns NaN when no grid point has both data nearby and a defined ``g``.
     """
-    f = np.asarray(f, dtype=float).ravel()
-    g = np.asarray(g, dtype=float).ravel()
-    w = np.asarray(w, dtype=float).ravel()
-    ok = np.isfinite(g) & np.isfinite(f) & (w > 0)
-    total = w[ok].sum()
-    if total <= 0:
-        return float("nan")
-    diff = f[ok] - g[ok]
-    if loss == "l2":
-        return float(np.sqrt(np.sum(w[ok] * diff * diff) / total))
-    if loss == "l1":
-        return float(np.sum(w[ok] * np.abs(diff)) / total)
-    raise InputError(f"loss={loss!r} is not supported; use 'l2' or 'l1'.")
+    if loss not in LOSSES:
+        raise InputError(f"loss={loss!r} is not supported; use 'l2' or 'l1'.")
+    diff = np.asarray(f, dtype=float).ravel() - np.asarray(g, dtype=float).ravel()
+    value = float(gap_of_draws(diff, np.asarray(w, dtype=float).ravel(), loss))
+    return value if np.isfinite(value) else float("nan")
 
 
 def gap_of_draws(diff: np.ndarray, w: np.ndarray, loss: str) -> np.ndarray:
