@@ -37,6 +37,7 @@ from .trust.checks import trust_scores
 from .scores.utilities import TRUST_IDS
 from .pd.ice_io import ICE_FILE, ice_parquet_bytes, read_ice
 from .pd.result import PDResult, _scalar, _to_jsonable
+from ._tables import records, tables
 from .scores.coverage import outside_grid
 from .scores.evidence import assess
 from .scores.scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
@@ -44,9 +45,12 @@ from .scores.selection import SelectedPDP, curate, intersection_scores, rank_sco
 from .stage_failures import DETAIL_KEY, StageFailureWarning, collect_stage_failures
 from .scores.utilities import UtilityScore
 
-__all__ = ["audit", "Audit"]
+__all__ = ["audit", "Audit", "read_results"]
 
-JSON_SCHEMA = "autopdp.Audit/1"
+JSON_SCHEMA = "autopdp.Audit/2"
+#: Earlier layouts :meth:`Audit.from_json` still reads: ``/1`` wrote every score, verdict, evidence item and PD
+#: as a record (a dict) of its own, ``/2`` writes them as column tables (:mod:`autopdp._tables`).
+OLD_JSON_SCHEMAS = ("autopdp.Audit/1",)
 #: Fewer rows than this is an error: PDs, grids and scores need data to average over.
 MIN_ROWS = 10
 #: Below this many rows the report carries a sample-size warning.
@@ -192,12 +196,12 @@ class Audit:
             for col in score_columns(self.scores):
                 d[col] = _scalar(float(row[col])) if pd.notna(row[col]) else None
             scores.append(d)
-        verdicts = []
+        verdicts: dict[str, list] = {}
         for feats, by_id in self.utility_scores.items():
             two_d = len(feats) == 2
             for uid, s in by_id.items():
-                verdicts.append({
-                    "features": list(feats), "utility": uid, "value": _scalar(s.value), "target": _scalar(s.target),
+                verdicts.setdefault(uid, []).append({
+                    "features": list(feats), "value": _scalar(s.value), "target": _scalar(s.target),
                     "comparison": None if s.comparison is None or two_d else _to_jsonable(s.comparison),
                     "reason": s.reason, "details": _plain(_kept_details(s.details) if two_d else s.details),
                 })
@@ -206,6 +210,7 @@ class Audit:
         n_curves = sum(r.individual.shape[0] * r.individual.shape[1]
                        for r in (*self.results, *(c for v in self.comparisons.values() for c in v))
                        if r.individual is not None)
+        grids: dict[str, list] = {}
         return {
             "schema": JSON_SCHEMA,
             "autopdp_version": __version__,
@@ -213,21 +218,22 @@ class Audit:
             "metadata": _plain(dict(self.metadata)),
             "notes": list(self.notes),
             "stage_failures": [f.to_dict() for f in self.stage_failures],
-            "scores": scores,
+            "scores": tables(scores),
             "selection": [
                 {"features": list(s.features), "kind": s.kind, "reasons": [list(r) for r in s.reasons],
                  "sentence": f["sentence"], "trust": f["trust"], "evidence": [e.to_dict() for e in s.evidence]}
                 for s, f in zip(selection, self._finding_texts(selection))
             ],
             "evidence_meta": evidence_meta,
-            "evidence": {c: [_evidence_dict(e, evidence_meta.get(c, {}), self.config) for e in by.values()]
+            "evidence": {c: tables(_evidence_dict(e, evidence_meta.get(c, {}), self.config) for e in by.values())
                          for c, by in self.evidence.items()},
             "importance": _table(self.importance),
             "interaction": _table(self.interaction),
-            "utility_scores": verdicts,
-            "results": [r.to_dict(ice=False, spread_digits=SPREAD_DIGITS, stderr_factor=True) for r in self.results],
-            "comparisons": {k: [r.to_dict(ice=False, spread_digits=SPREAD_DIGITS, stderr_factor=True) for r in v]
+            "utility_scores": {uid: tables(v) for uid, v in verdicts.items()},
+            "results": tables((_pd_record(r, grids) for r in self.results), split=_ndim),
+            "comparisons": {k: tables((_pd_record(r, grids) for r in v), split=_ndim)
                             for k, v in self.comparisons.items()},
+            "grids": grids,
             "ice": {"file": ice_file, "curves": int(n_curves),
                     "note": ("ICE curves are not in results.json: they are in the file named here" if ice_file else
                              "ICE curves are not in results.json: write them with Audit.to_json(path, ice=True) "
@@ -286,15 +292,8 @@ class Audit:
         Files written before the sidecar (ICE inside results.json) load with their curves.
         The rows' sample weights are not in JSON (``sample_weight`` is None).
         """
-        text = source if isinstance(source, str) and source.lstrip().startswith("{") else None
-        if text is None:
-            try:
-                text = Path(source).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise InputError(f"cannot read {str(source)!r}: {exc.strerror or exc}") from None
-        d = json.loads(text)
-        if d.get("schema") != JSON_SCHEMA:
-            raise InputError(f"not an autopdp audit (schema {d.get('schema')!r}, expected {JSON_SCHEMA!r}).")
+        text = _json_source(source)
+        d = read_results(text)
         results = [PDResult.from_dict(r) for r in d["results"]]
         comparisons = {k: [PDResult.from_dict(r) for r in v] for k, v in d.get("comparisons", {}).items()}
         if ice is True:
@@ -409,6 +408,38 @@ class Audit:
         return f"Audit({n1} 1D + {n2} 2D PDPs, {len(self.selection)} selected, model={self.metadata.get('model', {}).get('name')!r})"
 
 
+def _json_source(source) -> str:
+    """The JSON text of ``source``: the text itself, or the file at that path."""
+    if isinstance(source, str) and source.lstrip().startswith("{"):
+        return source
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {str(source)!r}: {exc.strerror or exc}") from None
+
+
+def read_results(source) -> dict:
+    """A results.json (a path, its text, or the dict of :meth:`Audit.to_dict`) as plain records: every column table expanded into one dict per
+    score row, verdict, evidence item and PD (each PD with its ``grid`` arrays), for scripts that read the
+    numbers without building an :class:`Audit` (:meth:`Audit.from_json` does).
+
+    ``scores``, ``results`` and ``utility_scores`` become lists of dicts (each verdict with its ``utility``),
+    ``evidence`` and ``comparisons`` dicts of such lists; the other keys are as written.  Files of the
+    earlier one-record-per-item layout (schema ``autopdp.Audit/1``) read the same.
+    """
+    if isinstance(source, Mapping):
+        d = dict(source)
+    else:
+        try:
+            d = json.loads(_json_source(source))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+    schema = d.get("schema") if isinstance(d, dict) else None
+    if schema not in (JSON_SCHEMA, *OLD_JSON_SCHEMAS):
+        raise InputError(f"not an autopdp audit (schema {schema!r}, expected {JSON_SCHEMA!r}).")
+    return _as_records(d) if schema == JSON_SCHEMA else d
+
+
 def _json_text(d: dict) -> str:
     """``d`` as JSON text, one record per line: the top-level keys, small tables indented, and every item of
     a list of records (scores, verdicts, evidence, PDs) on one compact line."""
@@ -420,8 +451,12 @@ def _dumps(obj, level: int) -> str:
         return json.dumps(x, separators=(",", ":"), allow_nan=False)
 
     pad, close = " " * (level + 1), " " * level
+    if _is_table(obj):  # one row per line
+        rows = ",\n".join(pad + " " + one(r) for r in obj["rows"])
+        return (f'{{"same":{one(obj["same"])},"columns":{one(obj["columns"])},"rows":[\n' + rows + "\n" + pad + "]}")
     if isinstance(obj, list) and obj and level < 4 and all(isinstance(v, (dict, str)) for v in obj):
-        return "[\n" + ",\n".join(pad + one(v) for v in obj) + "\n" + close + "]"
+        return "[\n" + ",\n".join(pad + (_dumps(v, level + 1) if _is_table(v) else one(v)) for v in obj) \
+            + "\n" + close + "]"
     if isinstance(obj, dict) and obj and level < 4:
         flat = one(obj)
         if level == 0 or len(flat) > 2000:
@@ -431,9 +466,59 @@ def _dumps(obj, level: int) -> str:
     return one(obj)
 
 
-#: Significant digits of ``std`` and ``stderr`` in results.json: spreads and Monte-Carlo errors whose own
-#: sampling error (about 1/sqrt(2 n)) is far above 1e-6 relative; the PD averages keep every digit.
-SPREAD_DIGITS = 6
+def _ndim(record: Mapping) -> int:
+    return len(record["features"])
+
+
+def _is_table(obj) -> bool:
+    return isinstance(obj, dict) and set(obj) == {"same", "columns", "rows"}
+
+
+def _pd_record(result: PDResult, grids: dict) -> dict:
+    """``result`` as results.json writes it: :meth:`PDResult.to_dict` without ICE curves, ``std`` to
+    :data:`SPREAD_DIGITS`, and ``grid`` as ``grid_index``: per axis, the position of the axis's grid in
+    ``grids[feature]`` (each distinct grid of a feature written once; added to ``grids`` here)."""
+    d = result.to_dict(ice=False, spread_digits=SPREAD_DIGITS, stderr_factor=True)
+    index = []
+    for feature, grid in zip(d["features"], d.pop("grid")):
+        known = grids.setdefault(feature, [])
+        if grid not in known:
+            known.append(grid)
+        index.append(known.index(grid))
+    return {"features": d["features"], "grid_index": index, **{k: v for k, v in d.items() if k != "features"}}
+
+
+def _as_records(d: dict) -> dict:
+    """A ``/2`` results.json (column tables) in the ``/1`` layout (one record per item) that :meth:`Audit.from_json` reads."""
+    grids = d.get("grids", {})
+
+    def pd_dict(rec: dict) -> dict:
+        rec = dict(rec)
+        index = rec.pop("grid_index")
+        try:
+            rec["grid"] = [grids[f][i] for f, i in zip(rec["features"], index)]
+        except (KeyError, IndexError, TypeError):
+            raise InputError(f"results.json: the PD of {rec.get('features')!r} refers to a grid that 'grids' does "
+                             "not hold; the file is damaged.") from None
+        return rec
+
+    out = dict(d)
+    out["scores"] = records(d["scores"])
+    out["results"] = [pd_dict(r) for r in records(d["results"])]
+    out["comparisons"] = {k: [pd_dict(r) for r in records(v)] for k, v in d.get("comparisons", {}).items()}
+    out["evidence"] = {c: [{"criterion": c, **e} for e in records(v)] for c, v in d["evidence"].items()}
+    by_features: dict[tuple, list] = {}
+    for uid, tbl in d["utility_scores"].items():
+        for v in records(tbl):
+            by_features.setdefault(tuple(v["features"]), []).append({"utility": uid, **v})
+    out["utility_scores"] = [v for vs in by_features.values() for v in vs]
+    return out
+
+
+#: Significant digits of ``std`` and ``stderr`` in results.json.  Rounding moves a spread by at most 5e-4 of
+#: itself, below the spread's own sampling error (about 1/sqrt(2 n) relative) for any PD over fewer than two
+#: million rows; the PD averages keep every digit.
+SPREAD_DIGITS = 4
 #: Array-valued details of a 2D score that results.json keeps (the report shades the OOD cells).
 _DETAILS_2D = ("ood",)
 
@@ -463,45 +548,45 @@ def _evidence_meta(evidence: Mapping) -> dict:
     return meta
 
 
-def _rebuilt_why(e, config) -> str | None:
-    """The ``why`` of a not-material 2D item as :func:`~autopdp.scores.evidence.why_sentence` words it from the
-    item's own fields (None for other items: their sentence may hold a reason the fields do not)."""
-    if e.material or len(e.features) != 2:
-        return None
-    from .scores.evidence import why_sentence
+def _rebuilt_why(e, config) -> str:
+    """``e``'s ``why`` as :func:`~autopdp.scores.evidence.rebuilt_why` words it from the item's own fields."""
+    from .scores.evidence import rebuilt_why
 
-    return why_sentence(e, e.adjusted_p, e.significant, config)
+    return rebuilt_why(e, config)
 
 
 def _evidence_dict(e, meta: Mapping, config) -> dict:
-    """``e.to_dict()`` without the fields ``from_json`` rebuilds exactly: ``null`` and ``statistic`` when they are
-    the criterion's (``evidence_meta``), ``why`` when :func:`_rebuilt_why` gives it word for word."""
+    """``e.to_dict()`` with null in the fields ``from_json`` rebuilds exactly: ``null`` and ``statistic`` when
+    they are the criterion's (``evidence_meta``), ``why`` when :func:`_rebuilt_why` gives it word for word (a
+    sentence with a reason the fields do not hold is written out).  Every item keeps the same keys, so the
+    criterion's items stay one column table."""
     d = e.to_dict()
     for k in _EVIDENCE_SHARED:
         if k in meta and d[k] == meta[k]:
-            del d[k]
+            d[k] = None
     if _rebuilt_why(e, config) == e.why:
-        del d["why"]
+        d["why"] = None
     return d
 
 
 def _evidence_from(e: Mapping, meta: Mapping | None = None, config=None):
+    """The inverse of :func:`_evidence_dict` (a null or missing ``null``, ``statistic`` or ``why`` rebuilt)."""
     from .scores.significance import Evidence
 
     meta = meta or {}
+
+    def shared(k):
+        return meta.get(k, "") if e.get(k) is None else e[k]
+
     item = Evidence(
         criterion=e["criterion"], features=tuple(e["features"]), value=_num(e["value"]), p_value=_num(e["p_value"]),
         adjusted_p=_num(e["adjusted_p"]), noise_level=_num(e["noise_level"]), threshold=_num(e["threshold"]),
-        material=bool(e["material"]), significant=bool(e["significant"]), why=e.get("why", ""),
-        test=e.get("test", ""), null=e.get("null", meta.get("null", "")),
-        statistic=e.get("statistic", meta.get("statistic", "")), draws=int(e.get("draws", 0)),
+        material=bool(e["material"]), significant=bool(e["significant"]), why=e.get("why") or "",
+        test=e.get("test", ""), null=shared("null"), statistic=shared("statistic"), draws=int(e.get("draws", 0)),
         kind=e.get("kind", ""), details=dict(e.get("details") or {}),
     )
-    if "why" not in e:
-        why = _rebuilt_why(item, config)
-        if why is None:
-            raise InputError(f"evidence item {e['criterion']} {e['features']} has no 'why' and it cannot be rebuilt.")
-        item = dataclasses.replace(item, why=why)
+    if e.get("why") is None:
+        item = dataclasses.replace(item, why=_rebuilt_why(item, config))
     return item
 
 
@@ -533,8 +618,8 @@ def _plain(obj):
         return {str(k): _plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_plain(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _to_jsonable(obj)
+    if isinstance(obj, np.ndarray):  # whole numbers of a float array as integers (0, not 0.0): the same JSON numbers
+        return _to_jsonable(obj, whole=True)
     if isinstance(obj, (str, bool, type(None), int)):
         return obj
     if isinstance(obj, (float, np.generic)):

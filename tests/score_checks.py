@@ -5,6 +5,8 @@ check runs on an in-memory audit and on what the CLI wrote.
 """
 
 #: Score columns that are n/a by definition for one kind of PDP (the audit states why in each reason).
+from autopdp import read_results
+
 BY_DEFINITION = {
     "1d": {"correlation", "interaction", "intersection"},  # criteria of a pair
     "2d": {"stratpd", "ice_variance"},  # StratPD is 1D; 2D PDs keep no centred ICE curves
@@ -16,6 +18,7 @@ def check_no_failed_scores(d: dict, expected_na=()) -> None:
 
     ``expected_na``: columns n/a for this audit for a stated reason (e.g. incidence without y).
     """
+    d = read_results(d)
     assert d["stage_failures"] == [], d["stage_failures"]
     failed = [v for v in d["utility_scores"] if v["reason"].startswith(("stage failure", "failed:"))]
     assert failed == [], failed[:3]

@@ -9,6 +9,7 @@ import pytest
 import skops.io as sio
 from sklearn.linear_model import LogisticRegression
 
+import autopdp
 from autopdp.cli import main
 
 
@@ -47,7 +48,7 @@ def test_report_end_to_end_with_compare(files, tmp_path, capsys):
     assert (tmp_path / "report.html").exists() and not (tmp_path / "report.pdf").exists()
     import json
 
-    data = json.loads((tmp_path / "results.json").read_text())
+    data = autopdp.read_results(tmp_path / "results.json")
     assert "similarity:challenger" in data["scores"][0]
     assert data["config"]["model_name"] == "champion v1"
 

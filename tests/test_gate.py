@@ -9,6 +9,7 @@ import pytest
 import skops.io as sio
 from sklearn.linear_model import LogisticRegression
 
+import autopdp
 from autopdp import AuditConfig, GatePolicy, audit, gate
 from autopdp.cli import main
 
@@ -217,7 +218,7 @@ def test_compare_ranks_the_feature_that_differs_first(world, tmp_path, capsys):
                  "--data", str(d / "data.csv"), "--target", "y", "--out", str(tmp_path / "cmp"), "--config", str(cfg),
                  "--formats", "html,json"])
     assert code == 0, capsys.readouterr().err
-    data = json.loads((tmp_path / "cmp" / "results.json").read_text())
+    data = autopdp.read_results(tmp_path / "cmp" / "results.json")
     one = [s for s in data["scores"] if s["kind"] == "1d"]
     best = max(one, key=lambda s: s["similarity:candidate"])
     assert best["features"] == ["b"]

@@ -80,6 +80,14 @@ def test_wheel_runs_in_a_fresh_virtual_environment(wheel, tmp_path):
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "demo" in proc.stdout and "report" in proc.stdout
+    # python -m autopdp is the same command line, exit codes included
+    proc = subprocess.run([str(py), "-m", "autopdp", "--help"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and "demo" in proc.stdout and "report" in proc.stdout, proc.stderr[-3000:]
+    proc = subprocess.run([str(py), "-m", "autopdp", "report", "--model", "missing.skops", "--data", "missing.csv",
+                           "--target", "y", "--out", "out"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2 and "missing.skops" in proc.stderr, (proc.returncode, proc.stderr[-3000:])
 
 
 def test_public_names_resolve_and_same_named_submodules_keep_the_functions():

@@ -87,8 +87,8 @@ def test_html_is_self_contained_and_every_figure_has_caption_and_alt(demo_dir):
 
 
 def test_results_json_holds_every_number(demo_dir):
-    data = json.loads((demo_dir / "results.json").read_text())
-    assert data["schema"] == "autopdp.Audit/1"
+    data = autopdp.read_results(demo_dir / "results.json")
+    assert data["schema"] == "autopdp.Audit/2"
     assert len(data["results"]) == 20 + 190
     assert len(data["scores"]) == 210
     assert {"monotonicity", "lipschitz", "incidence", "slope", "ice_variance", "correlation"} <= set(data["scores"][0])
@@ -143,7 +143,7 @@ def test_html_record_in_headless_chromium(demo_dir, browser, tmp_path):
     """The HTML report is the complete, explorable record: it loads without console errors, lists every
     PDP (1D and 2D) as a row, sorts and filters its tables, opens every 1D PD's figure, and never scrolls
     sideways at common widths."""
-    data = json.loads((demo_dir / "results.json").read_text())
+    data = autopdp.read_results(demo_dir / "results.json")
     keys = ["|".join(r["features"]) for r in data["results"]]
     assert len(keys) == 210
     page = browser.open((demo_dir / "report.html").as_uri(), width=1280)

@@ -7,7 +7,10 @@
 * each selected item carries the sentence the report prints, word for word;
 * ``stderr`` is one factor per PD (``std x stderr_factor``) unless a cell breaks it, and loads back to the
   digits kept; evidence items leave out what ``evidence_meta`` and ``why_sentence`` rebuild, and load back
-  field by field.
+  field by field;
+* scores, verdicts, evidence and PDs are column tables (schema ``autopdp.Audit/2``): a field equal across a
+  table is written once, each grid once, one row per line; ``autopdp.read_results`` expands them into records,
+  and a file of the earlier record layout (``tests/data/results_v1.json``, written by that version) still loads.
 """
 
 import dataclasses
@@ -15,6 +18,7 @@ import hashlib
 import json
 import re
 from html import escape
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,16 +28,19 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 
 import autopdp
-from autopdp import AuditConfig
+from autopdp import AuditConfig, read_results
+from autopdp._tables import records, tables
 from autopdp.audit import Audit
 from autopdp.cli import main
 from autopdp.pd.ice_io import read_ice
 from autopdp.pd.result import PDResult
 from cli_inputs import write_small_cli_inputs  # noqa: E402
 
-#: results.json bytes per PDP allowed: the 60-feature case of the issue (benchmarks/bench_report.py) writes
-#: 16.9 MB for 1,830 PDPs, 9,260 bytes each; this bound is 10% above it (see docs/user-guide.md, "results.json").
-BYTES_PER_PDP = 10_200
+#: results.json bytes per PDP allowed for the ``wide`` case below: it writes 5,610 bytes per PDP (5.07 MB for
+#: 903 PDPs) and this bound is 10% above it.  The issue's 60-feature case (1,830 PDPs, at most 10 MB) is measured
+#: by benchmarks/bench_report.py (see docs/user-guide.md, "results.json").
+BYTES_PER_PDP = 6_200
+V1_FILE = Path(__file__).with_name("data") / "results_v1.json"
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +88,8 @@ def test_wide_results_json_is_small_and_has_no_ice(wide, tmp_path):
     text = wide.to_json(tmp_path / "results.json")
     size = len(text.encode())
     assert size < BYTES_PER_PDP * n_pdp, (size, BYTES_PER_PDP * n_pdp)
-    d = json.loads(text)
+    assert json.loads(text)["schema"] == "autopdp.Audit/2"
+    d = read_results(text)
     assert not _has_ice_array(d)
     assert all(r["ice_kept"] for r in d["results"] if len(r["features"]) == 1)
     assert d["ice"]["file"] is None and d["ice"]["curves"] > 0
@@ -95,7 +103,7 @@ def test_wide_results_json_is_small_and_has_no_ice(wide, tmp_path):
     r = wide.results_2d[0]
     loaded = next(x for x in d["results"] if tuple(x["features"]) == r.features)
     np.testing.assert_array_equal(np.asarray(loaded["average"], dtype=float), r.average)
-    np.testing.assert_allclose(np.asarray(loaded["std"], dtype=float), r.std, rtol=5e-6)  # SPREAD_DIGITS = 6
+    np.testing.assert_allclose(np.asarray(loaded["std"], dtype=float), r.std, rtol=5e-4)  # SPREAD_DIGITS = 4
 
 
 def test_every_selected_item_carries_the_reports_sentence(wide):
@@ -112,7 +120,7 @@ def test_round_trip_without_and_with_the_ice_sidecar(small, tmp_path):
     path = tmp_path / "results.json"
     small.to_json(path, ice=True)
     assert (tmp_path / "ice.parquet").is_file()
-    d = json.loads(path.read_text())
+    d = read_results(path)
     assert d["ice"]["file"] == "ice.parquet" and not _has_ice_array(d)
 
     bare = Audit.from_json(path)
@@ -132,15 +140,16 @@ def test_round_trip_without_and_with_the_ice_sidecar(small, tmp_path):
         if before.ice_rows is not None:
             np.testing.assert_array_equal(after.ice_rows, before.ice_rows)
     # the loaded audit writes the same JSON again
-    assert json.loads(full.to_json(ice_file="ice.parquet")) == {**d}
+    assert json.loads(full.to_json(ice_file="ice.parquet")) == json.loads(path.read_text())
     # scores, evidence and selection are the same objects' values
     pd.testing.assert_frame_equal(full.scores, small.scores)
     assert [s.features for s in full.selection] == [s.features for s in small.selection]
 
 
 def test_old_results_json_with_ice_inside_still_loads(small):
-    d = small.to_dict()
-    for res, r in zip(d["results"], small.results):  # as written before the sidecar
+    d = read_results(small.to_dict())  # the record layout, as written before the sidecar
+    d["schema"] = "autopdp.Audit/1"
+    for res, r in zip(d["results"], small.results):
         res["individual"] = None if r.individual is None else r.individual.tolist()
         res.pop("ice_kept")
     d.pop("ice")
@@ -174,7 +183,7 @@ def test_ice_sidecar_only_with_the_flag_and_listed_in_the_manifest(files, tmp_pa
     assert set(manifest["files"]) == {"results.json", "ice.parquet"}
     for name, sha in manifest["files"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == sha, name
-    d = json.loads((out / "results.json").read_text())
+    d = read_results(out / "results.json")
     assert d["ice"]["file"] == "ice.parquet" and not _has_ice_array(d)
     curves = read_ice(out / "ice.parquet")
     assert {f for (_, f) in curves} == {("a",), ("b",), ("c",)}
@@ -192,14 +201,13 @@ def test_ice_sidecar_only_with_the_flag_and_listed_in_the_manifest(files, tmp_pa
 
 def test_stderr_is_one_factor_per_pd_and_loads_back_to_the_digits_kept(wide):
     d = wide.to_dict()
-    assert all("stderr" not in r and r["stderr_factor"] > 0 for r in d["results"])
+    assert all("stderr" not in r and r["stderr_factor"] > 0 for r in read_results(d)["results"])
     loaded = Audit.from_json(json.dumps(d))
     for before, after in zip(wide.results, loaded.results):
         np.testing.assert_array_equal(np.isnan(after.stderr), np.isnan(before.stderr))
         ok = np.isfinite(before.stderr)
-        # std keeps 6 significant digits: half a unit of the 6th digit is at most 5e-6 relative, as the stderr
-        # array written before kept it
-        np.testing.assert_allclose(after.stderr[ok], before.stderr[ok], rtol=5e-6, atol=0)
+        # std keeps 4 significant digits: half a unit of the 4th digit is at most 5e-4 relative
+        np.testing.assert_allclose(after.stderr[ok], before.stderr[ok], rtol=5e-4, atol=0)
 
 
 def test_a_pd_whose_stderr_is_not_one_factor_keeps_its_array(small):
@@ -226,8 +234,9 @@ def test_a_pd_whose_stderr_is_not_one_factor_keeps_its_array(small):
     # through the audit: the odd PD keeps its array, the others their factor, and the file reads back
     audit = dataclasses.replace(small, results=(dataclasses.replace(r, stderr=wrong), *small.results[1:]))
     d = audit.to_dict()
-    assert "stderr" in d["results"][0] and all("stderr_factor" in x for x in d["results"][1:])
-    np.testing.assert_allclose(Audit.from_json(json.dumps(d)).results[0].stderr, wrong, rtol=5e-6)
+    expanded = read_results(d)
+    assert "stderr" in expanded["results"][0] and all("stderr_factor" in x for x in expanded["results"][1:])
+    np.testing.assert_allclose(Audit.from_json(json.dumps(d)).results[0].stderr, wrong, rtol=5e-4)
 
 
 def _evidence_dicts(audit):
@@ -238,11 +247,13 @@ def test_evidence_loads_back_field_by_field(wide):
     d = wide.to_dict()
     meta = d["evidence_meta"]
     assert set(meta) == set(wide.evidence)
-    items = [e for v in d["evidence"].values() for e in v]
-    # null and statistic once per criterion; why left off not-material 2D items whose sentence why_sentence rebuilds
-    assert sum("statistic" in e or "null" in e for e in items) < len(items) / 10
-    assert any("why" not in e for e in items)
-    assert all(len(e["features"]) == 2 and not e["material"] for e in items if "why" not in e)
+    items = [e for v in read_results(d)["evidence"].values() for e in v]
+    # null and statistic once per criterion (null in the items); why null where why_sentence rebuilds it word for
+    # word from the item's fields, written out where it holds a reason the fields do not
+    assert sum(e["statistic"] is not None or e["null"] is not None for e in items) < len(items) / 10
+    rebuilt = [e for e in items if e["why"] is None]
+    assert rebuilt and any(e["material"] for e in rebuilt) and any(not e["material"] for e in rebuilt)
+    assert any(e["why"] is not None for e in items)
     loaded = Audit.from_json(json.dumps(d))
     before, after = _evidence_dicts(wide), _evidence_dicts(loaded)
     assert list(after) == list(before)
@@ -260,7 +271,67 @@ def test_evidence_items_that_differ_keep_their_own_fields(small):
     evidence[crit][feats] = odd
     audit = dataclasses.replace(small, evidence=evidence)
     d = audit.to_dict()
-    item = next(e for e in d["evidence"][crit] if tuple(e["features"]) == feats)
+    item = next(e for e in read_results(d)["evidence"][crit] if tuple(e["features"]) == feats)
     assert item["statistic"] == "another statistic" and item["null"] == "another null"
     assert item["why"] == odd.why
     assert _evidence_dicts(Audit.from_json(json.dumps(d))) == _evidence_dicts(audit)
+
+
+def test_records_are_column_tables_written_once(wide):
+    """Scores, verdicts, evidence and PDs are column tables: a field equal across a table is written once
+    (the PD's schema and method, a criterion's test), each feature's grid once, and one row per line."""
+    text = wide.to_json()
+    d = json.loads(text)
+    one_d, two_d = d["results"]  # one table for the 1D PDs, one for the 2D PDs
+    assert len(one_d["rows"]) == 42 and len(two_d["rows"]) == 861
+    assert {"schema", "method", "targets", "ice_rows", "kinds"} <= set(two_d["same"])
+    assert "average" in two_d["columns"] and "grid" not in two_d["columns"]
+    # each distinct grid once, and every PD's grid_index points at its own grid
+    assert all(len(gs) == len({json.dumps(g) for g in gs}) for gs in d["grids"].values())
+    by_features = {tuple(r["features"]): r for r in read_results(d)["results"]}
+    for r in (wide.results_1d[0], wide.results_2d[-1]):
+        for axis, grid in enumerate(r.grid):
+            np.testing.assert_array_equal(np.asarray(by_features[r.features]["grid"][axis], dtype=float), grid)
+    importance = d["evidence"]["importance"]
+    assert len(importance) == 1 and "test" in importance[0]["same"]
+    assert set(d["utility_scores"]) == {u for by in wide.utility_scores.values() for u in by}
+    # one row per line
+    lines = text.splitlines()
+    first = json.dumps(two_d["rows"][0], separators=(",", ":"))
+    assert sum(line.strip().rstrip(",") == first for line in lines) == 1
+
+
+def test_tables_read_back_into_the_same_records_in_order():
+    items = [
+        {"features": ["a"], "value": 1.0, "reason": "", "details": {"axis": "a", "relative": 0.5}},
+        {"features": ["b"], "value": None, "reason": "n/a", "details": {}},
+        {"features": ["c"], "value": 2.5, "reason": "", "details": {"axis": "c", "relative": 0.25}},
+        {"features": ["d"], "value": 3.0, "reason": "", "details": {"axis": "d", "relative": 0.25, "x.y": [1, 2]}},
+        {"features": ["e"], "value": 3.0, "reason": "", "details": {"axis": "e", "relative": 0.25, "x.y": [1, 2]}},
+        {"features": ["a", "b"], "value": 4.0, "reason": "", "details": {"axis": "a", "relative": 0.25, "x.y": [1, 2]}},
+    ]
+    out = tables(items, split=lambda r: len(r["features"]))
+    assert [len(t["rows"]) for t in out] == [1, 1, 1, 2, 1]  # a new table where the fields or the split change
+    assert out[3]["same"] == {"value": 3.0, "reason": "", "details.relative": 0.25, "details.x.y": [1, 2]}
+    assert out[3]["columns"] == ["features", "details.axis"]
+    assert records(out) == items
+    assert records(json.loads(json.dumps(out))) == items
+    with pytest.raises(ValueError, match="2 values for 3 columns"):
+        records([{"same": {}, "columns": ["a", "b", "c"], "rows": [[1, 2]]}])
+
+
+def test_a_results_json_of_the_record_layout_still_loads():
+    """``tests/data/results_v1.json`` was written by the version before the column tables (schema
+    ``autopdp.Audit/1``, one record per item) from the ``small`` audit: it loads, reads the same through
+    ``read_results``, and writes the new layout that loads back into the same report."""
+    raw = json.loads(V1_FILE.read_text())
+    assert raw["schema"] == "autopdp.Audit/1"
+    old = Audit.from_json(V1_FILE)
+    assert len(old.results) == len(raw["results"]) == 4 + 6 and set(old.comparisons) == {"logit"}
+    r = raw["results"][0]
+    np.testing.assert_array_equal(old.pd(tuple(r["features"])).average, np.asarray(r["average"], dtype=float))
+    assert read_results(V1_FILE) == raw
+    assert [s["sentence"] for s in raw["selection"]] == [s["sentence"] for s in old.to_dict()["selection"]]
+    new = Audit.from_json(old.to_json())
+    assert _text(new.to_html()) == _text(old.to_html())
+    assert json.loads(new.to_json()) == json.loads(old.to_json())

@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OrdinalEncoder
 from sklearn.compose import make_column_transformer
 
-from autopdp import AuditConfig, audit, gate
+from autopdp import AuditConfig, audit, gate, read_results
 from autopdp.cli import main
 
 ONE_D = AuditConfig(pairs=False, grid_resolution=7, utilities=("monotonicity", "incidence", "slope"))
@@ -80,7 +80,7 @@ def test_cli_weights_column_is_not_a_feature(files, tmp_path, capsys, weighted):
     assert data["metadata"]["data"]["feature_names"] == ["a", "b"]
     assert data["metadata"]["provenance"]["sample_weight"] == "wt"
     api = audit(model, X, y, sample_weight=w, config=AuditConfig.from_toml(files / "cfg.toml"))
-    got = [r for r in data["results"] if r["features"] == ["a"]][0]
+    got = [r for r in read_results(data)["results"] if r["features"] == ["a"]][0]
     np.testing.assert_allclose(np.asarray(got["average"], dtype=float), api.pd("a").average, rtol=0, atol=1e-12)
     code, _, err = run(capsys, "report", "--model", files / "model.skops", "--data", files / "data.csv", "--target",
                        "label", "--weights", "wgt", "--out", tmp_path)

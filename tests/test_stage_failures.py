@@ -188,6 +188,6 @@ def test_stratpd_without_enough_rows_is_an_expected_na_not_a_failure():
     assert np.asarray(autopdp.stratpd(X, y.to_numpy(), "a").x).size == 0  # the premise
     a = audit(LinearRegression().fit(X, y), X, y, config=CFG)
     assert a.stage_failures == ()
-    reasons = [v["reason"] for v in a.to_dict()["utility_scores"]
+    reasons = [v["reason"] for v in autopdp.read_results(a.to_dict())["utility_scores"]
                if v["utility"] == "stratpd" and len(v["features"]) == 1]
     assert len(reasons) == 2 and all("5 slopes StratPD needs" in r for r in reasons), reasons

@@ -276,7 +276,7 @@ def test_audit_scores_table_shape_and_json(U, tmp_path):
     import json
 
     data = json.loads(path.read_text())
-    assert data["schema"] == "autopdp.Audit/1" and len(data["results"]) == 10
+    assert data["schema"] == "autopdp.Audit/2" and len(autopdp.read_results(data)["results"]) == 10
     with pytest.raises(ValueError, match="Unknown score 'nope'"):
         a.ranking("nope")
 

@@ -22,11 +22,12 @@ def _readonly(a):
     return a
 
 
-def _to_jsonable(a, digits: int | None = None) -> object:
+def _to_jsonable(a, digits: int | None = None, *, whole: bool = False) -> object:
     """numpy array / scalar -> nested lists with NaN and inf as None.
 
     ``digits``: keep this many significant digits of a float array (its JSON text then
     has at most that many), for numbers whose own sampling error is far larger.
+    ``whole``: write a float array's whole numbers as integers (``0``, not ``0.0``: the same JSON number).
     """
     arr = np.asarray(a)
     if arr.dtype == object:
@@ -35,6 +36,9 @@ def _to_jsonable(a, digits: int | None = None) -> object:
         if digits is not None:
             arr = _significant(arr, digits)
         obj = arr.astype(object)
+        if whole:
+            ints = np.isfinite(arr) & (arr == np.round(arr)) & (np.abs(arr) < 2.0 ** 53)
+            obj[ints] = arr[ints].astype(np.int64).tolist()
         obj[~np.isfinite(arr)] = None
         return obj.tolist()
     return arr.tolist()

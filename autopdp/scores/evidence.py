@@ -175,6 +175,42 @@ def why_sentence(e: Evidence, adjusted: float, significant: bool, config, *, rea
             f"(p = {_p(e.p_value)}, {label}-adjusted {_p(adjusted)} <= {config.significance:g}{noise}{test}).")
 
 
+_PAIR_UNTESTED = "one feature's importance could not be tested"
+_SURROGATE_NOT_MATERIAL = "one of the two features' surrogate importances is below the threshold."
+
+
+def _pair_importance_reason(failing) -> str:
+    """Why a pair's importance is not material: each ``(feature, importance, threshold)`` below its threshold."""
+    return "; ".join(f"{f}'s importance {_num(v)} is below the threshold {_num(t)}" for f, v, t in failing) \
+        + ("." if failing else "")
+
+
+def _intersection_why(passed: list) -> str:
+    """The intersection decision of a pair found under the criteria ``passed``."""
+    if len(passed) >= 2:
+        return f"a finding under {len(passed)} criteria at once ({', '.join(passed)})."
+    return (f"a finding under {len(passed)} criteria" + (f" ({', '.join(passed)})" if passed else "")
+            + "; intersection needs at least two.")
+
+
+def rebuilt_why(e: Evidence, config) -> str:
+    """``e``'s ``why`` worded again from the item's own fields, as :func:`assess` words it where those fields
+    hold every fact the sentence states (a reader compares it with the stored ``why`` before relying on it:
+    results.json leaves ``why`` out only where this gives it word for word)."""
+    if e.criterion == "intersection":
+        return _intersection_why(list(e.details.get("criteria", [])))
+    reason = ""
+    if e.criterion == "importance" and len(e.features) == 2:
+        if not e.material:
+            imp = e.details.get("importance", {})
+            reason = _pair_importance_reason([(f, v, e.threshold) for f, v in imp.items() if not v >= e.threshold])
+        elif not np.isfinite(e.p_value):
+            reason = _PAIR_UNTESTED
+    elif e.criterion == "surrogate_importance" and not e.material:
+        reason = _SURROGATE_NOT_MATERIAL
+    return why_sentence(e, e.adjusted_p, e.significant, config, reason=reason)
+
+
 def _item(criterion, features, value, threshold, *, p=np.nan, noise=np.nan, test="", statistic="", draws=0,
           kind="", details=None, material=None, reason=""):
     """An undecided Evidence (``significant`` False, ``why`` holding the reason until :func:`_finish`)."""
@@ -635,13 +671,11 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
         if ea is not None and eb is not None:
             value = float(two_importance.get(r.features, np.nan))
             material = ea.material and eb.material
-            failing = [e for e in (ea, eb) if not e.material]
-            reason = "; ".join(f"{e.features[0]}'s importance {_num(e.value)} is below the threshold {_num(e.threshold)}"
-                               for e in failing) + ("." if failing else "")
+            reason = _pair_importance_reason([(e.features[0], e.value, e.threshold) for e in (ea, eb) if not e.material])
             if material:
                 p = np.nan if not (np.isfinite(ea.p_value) and np.isfinite(eb.p_value)) else max(ea.p_value, eb.p_value)
                 if not np.isfinite(p):
-                    reason = "one feature's importance could not be tested"
+                    reason = _PAIR_UNTESTED
             else:
                 p = 1.0
             crit["importance"][r.features] = _item(
@@ -654,7 +688,7 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
                 sb = float(surrogate.importance.get(b, np.nan))
                 thr = max(ea.threshold, eb.threshold)
                 smat = bool(np.isfinite(sa) and np.isfinite(sb) and min(sa, sb) >= thr)
-                sreason = "" if smat else "one of the two features' surrogate importances is below the threshold."
+                sreason = "" if smat else _SURROGATE_NOT_MATERIAL
                 crit["surrogate_importance"][r.features] = _item(
                     "surrogate_importance", r.features, float(np.sqrt(sa * sb)), thr, p=p if smat else 1.0,
                     material=smat, statistic="pair importance to the additive surrogate",
@@ -700,9 +734,7 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
                 passed.remove("surrogate_importance")  # two readings of one fact: both features matter
             value = float(two_intersection.get(r.features, np.nan))
             ok = len(passed) >= 2
-            why = (f"a finding under {len(passed)} criteria at once ({', '.join(passed)})." if ok else
-                   f"a finding under {len(passed)} criteria" + (f" ({', '.join(passed)})" if passed else "")
-                   + "; intersection needs at least two.")
+            why = _intersection_why(passed)
             inter[r.features] = Evidence("intersection", r.features, value, np.nan, np.nan, np.nan, 2.0, ok, ok, why,
                                          test="count of the other criteria's findings", statistic="criteria passed",
                                          details={"criteria": passed})

@@ -1,0 +1,8 @@
+"""``python -m autopdp``: the same command line as ``autopdp`` (for environments without the script on PATH)."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
