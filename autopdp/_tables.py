@@ -32,6 +32,30 @@ def _flat(record: Mapping, nested: Iterable[str]) -> dict:
     return out
 
 
+def _same_in_every_row(run: list, key: str) -> bool:
+    """Every record of ``run`` holds the same JSON value under ``key`` (``True`` is not ``1``; ``1`` and ``1.0``
+    are the same number; lists and dicts equal by ``==`` are confirmed on their JSON text)."""
+    first = run[0][key]
+    if isinstance(first, (list, dict)):
+        text = None
+        for r in run[1:]:
+            v = r[key]
+            if v != first:
+                return False
+            if text is None:
+                text = json.dumps(first, sort_keys=True)
+            if json.dumps(v, sort_keys=True) != text:
+                return False
+        return True
+    kind = type(first)
+    strict = isinstance(first, (bool, str)) or first is None
+    for r in run[1:]:
+        v = r[key]
+        if v != first or isinstance(v, (list, dict)) or ((strict or isinstance(v, bool)) and type(v) is not kind):
+            return False
+    return True
+
+
 def tables(items: Iterable[Mapping], nested: Iterable[str] = NESTED, split: Callable | None = None) -> list[dict]:
     """``items`` (JSON-ready records) as column tables: one table per run of records with the same fields
     (and the same ``split(record)``, when given: e.g. 1D and 2D PDs apart, so each has its own ``same``)."""
@@ -50,8 +74,7 @@ def tables(items: Iterable[Mapping], nested: Iterable[str] = NESTED, split: Call
     for run in runs:
         keys = list(run[0])
         if len(run) > 1:
-            first = {k: json.dumps(run[0][k], sort_keys=True) for k in keys}
-            same_keys = [k for k in keys if all(json.dumps(r[k], sort_keys=True) == first[k] for r in run[1:])]
+            same_keys = [k for k in keys if _same_in_every_row(run, k)]
         else:
             same_keys = []
         columns = [k for k in keys if k not in same_keys]

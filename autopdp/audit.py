@@ -7,6 +7,7 @@ Each PD is computed once and shared by every utility.  The result, an
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import itertools
 import json
 import time
@@ -127,7 +128,12 @@ class Audit:
     @property
     def selection(self) -> list[SelectedPDP]:
         """The curated list: ``top_k`` per utility and per 2D criterion, merged."""
-        return curate(self.scores, self._ranking_orders(), self.config.top_k, evidence=self.evidence or None)
+        return list(self._curated)
+
+    @functools.cached_property
+    def _curated(self) -> tuple:
+        """:attr:`selection`, curated once per audit (the report asks for it from several places)."""
+        return tuple(curate(self.scores, self._ranking_orders(), self.config.top_k, evidence=self.evidence or None))
 
     def findings(self, criterion: str) -> list:
         """Every PDP's :class:`~autopdp.scores.significance.Evidence` under ``criterion``, best score first.
@@ -190,12 +196,11 @@ class Audit:
         ``stderr`` keep :data:`SPREAD_DIGITS` significant digits; PD averages, grids and scores are exact.
         ``ice_file``: the sidecar's file name written beside (recorded under ``ice``).
         """
-        scores = []
-        for _, row in self.scores.iterrows():
-            d = {"features": list(row["features"]), "kind": row["kind"]}
-            for col in score_columns(self.scores):
-                d[col] = _scalar(float(row[col])) if pd.notna(row[col]) else None
-            scores.append(d)
+        columns = score_columns(self.scores)
+        values = [self.scores[c].to_numpy(dtype=float) for c in columns]
+        scores = [{"features": list(f), "kind": k,
+                   **{c: None if np.isnan(v[i]) else _scalar(float(v[i])) for c, v in zip(columns, values)}}
+                  for i, (f, k) in enumerate(zip(self.scores["features"], self.scores["kind"]))]
         verdicts: dict[str, list] = {}
         for feats, by_id in self.utility_scores.items():
             two_d = len(feats) == 2
@@ -605,11 +610,10 @@ def _table_from(rows: list, names, targets: list) -> pd.DataFrame:
 def _table(df: pd.DataFrame) -> list:
     if df.empty:
         return []
-    out = []
-    for idx, row in df.iterrows():
-        key = list(idx) if isinstance(idx, tuple) else idx
-        out.append({"features": key, **{str(c): _scalar(float(v)) for c, v in row.items()}})
-    return out
+    names = [str(c) for c in df.columns]
+    values = df.to_numpy(dtype=float)
+    return [{"features": list(idx) if isinstance(idx, tuple) else idx,
+             **{c: _scalar(float(v)) for c, v in zip(names, row)}} for idx, row in zip(df.index, values)]
 
 
 def _plain(obj):
