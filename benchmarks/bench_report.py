@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import time
 
 import numpy as np
@@ -139,10 +140,12 @@ def _through_the_cli(model, X, y, config, t_audit: float) -> None:
 
         pages = len(PdfReader(out / "report.pdf").pages)
         html = (out / "report.html").read_text(encoding="utf-8")
+        pdps = set(re.findall(r'data-pdp="([^"]+)"', html))
+        figures_1d = {f for f in re.findall(r'data-pdp-figure="([^"]+)"', html) if "|" not in f}
         print(f"through the CLI ({what}, default formats): {t_cli:.1f} s end to end = "
               f"{t_cli / t_audit:.2f}x the audit alone above; PDF {pages} pages; results.json "
-              f"{_mb((out / 'results.json').stat().st_size)}; report.html {_mb(len(html.encode()))} with "
-              f"{html.count('data-pdp=')} data-pdp rows and {html.count('data-pdp-figure=')} 1D figures")
+              f"{_mb((out / 'results.json').stat().st_size)}; report.html {_mb(len(html.encode()))}: "
+              f"{len(pdps)} PDPs findable by data-pdp, {len(figures_1d)} 1D figures")
 
 
 def main():

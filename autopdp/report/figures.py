@@ -134,8 +134,8 @@ def _draw_distribution(ax, result, distribution):
     if distribution["kind"] == "numeric" and result.kinds[0] == "numeric":
         edges = np.asarray(distribution["edges"], dtype=float)
         counts = np.asarray(distribution["counts"], dtype=float)
-        tw.bar(edges[:-1], counts, width=np.diff(edges), align="edge", color=DATA_COLOR, alpha=0.45, linewidth=0,
-               label="data distribution")
+        # one filled step outline: the histogram's bars as a single artist (30 bar patches took a third of the figure)
+        tw.stairs(counts, edges, fill=True, color=DATA_COLOR, alpha=0.45, linewidth=0, label="data distribution")
     else:
         counts = np.asarray(result.counts, dtype=float)
         tw.bar(np.arange(len(counts)), counts, width=0.6, color=DATA_COLOR, alpha=0.45, linewidth=0, label="rows per level")
