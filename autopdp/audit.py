@@ -424,9 +424,9 @@ def _json_source(source) -> str:
 
 
 def read_results(source) -> dict:
-    """A results.json (a path, its text, or the dict of :meth:`Audit.to_dict`) as plain records: every column table expanded into one dict per
-    score row, verdict, evidence item and PD (each PD with its ``grid`` arrays), for scripts that read the
-    numbers without building an :class:`Audit` (:meth:`Audit.from_json` does).
+    """A results.json (a path, its text, or the dict of :meth:`Audit.to_dict`) as plain records: every column
+    table expanded into one dict per score row, verdict, evidence item and PD (each PD with its ``grid``
+    arrays), for scripts that read the numbers without building an :class:`Audit` (:meth:`Audit.from_json` does).
 
     ``scores``, ``results`` and ``utility_scores`` become lists of dicts (each verdict with its ``utility``),
     ``evidence`` and ``comparisons`` dicts of such lists; the other keys are as written.  Files of the
@@ -494,7 +494,8 @@ def _pd_record(result: PDResult, grids: dict) -> dict:
 
 
 def _as_records(d: dict) -> dict:
-    """A ``/2`` results.json (column tables) in the ``/1`` layout (one record per item) that :meth:`Audit.from_json` reads."""
+    """A ``/2`` results.json (column tables) in the ``/1`` layout (one record per item) that
+    :meth:`Audit.from_json` reads."""
     grids = d.get("grids", {})
 
     def pd_dict(rec: dict) -> dict:

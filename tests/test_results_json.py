@@ -335,3 +335,23 @@ def test_a_results_json_of_the_record_layout_still_loads():
     new = Audit.from_json(old.to_json())
     assert _text(new.to_html()) == _text(old.to_html())
     assert json.loads(new.to_json()) == json.loads(old.to_json())
+
+
+def test_a_rebuilt_why_reads_back_with_a_missing_importance(small):
+    """A pair's importance item whose feature importance is NaN (null in JSON) has its why rebuilt the same
+    on reading as when written (null is NaN on both sides)."""
+    from autopdp.scores.evidence import rebuilt_why
+
+    feats = next(f for f, e in small.evidence["importance"].items() if len(f) == 2)
+    item = small.evidence["importance"][feats]
+    odd = dataclasses.replace(item, material=False, significant=False, p_value=1.0, adjusted_p=1.0,
+                              details={"importance": {feats[0]: float("nan"), feats[1]: 0.5}})
+    odd = dataclasses.replace(odd, why=rebuilt_why(odd, small.config))
+    assert f"{feats[0]}'s importance" in odd.why
+    evidence = {c: dict(by) for c, by in small.evidence.items()}
+    evidence["importance"][feats] = odd
+    audit = dataclasses.replace(small, evidence=evidence)
+    d = audit.to_dict()
+    written = next(e for e in read_results(d)["evidence"]["importance"] if tuple(e["features"]) == feats)
+    assert written["why"] is None and written["details"]["importance"][feats[0]] is None
+    assert Audit.from_json(json.dumps(d)).evidence["importance"][feats].why == odd.why

@@ -202,7 +202,7 @@ def rebuilt_why(e: Evidence, config) -> str:
     reason = ""
     if e.criterion == "importance" and len(e.features) == 2:
         if not e.material:
-            imp = e.details.get("importance", {})
+            imp = {f: float("nan") if v is None else float(v) for f, v in e.details.get("importance", {}).items()}
             reason = _pair_importance_reason([(f, v, e.threshold) for f, v in imp.items() if not v >= e.threshold])
         elif not np.isfinite(e.p_value):
             reason = _PAIR_UNTESTED
