@@ -181,8 +181,21 @@ class Evidence:
             "threshold": num(self.threshold), "material": self.material, "significant": self.significant,
             "passed": self.passed, "untested": self.untested, "why": self.why, "test": self.test,
             "null": self.null, "statistic": self.statistic, "draws": int(self.draws), "kind": self.kind,
-            "details": {k: (num(v) if isinstance(v, (float, np.floating)) else v) for k, v in self.details.items()},
+            "details": _json_ready(self.details),
         }
+
+
+def _json_ready(v):
+    """``v`` with every non-finite float as None, nested dicts and lists included (JSON has no NaN)."""
+    if isinstance(v, dict):
+        return {k: _json_ready(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_json_ready(x) for x in (v.tolist() if isinstance(v, np.ndarray) else v)]
+    if isinstance(v, (float, np.floating)):
+        return float(v) if np.isfinite(v) else None
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
 
 
 # ------------------------------------------------------------------ the noise of a PD
