@@ -1,15 +1,15 @@
 """Lists of records as column tables, the layout results.json (schema ``autopdp.Audit/2``) stores them in.
 
-A list of records (dicts) is written as consecutive *tables*, one per run of records that have the
-same keys::
+A list of records (dicts) is written as *tables*, one per set of fields the records have::
 
     {"same": {"kind": "2d", ...}, "columns": ["features", "value", ...], "rows": [[...], [...], ...]}
 
 ``same`` holds the fields equal in every row of the table (written once), ``columns`` the others and
-``rows`` one list per record, in the records' order.  A field named in ``nested`` (a dict, such as a
-score's ``details``) is spread into ``"details.<key>"`` columns, so its keys are written once too.
-:func:`records` reads the tables back into the records, in order and field for field; in pandas,
-``pd.DataFrame(t["rows"], columns=t["columns"]).assign(**t["same"])`` gives one table.
+``rows`` one list per record.  Rows are in the records' order; where records of several tables
+interleave, each table also has ``at``, its rows' positions among the records.  A field named in
+``nested`` (a dict, such as a score's ``details``) is spread into ``"details.<key>"`` columns, so its
+keys are written once too.  :func:`records` reads the tables back into the records, in order and field
+for field (``autopdp.read_results`` does it for a whole results.json).
 """
 
 from __future__ import annotations
@@ -57,40 +57,42 @@ def _same_in_every_row(run: list, key: str) -> bool:
 
 
 def tables(items: Iterable[Mapping], nested: Iterable[str] = NESTED, split: Callable | None = None) -> list[dict]:
-    """``items`` (JSON-ready records) as column tables: one table per run of records with the same fields
-    (and the same ``split(record)``, when given: e.g. 1D and 2D PDs apart, so each has its own ``same``)."""
+    """``items`` (JSON-ready records) as column tables: one table per set of fields (and per ``split(record)``,
+    when given: e.g. 1D and 2D PDs apart, so each has its own ``same``), in the order each first appears.
+    Where the tables' rows, one table after another, are not the records' order, each table also has
+    ``at``: every row's position among the records."""
     nested = tuple(nested)
-    runs: list[list[dict]] = []
-    keys_of: list = []
-    for record in items:
+    groups: dict = {}
+    for position, record in enumerate(items):
         flat = _flat(record, nested)
-        key = (list(flat), None if split is None else split(record))
-        if runs and keys_of[-1] == key:
-            runs[-1].append(flat)
-        else:
-            runs.append([flat])
-            keys_of.append(key)
+        groups.setdefault((tuple(flat), None if split is None else split(record)), []).append((position, flat))
+    in_order = [p for g in groups.values() for p, _ in g] == list(range(sum(len(g) for g in groups.values())))
     out = []
-    for run in runs:
-        keys = list(run[0])
-        if len(run) > 1:
-            same_keys = [k for k in keys if _same_in_every_row(run, k)]
-        else:
-            same_keys = []
+    for (keys, _), group in groups.items():
+        run = [flat for _, flat in group]
+        same_keys = [k for k in keys if _same_in_every_row(run, k)] if len(run) > 1 else []
         columns = [k for k in keys if k not in same_keys]
-        out.append({"same": {k: run[0][k] for k in same_keys}, "columns": columns,
-                    "rows": [[r[k] for k in columns] for r in run]})
+        table = {"same": {k: run[0][k] for k in same_keys}, "columns": columns,
+                 "rows": [[r[k] for k in columns] for r in run]}
+        if not in_order:
+            table["at"] = [p for p, _ in group]
+        out.append(table)
     return out
 
 
 def records(table_list: Iterable[Mapping], nested: Iterable[str] = NESTED) -> list[dict]:
-    """The records of :func:`tables`' output, in order (each record's fields: ``same``'s, then ``columns``')."""
+    """The records of :func:`tables`' output, in their order (each record's fields: ``same``'s, then
+    ``columns'``).  Raises ValueError on a table that does not hold together (a row of the wrong length,
+    positions ``at`` that are not each record's once)."""
     nested = tuple(nested)
-    out = []
+    placed: list = []
     for t in table_list:
         same, columns = dict(t.get("same") or {}), list(t["columns"])
         order = [*same, *columns]
-        for row in t["rows"]:
+        at = t.get("at")
+        if at is not None and len(at) != len(t["rows"]):
+            raise ValueError(f"a table has {len(t['rows'])} rows and {len(at)} positions")
+        for i, row in enumerate(t["rows"]):
             if len(row) != len(columns):
                 raise ValueError(f"a row has {len(row)} values for {len(columns)} columns")
             flat = {**same, **dict(zip(columns, row))}
@@ -101,5 +103,11 @@ def records(table_list: Iterable[Mapping], nested: Iterable[str] = NESTED) -> li
                     record.setdefault(head, {})[inner] = flat[key]
                 else:
                     record[key] = flat[key]
-            out.append(record)
-    return out
+            placed.append((None if at is None else at[i], record))
+    if any(p is None for p, _ in placed):
+        if any(p is not None for p, _ in placed):
+            raise ValueError("some tables give their rows' positions ('at') and others do not")
+        return [r for _, r in placed]
+    if sorted(p for p, _ in placed) != list(range(len(placed))):
+        raise ValueError("the tables' positions ('at') are not each record's once")
+    return [r for _, r in sorted(placed, key=lambda x: x[0])]

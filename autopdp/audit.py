@@ -14,6 +14,7 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 import dataclasses
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -297,15 +298,16 @@ class Audit:
         Files written before the sidecar (ICE inside results.json) load with their curves.
         The rows' sample weights are not in JSON (``sample_weight`` is None).
         """
-        text = _json_source(source)
-        d = read_results(text)
-        results = [PDResult.from_dict(r) for r in d["results"]]
-        comparisons = {k: [PDResult.from_dict(r) for r in v] for k, v in d.get("comparisons", {}).items()}
+        d = read_results(source)
+        label = _source_label(source)
+        with _damaged(label):
+            results = [PDResult.from_dict(r) for r in d["results"]]
+            comparisons = {k: [PDResult.from_dict(r) for r in v] for k, v in d.get("comparisons", {}).items()}
         if ice is True:
             name = (d.get("ice") or {}).get("file")
             if not name:
                 raise InputError("this results.json names no ICE file; pass ice=PATH.")
-            if text is source:
+            if _is_json_text(source):
                 raise InputError("ice=True needs results.json given as a path; pass ice=PATH.")
             ice = Path(source).with_name(name) if not Path(name).is_absolute() else Path(name)
         if ice is not None and ice is not False:
@@ -319,6 +321,12 @@ class Audit:
 
             results = [with_ice("", r) for r in results]
             comparisons = {k: [with_ice(k, r) for r in v] for k, v in comparisons.items()}
+        with _damaged(label):
+            return cls._from_records(d, results, comparisons)
+
+    @classmethod
+    def _from_records(cls, d: dict, results: list, comparisons: dict) -> "Audit":
+        """The audit of :meth:`from_json` from the file's records (:func:`read_results`) and its PDs."""
         targets = list(results[0].targets) if results else []
         utility_scores: dict = {}
         for v in d["utility_scores"]:
@@ -413,14 +421,39 @@ class Audit:
         return f"Audit({n1} 1D + {n2} 2D PDPs, {len(self.selection)} selected, model={self.metadata.get('model', {}).get('name')!r})"
 
 
+def _is_json_text(source) -> bool:
+    return isinstance(source, str) and source.lstrip("\ufeff \t\r\n").startswith("{")
+
+
+def _source_label(source) -> str:
+    """How an error names ``source``: the file's path, or "the results.json text"."""
+    if isinstance(source, Mapping):
+        return "the results.json dict"
+    return "the results.json text" if _is_json_text(source) else repr(str(source))
+
+
 def _json_source(source) -> str:
-    """The JSON text of ``source``: the text itself, or the file at that path."""
-    if isinstance(source, str) and source.lstrip().startswith("{"):
-        return source
+    """The JSON text of ``source``: the text itself, or the file at that path (a UTF-8 byte-order mark dropped)."""
+    if _is_json_text(source):
+        return source.lstrip("\ufeff")
     try:
-        return Path(source).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {str(source)!r}: {exc.strerror or exc}") from None
+        return Path(source).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise InputError(f"cannot read {str(source)!r}: {reason}") from None
+
+
+@contextmanager
+def _damaged(label: str):
+    """A results.json whose structure is not what autopdp writes: one InputError naming the file."""
+    try:
+        yield
+    except InputError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        what = f"no {exc.args[0]!r} where one is expected" if isinstance(exc, KeyError) and exc.args else str(exc)
+        raise InputError(f"{label} is not a complete autopdp results.json ({what[:200]}); write it again with "
+                         "autopdp (the CLI or Audit.to_json).") from None
 
 
 def read_results(source) -> dict:
@@ -429,20 +462,34 @@ def read_results(source) -> dict:
     arrays), for scripts that read the numbers without building an :class:`Audit` (:meth:`Audit.from_json` does).
 
     ``scores``, ``results`` and ``utility_scores`` become lists of dicts (each verdict with its ``utility``),
-    ``evidence`` and ``comparisons`` dicts of such lists; the other keys are as written.  Files of the
-    earlier one-record-per-item layout (schema ``autopdp.Audit/1``) read the same.
+    ``evidence`` and ``comparisons`` dicts of such lists; every evidence item is whole (its ``why``, ``null``
+    and ``statistic`` filled in where the file leaves them null); the other keys are as written.  Files of
+    the earlier one-record-per-item layout (schema ``autopdp.Audit/1``) read the same.
+    ``pandas.DataFrame(read_results(path)["scores"])`` is the scores table.
     """
+    label = _source_label(source)
     if isinstance(source, Mapping):
         d = dict(source)
     else:
         try:
             d = json.loads(_json_source(source))
         except json.JSONDecodeError as exc:
-            raise InputError(f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+            raise InputError(f"{label} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
     schema = d.get("schema") if isinstance(d, dict) else None
     if schema not in (JSON_SCHEMA, *OLD_JSON_SCHEMAS):
-        raise InputError(f"not an autopdp audit (schema {schema!r}, expected {JSON_SCHEMA!r}).")
-    return _as_records(d) if schema == JSON_SCHEMA else d
+        raise InputError(f"{label} is not an autopdp audit (schema {schema!r}, expected {JSON_SCHEMA!r}).")
+    with _damaged(label):
+        return _complete_evidence(_as_records(d) if schema == JSON_SCHEMA else dict(d))
+
+
+def _complete_evidence(d: dict) -> dict:
+    """``d`` with every evidence item whole: the ``why``, ``null`` and ``statistic`` the file leaves null
+    (rebuilt word for word, or the criterion's ``evidence_meta``) filled in, as :meth:`Evidence.to_dict` gives."""
+    config = AuditConfig.from_dict(d["config"])
+    meta = d.get("evidence_meta") or {}
+    d["evidence"] = {c: [_evidence_from(e, meta.get(c, {}), config).to_dict() for e in items]
+                     for c, items in d["evidence"].items()}
+    return d
 
 
 def _json_text(d: dict) -> str:
@@ -458,7 +505,9 @@ def _dumps(obj, level: int) -> str:
     pad, close = " " * (level + 1), " " * level
     if _is_table(obj):  # one row per line
         rows = ",\n".join(pad + " " + one(r) for r in obj["rows"])
-        return (f'{{"same":{one(obj["same"])},"columns":{one(obj["columns"])},"rows":[\n' + rows + "\n" + pad + "]}")
+        at = f',"at":{one(obj["at"])}' if "at" in obj else ""
+        return (f'{{"same":{one(obj["same"])},"columns":{one(obj["columns"])}{at},"rows":[\n' + rows + "\n" + pad
+                + "]}")
     if isinstance(obj, list) and obj and level < 4 and all(isinstance(v, (dict, str)) for v in obj):
         return "[\n" + ",\n".join(pad + (_dumps(v, level + 1) if _is_table(v) else one(v)) for v in obj) \
             + "\n" + close + "]"
@@ -476,7 +525,7 @@ def _ndim(record: Mapping) -> int:
 
 
 def _is_table(obj) -> bool:
-    return isinstance(obj, dict) and set(obj) == {"same", "columns", "rows"}
+    return isinstance(obj, dict) and {"same", "columns", "rows"} <= set(obj) <= {"same", "columns", "rows", "at"}
 
 
 def _pd_record(result: PDResult, grids: dict) -> dict:

@@ -247,13 +247,18 @@ def test_evidence_loads_back_field_by_field(wide):
     d = wide.to_dict()
     meta = d["evidence_meta"]
     assert set(meta) == set(wide.evidence)
-    items = [e for v in read_results(d)["evidence"].values() for e in v]
-    # null and statistic once per criterion (null in the items); why null where why_sentence rebuilds it word for
-    # word from the item's fields, written out where it holds a reason the fields do not
+    items = [e for v in d["evidence"].values() for e in records(v)]  # as written
+    # null and statistic once per criterion (null in the items); why null where rebuilt_why words it again,
+    # word for word, from the item's fields, written out where it holds a reason the fields do not
     assert sum(e["statistic"] is not None or e["null"] is not None for e in items) < len(items) / 10
     rebuilt = [e for e in items if e["why"] is None]
     assert rebuilt and any(e["material"] for e in rebuilt) and any(not e["material"] for e in rebuilt)
     assert any(e["why"] is not None for e in items)
+    # read_results fills every item in: the why, null and statistic of the audit's own Evidence
+    whole = {(c, tuple(e["features"])): e for c, v in read_results(d)["evidence"].items() for e in v}
+    for c, by in wide.evidence.items():
+        for f, e in by.items():
+            assert whole[(c, f)] == e.to_dict(), (c, f)
     loaded = Audit.from_json(json.dumps(d))
     before, after = _evidence_dicts(wide), _evidence_dicts(loaded)
     assert list(after) == list(before)
@@ -311,13 +316,20 @@ def test_tables_read_back_into_the_same_records_in_order():
         {"features": ["a", "b"], "value": 4.0, "reason": "", "details": {"axis": "a", "relative": 0.25, "x.y": [1, 2]}},
     ]
     out = tables(items, split=lambda r: len(r["features"]))
-    assert [len(t["rows"]) for t in out] == [1, 1, 1, 2, 1]  # a new table where the fields or the split change
-    assert out[3]["same"] == {"value": 3.0, "reason": "", "details.relative": 0.25, "details.x.y": [1, 2]}
-    assert out[3]["columns"] == ["features", "details.axis"]
+    # one table per set of fields and split, each where it first appears; interleaved, so rows say where they go
+    assert [len(t["rows"]) for t in out] == [2, 1, 2, 1]
+    assert [t["at"] for t in out] == [[0, 2], [1], [3, 4], [5]]
+    assert out[2]["same"] == {"value": 3.0, "reason": "", "details.relative": 0.25, "details.x.y": [1, 2]}
+    assert out[2]["columns"] == ["features", "details.axis"]
     assert records(out) == items
     assert records(json.loads(json.dumps(out))) == items
+    # records already grouped: no positions
+    ordered = tables([items[0], items[2], items[1]])
+    assert all("at" not in t for t in ordered) and records(ordered) == [items[0], items[2], items[1]]
     with pytest.raises(ValueError, match="2 values for 3 columns"):
         records([{"same": {}, "columns": ["a", "b", "c"], "rows": [[1, 2]]}])
+    with pytest.raises(ValueError, match="each record's once"):
+        records([{**out[0], "at": [0, 0]}, *out[1:]])
 
 
 def test_a_results_json_of_the_record_layout_still_loads():
@@ -330,7 +342,11 @@ def test_a_results_json_of_the_record_layout_still_loads():
     assert len(old.results) == len(raw["results"]) == 4 + 6 and set(old.comparisons) == {"logit"}
     r = raw["results"][0]
     np.testing.assert_array_equal(old.pd(tuple(r["features"])).average, np.asarray(r["average"], dtype=float))
-    assert read_results(V1_FILE) == raw
+    expanded = read_results(V1_FILE)
+    assert {k: v for k, v in expanded.items() if k != "evidence"} == {k: v for k, v in raw.items() if k != "evidence"}
+    for c, items in raw["evidence"].items():  # each item as written, with what it left out filled in
+        for written, whole in zip(items, expanded["evidence"][c], strict=True):
+            assert {k: whole[k] for k in written} == written and whole["why"] and "null" in whole
     assert [s["sentence"] for s in raw["selection"]] == [s["sentence"] for s in old.to_dict()["selection"]]
     new = Audit.from_json(old.to_json())
     assert _text(new.to_html()) == _text(old.to_html())
@@ -352,6 +368,36 @@ def test_a_rebuilt_why_reads_back_with_a_missing_importance(small):
     evidence["importance"][feats] = odd
     audit = dataclasses.replace(small, evidence=evidence)
     text = audit.to_json()  # NaN inside a nested detail is null, not an error
-    written = next(e for e in read_results(text)["evidence"]["importance"] if tuple(e["features"]) == feats)
+    written = next(e for e in records(json.loads(text)["evidence"]["importance"]) if tuple(e["features"]) == feats)
     assert written["why"] is None and written["details"]["importance"][feats[0]] is None
     assert Audit.from_json(text).evidence["importance"][feats].why == odd.why
+
+
+def test_damaged_or_odd_files_give_one_clear_error(small, tmp_path):
+    """A file that is not what autopdp writes is one InputError naming the file, never a bare KeyError; a
+    UTF-8 byte-order mark is read past."""
+    text = small.to_json()
+    good = tmp_path / "bom.json"
+    good.write_text("\ufeff" + text, encoding="utf-8")
+    assert _text(Audit.from_json(good).to_html()) == _text(small.to_html())
+    for name, content, message in [
+        ("empty.json", "", "is not JSON"),
+        ("list.json", "[1, 2]", "is not an autopdp audit"),
+        ("null.json", "null", "is not an autopdp audit"),
+        ("truncated.json", text[: len(text) // 2], "is not JSON"),
+        ("no-results.json", json.dumps({k: v for k, v in json.loads(text).items() if k != "results"}),
+         "no 'results' where one is expected"),
+        ("scores.json", json.dumps({**json.loads(text), "scores": {"a": 1}}), "not a complete autopdp results.json"),
+    ]:
+        path = tmp_path / name
+        path.write_text(content, encoding="utf-8")
+        for reader in (Audit.from_json, read_results):
+            with pytest.raises(autopdp.InputError) as info:
+                reader(path)
+            assert message in str(info.value) and name in str(info.value), (name, str(info.value))
+            assert len(str(info.value)) < 400
+    d = json.loads(text)
+    table = d["results"][0]
+    table["columns"] = table["columns"][:-1]  # one column dropped: rows one value longer
+    with pytest.raises(autopdp.InputError, match="the results.json text is not a complete autopdp results.json"):
+        Audit.from_json(json.dumps(d))
