@@ -37,7 +37,7 @@ from .pd.response import make_adapter
 from .pd.trees import TreePathUnavailable
 from .trust.checks import trust_scores
 from .scores.utilities import TRUST_IDS
-from .pd.ice_io import ICE_FILE, ice_parquet_bytes, read_ice
+from .pd.ice_io import ICE_FILE, ice_parquet_bytes, read_ice, read_ice_weights
 from .pd.result import PDResult, _scalar, _to_jsonable
 from ._tables import records, tables
 from .scores.coverage import outside_grid
@@ -284,7 +284,8 @@ class Audit:
         """The ICE curves of every PD (and the comparison models') as Parquet bytes (:mod:`autopdp.pd.ice_io`);
         written atomically to ``path`` when given."""
         data = ice_parquet_bytes([("", r) for r in self.results]
-                                 + [(name, r) for name, rs in self.comparisons.items() for r in rs])
+                                 + [(name, r) for name, rs in self.comparisons.items() for r in rs],
+                                 sample_weight=self.sample_weight)
         if path is not None:
             atomic_write_bytes(path, data)
         return data
@@ -296,7 +297,9 @@ class Audit:
         ``ice``: the ICE sidecar (a path, or ``True`` for the file results.json names beside it); without
         it the PDs have no ICE curves (``ice_omitted``) and the report's plots show no grey ICE lines.
         Files written before the sidecar (ICE inside results.json) load with their curves.
-        The rows' sample weights are not in JSON (``sample_weight`` is None).
+        The rows' sample weights are not in JSON: with the sidecar, ``sample_weight`` holds the weights of the
+        rows it has ICE curves of (NaN for the others), so noise tests run on the loaded audit (the gate's)
+        weight the rows as the audit did; without it ``sample_weight`` is None.
         """
         d = read_results(source)
         label = _source_label(source)
@@ -310,8 +313,15 @@ class Audit:
             if _is_json_text(source):
                 raise InputError("ice=True needs results.json given as a path; pass ice=PATH.")
             ice = Path(source).with_name(name) if not Path(name).is_absolute() else Path(name)
+        sample_weight = None
         if ice is not None and ice is not False:
             curves = read_ice(ice)
+            weighted = read_ice_weights(ice)
+            if weighted is not None:  # the weights of the rows with curves; NaN: a row the sidecar has no curve of
+                rows, weights = weighted
+                n = int(((d.get("metadata") or {}).get("data") or {}).get("rows") or rows.max(initial=-1) + 1)
+                sample_weight = np.full(max(n, int(rows.max(initial=-1)) + 1), np.nan)
+                sample_weight[rows] = weights
 
             def with_ice(model, r):
                 got = curves.get((model, r.features))
@@ -322,10 +332,10 @@ class Audit:
             results = [with_ice("", r) for r in results]
             comparisons = {k: [with_ice(k, r) for r in v] for k, v in comparisons.items()}
         with _damaged(label):
-            return cls._from_records(d, results, comparisons)
+            return cls._from_records(d, results, comparisons, sample_weight)
 
     @classmethod
-    def _from_records(cls, d: dict, results: list, comparisons: dict) -> "Audit":
+    def _from_records(cls, d: dict, results: list, comparisons: dict, sample_weight=None) -> "Audit":
         """The audit of :meth:`from_json` from the file's records (:func:`read_results`) and its PDs."""
         targets = list(results[0].targets) if results else []
         utility_scores: dict = {}
@@ -354,6 +364,7 @@ class Audit:
             notes=tuple(d.get("notes", ())), metadata=d.get("metadata", {}), data_summary=d.get("data_summary", {}),
             run=d.get(RUN_KEY, {}), evidence=evidence,
             stage_failures=tuple(StageFailure.from_dict(f) for f in d.get("stage_failures", ())),
+            sample_weight=sample_weight,
         )
 
     # ------------------------------------------------------------ report

@@ -192,7 +192,8 @@ def test_ice_sidecar_only_with_the_flag_and_listed_in_the_manifest(files, tmp_pa
     import pyarrow.parquet as pq
 
     table = pq.read_table(out / "ice.parquet")
-    assert table.column_names == ["model", "features", "target", "row", "ice"] and table.num_rows == 3 * 250
+    assert table.column_names == ["model", "features", "target", "row", "ice", "weight"] and table.num_rows == 3 * 250
+    assert table.column("weight").null_count == 3 * 250  # an unweighted audit
 
     # a run without --ice replaces the set: the earlier sidecar goes with it
     assert _report(files, out) == 0
@@ -401,3 +402,39 @@ def test_damaged_or_odd_files_give_one_clear_error(small, tmp_path):
     table["columns"] = table["columns"][:-1]  # one column dropped: rows one value longer
     with pytest.raises(autopdp.InputError, match="the results.json text is not a complete autopdp results.json"):
         Audit.from_json(json.dumps(d))
+
+
+def test_the_sidecar_brings_back_the_rows_weights_for_the_gates_noise_tests(tmp_path):
+    """A weighted audit's ICE sidecar holds each curve's row weight: the audit loaded with it tests noise as the
+    audit did (the same noise factors, the gate's same p-values); loaded without it, sample_weight is None."""
+    from autopdp.scores.significance import pd_noise_model
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame({"a": rng.normal(size=400), "b": rng.normal(size=400), "c": rng.normal(size=400)})
+    y = X.a + 0.3 * np.sin(3 * X.b) + rng.normal(scale=0.5, size=400)
+    w = np.where(np.arange(400) < 40, 20.0, 1.0)  # a tenth of the rows carry two thirds of the weight
+    model = GradientBoostingRegressor(n_estimators=40, random_state=0).fit(X, y)
+    a = autopdp.audit(model, X, y, sample_weight=w, config=AuditConfig(grid_resolution=10, grid_resolution_2d=4,
+                                                                       subsample=150))
+    path = tmp_path / "results.json"
+    a.to_json(path, ice=True)
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "ice.parquet")
+    assert table.column_names == ["model", "features", "target", "row", "ice", "weight"]
+    np.testing.assert_array_equal(table.column("weight").to_numpy(), w[table.column("row").to_numpy()])
+
+    loaded = Audit.from_json(path, ice=True)
+    rows = np.unique(table.column("row").to_numpy())
+    np.testing.assert_array_equal(loaded.sample_weight[rows], w[rows])
+    assert np.isnan(np.delete(loaded.sample_weight, rows)).all()
+    assert Audit.from_json(path).sample_weight is None
+    for r in a.results_1d:
+        before, after = pd_noise_model(r, 0, w), pd_noise_model(loaded.pd(r.features), 0, loaded.sample_weight)
+        unweighted = pd_noise_model(loaded.pd(r.features), 0, None)
+        np.testing.assert_allclose(after.sd, before.sd, rtol=1e-3)  # std kept to 4 digits
+        assert not np.allclose(unweighted.sd, before.sd, rtol=1e-2)  # the weights matter here
+    policy = autopdp.GatePolicy.from_dict({"features": {"b": {"monotonic": "increasing", "max_monotonicity": 0.0}}})
+    proofs = [[c.proof for c in autopdp.gate(x, policy).checks] for x in (a, loaded)]
+    assert proofs[0] == proofs[1] and any(p is not None and np.isfinite(p["p_value"]) for p in proofs[0])

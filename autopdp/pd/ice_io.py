@@ -10,6 +10,7 @@ column         type          what
 ``target``     int32         position of the target in the PD's ``targets``
 ``row``        int64         row position in the audited data (``ice_rows``, or 0..n-1)
 ``ice``        list<double>  the curve on the PD's grid (a 2D grid flattened in C order)
+``weight``     double        the row's sample weight (null when the audit is unweighted)
 =============  ============  ==========================================================
 
 Values are the float64 numbers of :attr:`PDResult.individual`, unrounded, so a round trip
@@ -28,15 +29,16 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["ICE_SCHEMA", "ICE_FILE", "ice_parquet_bytes", "read_ice"]
+__all__ = ["ICE_SCHEMA", "ICE_FILE", "ice_parquet_bytes", "read_ice", "read_ice_weights"]
 
 ICE_SCHEMA = "autopdp.ICE/1"
 #: The sidecar's file name beside results.json (``--ice`` on the command line).
 ICE_FILE = "ice.parquet"
 
 
-def ice_parquet_bytes(items) -> bytes:
-    """The Parquet file of the ICE curves of ``items``: ``(model name, PDResult)`` pairs (those without ICE skipped)."""
+def ice_parquet_bytes(items, sample_weight=None) -> bytes:
+    """The Parquet file of the ICE curves of ``items``: ``(model name, PDResult)`` pairs (those without ICE skipped);
+    ``sample_weight``: the audited rows' weights (None: unweighted), written beside each curve's row."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -65,12 +67,18 @@ def ice_parquet_bytes(items) -> bytes:
     ice_col = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int64()), pa.array(cat(values, np.float64)))
     if not isinstance(ice_col, pa.LargeListArray) and offsets[-1] > np.iinfo(np.int32).max:  # pragma: no cover
         ice_col = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(cat(values, np.float64)))
+    row_col = cat(rows, np.int64)
+    if sample_weight is None:
+        weight_col = pa.nulls(len(row_col), type=pa.float64())
+    else:
+        weight_col = pa.array(np.asarray(sample_weight, dtype=np.float64)[row_col], type=pa.float64())
     table = pa.table({
         "model": pa.array(models, type=pa.string()),
         "features": pa.array(feats, type=pa.list_(pa.string())),
         "target": pa.array(cat(targets, np.int32), type=pa.int32()),
-        "row": pa.array(cat(rows, np.int64), type=pa.int64()),
+        "row": pa.array(row_col, type=pa.int64()),
         "ice": ice_col,
+        "weight": weight_col,
     })
     table = table.replace_schema_metadata({"autopdp": json.dumps({"schema": ICE_SCHEMA, "index": index})})
     buf = io.BytesIO()
@@ -84,16 +92,7 @@ def read_ice(source) -> dict:
     ``individual`` has the shape of :attr:`PDResult.individual`; ``ice_rows`` is None when the
     curves are of every row in order.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(pa.BufferReader(source) if isinstance(source, (bytes, bytearray)) else str(Path(source)))
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise InputError(f"cannot read the ICE file {source if not isinstance(source, bytes) else '(bytes)'}: {exc}") from None
-    meta = json.loads((table.schema.metadata or {}).get(b"autopdp", b"{}"))
-    if meta.get("schema") != ICE_SCHEMA:
-        raise InputError(f"not an autopdp ICE file (schema {meta.get('schema')!r}, expected {ICE_SCHEMA!r}).")
+    table, meta = _read(source)
     ice = table.column("ice").combine_chunks()
     values = ice.flatten().to_numpy(zero_copy_only=False)
     offsets = ice.offsets.to_numpy()
@@ -106,3 +105,30 @@ def read_ice(source) -> dict:
         ice_rows = rows[item["start"]:item["start"] + item["rows"]].copy() if item["sampled"] else None
         out[(item["model"], tuple(item["features"]))] = (individual.copy(), ice_rows)
     return out
+
+
+def read_ice_weights(source) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(rows, weights)``: the sample weight of each data row the sidecar has a curve of (rows ascending), or
+    None when the audit was unweighted (or the file predates the ``weight`` column)."""
+    table, _ = _read(source)
+    if "weight" not in table.column_names or table.column("weight").null_count == table.num_rows:
+        return None
+    rows = table.column("row").to_numpy()
+    weights = table.column("weight").to_numpy(zero_copy_only=False).astype(float)
+    rows, first = np.unique(rows, return_index=True)
+    return rows, weights[first]
+
+
+def _read(source):
+    """The sidecar's Arrow table and its ``autopdp`` metadata (an InputError for anything else)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(source) if isinstance(source, (bytes, bytearray)) else str(Path(source)))
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InputError(f"cannot read the ICE file {source if not isinstance(source, bytes) else '(bytes)'}: {exc}") from None
+    meta = json.loads((table.schema.metadata or {}).get(b"autopdp", b"{}"))
+    if meta.get("schema") != ICE_SCHEMA:
+        raise InputError(f"not an autopdp ICE file (schema {meta.get('schema')!r}, expected {ICE_SCHEMA!r}).")
+    return table, meta
