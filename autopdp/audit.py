@@ -604,13 +604,15 @@ _EVIDENCE_SHARED = ("null", "statistic")
 
 
 def _evidence_meta(evidence: Mapping) -> dict:
-    """``{criterion: {"null": ..., "statistic": ...}}``: each field's most common value among the criterion's items."""
+    """``{criterion: {"null": ..., "statistic": ...}}``: each field's most common value among the criterion's items,
+    empty ones (an item not scored, e.g. monotonicity of an unordered feature) counted last."""
     from collections import Counter
 
     meta = {}
     for c, by in evidence.items():
         if by:
-            meta[c] = {k: Counter(getattr(e, k) for e in by.values()).most_common(1)[0][0] for k in _EVIDENCE_SHARED}
+            meta[c] = {k: max(Counter(getattr(e, k) for e in by.values()).items(), key=lambda kv: (kv[0] != "", kv[1]))[0]
+                       for k in _EVIDENCE_SHARED}
     return meta
 
 

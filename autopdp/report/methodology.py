@@ -7,6 +7,7 @@ and each criterion's null hypothesis and test with the draws this run used.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -66,7 +67,7 @@ def criterion_tests(audit) -> list[dict]:
         out.append({
             "criterion": crit,
             "null": sample.null,
-            "test": (sample.test.split(" (")[0].split(", ")[0] if sample.test else "not run (no material score)"),
+            "test": _generic_test(sample.test) if sample.test else "not run (no material score)",
             "statistic": sample.statistic,
             "draws": (f"{min(draws):,}" if draws and min(draws) == max(draws) else
                       f"{min(draws):,}-{max(draws):,}" if draws else "analytic" if tested else "-"),
@@ -75,3 +76,9 @@ def criterion_tests(audit) -> list[dict]:
             "untested": sum(1 for e in items if e.untested),
         })
     return out
+
+
+def _generic_test(test: str) -> str:
+    """A PDP's test description without what is its own: the noise source, the draws, the ICE rows counted."""
+    test = re.sub(r" over [\d,]+ ICE rows$", "", test)
+    return re.sub(r"(?: \((?:ICE rows|cell standard errors)[^()]*\))?(?:[,;] [\d,]+ draws)?$", "", test)

@@ -176,6 +176,8 @@ def why_sentence(e: Evidence, adjusted: float, significant: bool, config, *, rea
 
 
 _PAIR_UNTESTED = "one feature's importance could not be tested"
+#: The null of a pair's importance tests (intersection-union: a finding only when both features' tests reject).
+_PAIR_NULL = "at least one of the two features' PDs is flat"
 _SURROGATE_NOT_MATERIAL = "one of the two features' surrogate importances is below the threshold."
 
 
@@ -212,11 +214,13 @@ def rebuilt_why(e: Evidence, config) -> str:
 
 
 def _item(criterion, features, value, threshold, *, p=np.nan, noise=np.nan, test="", statistic="", draws=0,
-          kind="", details=None, material=None, reason=""):
-    """An undecided Evidence (``significant`` False, ``why`` holding the reason until :func:`_finish`)."""
+          kind="", details=None, material=None, reason="", null=None):
+    """An undecided Evidence (``significant`` False, ``why`` holding the reason until :func:`_finish`);
+    ``null`` defaults to the criterion's in :data:`TESTS`."""
     if material is None:
         material = bool(np.isfinite(value) and np.isfinite(threshold) and value >= threshold)
-    null = TESTS.get(criterion.split(":", 1)[0], ("", ""))[0]
+    if null is None:
+        null = TESTS.get(criterion.split(":", 1)[0], ("", ""))[0]
     return Evidence(criterion=criterion, features=tuple(features), value=float(value), p_value=float(p),
                     adjusted_p=float("nan"), noise_level=float(noise), threshold=float(threshold),
                     material=bool(material), significant=False, why=reason, test=test, null=null,
@@ -678,9 +682,11 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
                     reason = _PAIR_UNTESTED
             else:
                 p = 1.0
+            # the draws of the test whose p is the pair's (the larger), as for any Monte-Carlo p
+            draws = int(max((ea, eb), key=lambda e: e.p_value).draws) if material and np.isfinite(p) else 0
             crit["importance"][r.features] = _item(
-                "importance", r.features, value, max(ea.threshold, eb.threshold), p=p, material=material,
-                statistic="pair importance (geometric mean of the two features' importances)",
+                "importance", r.features, value, max(ea.threshold, eb.threshold), p=p, material=material, draws=draws,
+                statistic="pair importance (geometric mean of the two features' importances)", null=_PAIR_NULL,
                 test="intersection-union: the larger of the two features' importance tests", reason=reason,
                 details={"importance": {a: ea.value, b: eb.value}})
             if surrogate is not None:
@@ -691,7 +697,7 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
                 sreason = "" if smat else _SURROGATE_NOT_MATERIAL
                 crit["surrogate_importance"][r.features] = _item(
                     "surrogate_importance", r.features, float(np.sqrt(sa * sb)), thr, p=p if smat else 1.0,
-                    material=smat, statistic="pair importance to the additive surrogate",
+                    draws=draws if smat else 0, material=smat, statistic="pair importance to the additive surrogate", null=_PAIR_NULL,
                     test="the two features' PD importance tests (intersection-union)", reason=sreason)
         # interaction: the additive part of the surface plus noise
         avg = np.asarray(r.average, dtype=float)
@@ -737,6 +743,7 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
             why = _intersection_why(passed)
             inter[r.features] = Evidence("intersection", r.features, value, np.nan, np.nan, np.nan, 2.0, ok, ok, why,
                                          test="count of the other criteria's findings", statistic="criteria passed",
+                                         null="none of its own: it counts the other criteria's tested findings",
                                          details={"criteria": passed})
         evidence["intersection"] = inter
     return evidence
