@@ -207,3 +207,30 @@ def test_methodology_is_written_from_the_run():
     assert "3 1D PDs: 3 by brute force" in text and "a random sample of 100 rows" in text
     # the tests table names each criterion's null and the draws this run used
     assert "the PD is monotone" in text and "Monte-Carlo" in text
+
+
+def test_each_criterion_names_the_null_and_test_it_ran():
+    """The methodology table gives each test in full, without one PDP's draws or noise source; a pair's
+    importance names its intersection-union null and the draws of the 1D test whose p it takes; the
+    criterion's statistic is the tested items' even where most features are not scored (unordered)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    from autopdp.report.methodology import criterion_tests
+
+    rng = np.random.default_rng(8)
+    n = 600
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
+                      **{f"c{i}": rng.choice(["u", "v", "w"], n) for i in range(3)}})
+    y = ((X.a + X.b + (X.c0 == "u") + rng.normal(size=n)) > 0.5).astype(int).to_numpy()
+    model = RandomForestClassifier(n_estimators=30, random_state=0).fit(pd.get_dummies(X), y)
+    a = audit(lambda d: model.predict_proba(pd.get_dummies(d).reindex(columns=model.feature_names_in_,
+                                                                        fill_value=False))[:, 1], X, y,
+              config=AuditConfig(grid_resolution=8, grid_resolution_2d=4))
+    rows = {r["criterion"]: r for r in criterion_tests(a)}
+    assert rows["correlation"]["test"] == "Spearman's rank test, one-way ANOVA F test, or Pearson's chi-squared test"
+    assert all("draws" not in r["test"] and "(ICE rows)" not in r["test"] for r in rows.values())
+    assert rows["importance"]["null"] == "at least one of the two features' PDs is flat"
+    pair = a.evidence["importance"][("a", "b")]
+    assert pair.passed and pair.draws == max((a.evidence["importance_1d"][(f,)] for f in "ab"),
+                                             key=lambda e: e.p_value).draws > 0
+    assert a.to_dict()["evidence_meta"]["monotonicity"]["statistic"] == "gap to the best monotone curve"
