@@ -6,7 +6,8 @@ A list of records (dicts) is written as *tables*, one per set of fields the reco
 
 ``same`` holds the fields equal in every row of the table (written once), ``columns`` the others and
 ``rows`` one list per record.  Rows are in the records' order; where records of several tables
-interleave, each table also has ``at``, its rows' positions among the records.  A field named in
+interleave, each table also has ``at``, its rows' positions among the records; where a shared field
+comes before another in the records, ``order`` lists the fields in the records' order.  A field named in
 ``nested`` (a dict, such as a score's ``details``) is spread into ``"details.<key>"`` columns, so its
 keys are written once too.  :func:`records` reads the tables back into the records, in order and field
 for field (``autopdp.read_results`` does it for a whole results.json).
@@ -74,6 +75,8 @@ def tables(items: Iterable[Mapping], nested: Iterable[str] = NESTED, split: Call
         columns = [k for k in keys if k not in same_keys]
         table = {"same": {k: run[0][k] for k in same_keys}, "columns": columns,
                  "rows": [[r[k] for k in columns] for r in run]}
+        if [*same_keys, *columns] != list(keys):  # the records' own field order, where same-then-columns is not it
+            table["order"] = list(keys)
         if not in_order:
             table["at"] = [p for p, _ in group]
         out.append(table)
@@ -81,14 +84,15 @@ def tables(items: Iterable[Mapping], nested: Iterable[str] = NESTED, split: Call
 
 
 def records(table_list: Iterable[Mapping], nested: Iterable[str] = NESTED) -> list[dict]:
-    """The records of :func:`tables`' output, in their order (each record's fields: ``same``'s, then
-    ``columns'``).  Raises ValueError on a table that does not hold together (a row of the wrong length,
+    """The records of :func:`tables`' output, in their order, each with its fields in their order.  Raises ValueError on a table that does not hold together (a row of the wrong length,
     positions ``at`` that are not each record's once)."""
     nested = tuple(nested)
     placed: list = []
     for t in table_list:
         same, columns = dict(t.get("same") or {}), list(t["columns"])
-        order = [*same, *columns]
+        order = list(t.get("order") or [*same, *columns])
+        if sorted(order) != sorted([*same, *columns]):
+            raise ValueError("a table's 'order' does not list its fields")
         at = t.get("at")
         if at is not None and len(at) != len(t["rows"]):
             raise ValueError(f"a table has {len(t['rows'])} rows and {len(at)} positions")

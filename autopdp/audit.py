@@ -516,8 +516,8 @@ def _dumps(obj, level: int) -> str:
     pad, close = " " * (level + 1), " " * level
     if _is_table(obj):  # one row per line
         rows = ",\n".join(pad + " " + one(r) for r in obj["rows"])
-        at = f',"at":{one(obj["at"])}' if "at" in obj else ""
-        return (f'{{"same":{one(obj["same"])},"columns":{one(obj["columns"])}{at},"rows":[\n' + rows + "\n" + pad
+        extra = "".join(f',"{k}":{one(obj[k])}' for k in ("order", "at") if k in obj)
+        return (f'{{"same":{one(obj["same"])},"columns":{one(obj["columns"])}{extra},"rows":[\n' + rows + "\n" + pad
                 + "]}")
     if isinstance(obj, list) and obj and level < 4 and all(isinstance(v, (dict, str)) for v in obj):
         return "[\n" + ",\n".join(pad + (_dumps(v, level + 1) if _is_table(v) else one(v)) for v in obj) \
@@ -536,7 +536,7 @@ def _ndim(record: Mapping) -> int:
 
 
 def _is_table(obj) -> bool:
-    return isinstance(obj, dict) and {"same", "columns", "rows"} <= set(obj) <= {"same", "columns", "rows", "at"}
+    return isinstance(obj, dict) and {"same", "columns", "rows"} <= set(obj) <= {"same", "columns", "rows", "at", "order"}
 
 
 def _pd_record(result: PDResult, grids: dict) -> dict:
@@ -563,9 +563,8 @@ def _as_records(d: dict) -> dict:
         index = rec.pop("grid_index")
         try:
             rec["grid"] = [grids[f][i] for f, i in zip(rec["features"], index)]
-        except (KeyError, IndexError, TypeError):
-            raise InputError(f"results.json: the PD of {rec.get('features')!r} refers to a grid that 'grids' does "
-                             "not hold; the file is damaged.") from None
+        except (KeyError, IndexError, TypeError):  # named with the file by _damaged
+            raise ValueError(f"the PD of {rec.get('features')!r} refers to a grid that 'grids' does not hold") from None
         return rec
 
     out = dict(d)

@@ -211,26 +211,29 @@ def test_methodology_is_written_from_the_run():
 
 def test_each_criterion_names_the_null_and_test_it_ran():
     """The methodology table gives each test in full, without one PDP's draws or noise source; a pair's
-    importance names its intersection-union null and the draws of the 1D test whose p it takes; the
-    criterion's statistic is the tested items' even where most features are not scored (unordered)."""
-    from sklearn.ensemble import RandomForestClassifier
-
+    importance names its intersection-union null and the draws of the 1D test whose p it takes (the larger);
+    the criterion's statistic is the tested items' even where most features are not scored (unordered)."""
     from autopdp.report.methodology import criterion_tests
 
     rng = np.random.default_rng(8)
     n = 600
-    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
-                      **{f"c{i}": rng.choice(["u", "v", "w"], n) for i in range(3)}})
-    y = ((X.a + X.b + (X.c0 == "u") + rng.normal(size=n)) > 0.5).astype(int).to_numpy()
-    model = RandomForestClassifier(n_estimators=30, random_state=0).fit(pd.get_dummies(X), y)
-    a = audit(lambda d: model.predict_proba(pd.get_dummies(d).reindex(columns=model.feature_names_in_,
-                                                                        fill_value=False))[:, 1], X, y,
-              config=AuditConfig(grid_resolution=8, grid_resolution_2d=4))
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "d": rng.normal(size=n),
+                      "e": rng.normal(size=n), **{f"c{i}": rng.choice(["u", "v", "w"], n) for i in range(5)}})
+
+    def model(d):  # d's PD rises by about twice its noise (from the rows' d * e): a p between the floor and 0.1
+        return (0.3 * d.a + 0.3 * d.b + 0.3 * (d.c0 == "u") + d.d * (0.1 + d.e)).to_numpy(dtype=float)
+
+    y = (model(X) + rng.normal(size=n) > 0.5).astype(int)
+    a = audit(model, X, y, config=AuditConfig(grid_resolution=8, grid_resolution_2d=4))
     rows = {r["criterion"]: r for r in criterion_tests(a)}
     assert rows["correlation"]["test"] == "Spearman's rank test, one-way ANOVA F test, or Pearson's chi-squared test"
-    assert all("draws" not in r["test"] and "(ICE rows)" not in r["test"] for r in rows.values())
+    assert all("draws" not in r["test"] and "ICE rows" not in r["test"] and "cell standard errors" not in r["test"]
+               for r in rows.values())
+    assert rows["ice_variance"]["test"] == ("one-sided z-test of the rows' mean squared departure from the average "
+                                            "centred curve")
     assert rows["importance"]["null"] == "at least one of the two features' PDs is flat"
-    pair = a.evidence["importance"][("a", "b")]
-    assert pair.passed and pair.draws == max((a.evidence["importance_1d"][(f,)] for f in "ab"),
-                                             key=lambda e: e.p_value).draws > 0
+    one = {f: a.evidence["importance_1d"][(f,)] for f in "ad"}
+    assert one["a"].p_value < one["d"].p_value < 0.1 and one["a"].draws != one["d"].draws  # the premise
+    pair = a.evidence["importance"][("a", "d")]
+    assert pair.p_value == one["d"].p_value and pair.draws == one["d"].draws
     assert a.to_dict()["evidence_meta"]["monotonicity"]["statistic"] == "gap to the best monotone curve"

@@ -331,6 +331,17 @@ def test_tables_read_back_into_the_same_records_in_order():
         records([{"same": {}, "columns": ["a", "b", "c"], "rows": [[1, 2]]}])
     with pytest.raises(ValueError, match="each record's once"):
         records([{**out[0], "at": [0, 0]}, *out[1:]])
+    with pytest.raises(ValueError, match="2 rows and 1 positions"):
+        records([{**out[0], "at": [0]}, *out[1:]])
+    with pytest.raises(ValueError, match="some tables give their rows' positions"):
+        records([{k: v for k, v in out[0].items() if k != "at"}, *out[1:]])
+    # a field shared by every row keeps the records' field order ("order"), and its JSON type: True is not 1,
+    # [1] is not [1.0]
+    mixed = [{"x": True, "y": [1], "z": 1}, {"x": 1, "y": [1.0], "z": 1}]
+    back = records(json.loads(json.dumps(tables(mixed))))
+    assert [type(r["x"]) for r in back] == [bool, int] and [type(r["y"][0]) for r in back] == [int, float]
+    assert [list(r) for r in back] == [["x", "y", "z"]] * 2
+    assert tables(mixed)[0]["order"] == ["x", "y", "z"]  # z (shared) is written first, before the columns
 
 
 def test_a_results_json_of_the_record_layout_still_loads():
@@ -344,10 +355,20 @@ def test_a_results_json_of_the_record_layout_still_loads():
     r = raw["results"][0]
     np.testing.assert_array_equal(old.pd(tuple(r["features"])).average, np.asarray(r["average"], dtype=float))
     expanded = read_results(V1_FILE)
-    assert {k: v for k, v in expanded.items() if k != "evidence"} == {k: v for k, v in raw.items() if k != "evidence"}
+    left_out = 0
     for c, items in raw["evidence"].items():  # each item as written, with what it left out filled in
+        meta = raw["evidence_meta"][c]
         for written, whole in zip(items, expanded["evidence"][c], strict=True):
-            assert {k: whole[k] for k in written} == written and whole["why"] and "null" in whole
+            assert {k: whole[k] for k in written} == written
+            for k in ("null", "statistic"):  # left off where it is the criterion's
+                assert whole[k] == written.get(k, meta[k])
+            if "why" not in written:  # that version left it off not-material 2D items only
+                left_out += 1
+                assert len(whole["features"]) == 2 and not whole["material"]
+                stat = whole["statistic"] or c
+                assert whole["why"].startswith(f"not material: the {stat} ") and "below the materiality threshold" \
+                    in whole["why"], whole["why"]
+    assert left_out > 0
     assert [s["sentence"] for s in raw["selection"]] == [s["sentence"] for s in old.to_dict()["selection"]]
     new = Audit.from_json(old.to_json())
     assert _text(new.to_html()) == _text(old.to_html())
@@ -372,6 +393,22 @@ def test_a_rebuilt_why_reads_back_with_a_missing_importance(small):
     written = next(e for e in records(json.loads(text)["evidence"]["importance"]) if tuple(e["features"]) == feats)
     assert written["why"] is None and written["details"]["importance"][feats[0]] is None
     assert Audit.from_json(text).evidence["importance"][feats].why == odd.why
+
+
+def test_a_round_trip_keeps_the_scores_columns_in_order():
+    """A score column equal in every row (kind without pairs; a constant score) is written once in ``same`` and
+    still comes back in its place: the loaded scores frame and the report's order of sections are the audit's."""
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "b", "c"])
+    y = X.a + 2 * X.b
+    a = autopdp.audit(LinearRegression().fit(X, y), X, y, config=AuditConfig(pairs=False, grid_resolution=8))
+    table = json.loads(a.to_json())["scores"][0]
+    assert "kind" in table["same"] and table["order"][:2] == ["features", "kind"]
+    loaded = Audit.from_json(a.to_json())
+    pd.testing.assert_frame_equal(loaded.scores, a.scores)
+    assert _text(loaded.to_html()) == _text(a.to_html())
 
 
 def test_damaged_or_odd_files_give_one_clear_error(small, tmp_path):
@@ -402,21 +439,36 @@ def test_damaged_or_odd_files_give_one_clear_error(small, tmp_path):
     table["columns"] = table["columns"][:-1]  # one column dropped: rows one value longer
     with pytest.raises(autopdp.InputError, match="the results.json text is not a complete autopdp results.json"):
         Audit.from_json(json.dumps(d))
+    d = json.loads(text)
+    d["grids"] = {k: [] for k in d["grids"]}  # every PD's grid_index points at nothing
+    path = tmp_path / "grids.json"
+    path.write_text(json.dumps(d), encoding="utf-8")
+    for reader in (Audit.from_json, read_results):
+        with pytest.raises(autopdp.InputError, match=r"grids\.json' is not a complete autopdp results\.json \(the PD "
+                                                     r"of \['a'\] refers to a grid"):
+            reader(path)
+    latin = tmp_path / "latin1.json"
+    latin.write_bytes(text.replace('"schema"', '"sch\u00e9ma"').encode("utf-8")[:50] + "\u00e9".encode("latin-1"))
+    with pytest.raises(autopdp.InputError, match="latin1.json': not UTF-8 text"):
+        Audit.from_json(latin)
 
 
 def test_the_sidecar_brings_back_the_rows_weights_for_the_gates_noise_tests(tmp_path):
     """A weighted audit's ICE sidecar holds each curve's row weight: the audit loaded with it tests noise as the
-    audit did (the same noise factors, the gate's same p-values); loaded without it, sample_weight is None."""
+    audit did (the same noise factors, the gate's same p-values, which the weights change); loaded without it,
+    sample_weight is None."""
     from autopdp.scores.significance import pd_noise_model
-    from sklearn.ensemble import GradientBoostingRegressor
 
     rng = np.random.default_rng(5)
     X = pd.DataFrame({"a": rng.normal(size=400), "b": rng.normal(size=400), "c": rng.normal(size=400)})
-    y = X.a + 0.3 * np.sin(3 * X.b) + rng.normal(scale=0.5, size=400)
     w = np.where(np.arange(400) < 40, 20.0, 1.0)  # a tenth of the rows carry two thirds of the weight
-    model = GradientBoostingRegressor(n_estimators=40, random_state=0).fit(X, y)
-    a = autopdp.audit(model, X, y, sample_weight=w, config=AuditConfig(grid_resolution=10, grid_resolution_2d=4,
-                                                                       subsample=150))
+
+    def model(d):  # c's PD rises with wiggles about as large as its noise (from the rows' a * c)
+        return (d["a"] * d["c"] + d["b"] + 0.3 * d["c"] + 0.1 * np.sin(4 * d["c"])).to_numpy()
+
+    y = model(X) + rng.normal(size=400)
+    cfg = AuditConfig(grid_resolution=10, pairs=False, subsample=150, materiality=0.0)
+    a = autopdp.audit(model, X, y, sample_weight=w, config=cfg)
     path = tmp_path / "results.json"
     a.to_json(path, ice=True)
     import pyarrow.parquet as pq
@@ -427,6 +479,7 @@ def test_the_sidecar_brings_back_the_rows_weights_for_the_gates_noise_tests(tmp_
 
     loaded = Audit.from_json(path, ice=True)
     rows = np.unique(table.column("row").to_numpy())
+    assert 0 < rows.size < 400  # the 150 sampled rows
     np.testing.assert_array_equal(loaded.sample_weight[rows], w[rows])
     assert np.isnan(np.delete(loaded.sample_weight, rows)).all()
     assert Audit.from_json(path).sample_weight is None
@@ -435,6 +488,15 @@ def test_the_sidecar_brings_back_the_rows_weights_for_the_gates_noise_tests(tmp_
         unweighted = pd_noise_model(loaded.pd(r.features), 0, None)
         np.testing.assert_allclose(after.sd, before.sd, rtol=1e-3)  # std kept to 4 digits
         assert not np.allclose(unweighted.sd, before.sd, rtol=1e-2)  # the weights matter here
-    policy = autopdp.GatePolicy.from_dict({"features": {"b": {"monotonic": "increasing", "max_monotonicity": 0.0}}})
-    proofs = [[c.proof for c in autopdp.gate(x, policy).checks] for x in (a, loaded)]
-    assert proofs[0] == proofs[1] and any(p is not None and np.isfinite(p["p_value"]) for p in proofs[0])
+    # the gate re-tests a declared direction with these noise models: the same p-value before and after loading,
+    # another had the loaded audit no weights
+    policy = autopdp.GatePolicy.from_dict({"features": {"c": {"monotonic": "increasing", "max_monotonicity": 0.0}},
+                                           "audit": {"materiality": 0.0}})
+
+    def p_value(audit):
+        (check,) = autopdp.gate(audit, policy).checks
+        return check.proof["p_value"]
+
+    weighted = p_value(a)
+    assert weighted == p_value(loaded) and 0.02 < weighted < 0.5  # clear of the draws' floor, 1/201
+    assert p_value(dataclasses.replace(loaded, sample_weight=None)) != weighted
