@@ -41,7 +41,7 @@ from .pd.ice_io import ICE_FILE, ice_parquet_bytes, read_ice, read_ice_weights
 from .pd.result import PDResult, _scalar, _to_jsonable
 from ._tables import records, tables
 from .scores.coverage import outside_grid
-from .scores.evidence import assess
+from .scores.evidence import assess, rebuilt_why
 from .scores.scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from .scores.selection import SelectedPDP, curate, intersection_scores, rank_scores, score_columns
 from .stage_failures import DETAIL_KEY, StageFailureWarning, collect_stage_failures
@@ -301,8 +301,8 @@ class Audit:
         rows it has ICE curves of (NaN for the others), so noise tests run on the loaded audit (the gate's)
         weight the rows as the audit did; without it ``sample_weight`` is None.
         """
-        d = read_results(source)
         label = _source_label(source)
+        d = _records_of(source, label)
         with _damaged(label):
             results = [PDResult.from_dict(r) for r in d["results"]]
             comparisons = {k: [PDResult.from_dict(r) for r in v] for k, v in d.get("comparisons", {}).items()}
@@ -479,6 +479,13 @@ def read_results(source) -> dict:
     ``pandas.DataFrame(read_results(path)["scores"])`` is the scores table.
     """
     label = _source_label(source)
+    d = _records_of(source, label)
+    with _damaged(label):
+        return _complete_evidence(d)
+
+
+def _records_of(source, label: str) -> dict:
+    """:func:`read_results` without filling in the evidence items (:meth:`Audit.from_json` builds them once)."""
     if isinstance(source, Mapping):
         d = dict(source)
     else:
@@ -490,7 +497,7 @@ def read_results(source) -> dict:
     if schema not in (JSON_SCHEMA, *OLD_JSON_SCHEMAS):
         raise InputError(f"{label} is not an autopdp audit (schema {schema!r}, expected {JSON_SCHEMA!r}).")
     with _damaged(label):
-        return _complete_evidence(_as_records(d) if schema == JSON_SCHEMA else dict(d))
+        return _as_records(d) if schema == JSON_SCHEMA else dict(d)
 
 
 def _complete_evidence(d: dict) -> dict:
@@ -615,23 +622,16 @@ def _evidence_meta(evidence: Mapping) -> dict:
     return meta
 
 
-def _rebuilt_why(e, config) -> str:
-    """``e``'s ``why`` as :func:`~autopdp.scores.evidence.rebuilt_why` words it from the item's own fields."""
-    from .scores.evidence import rebuilt_why
-
-    return rebuilt_why(e, config)
-
-
 def _evidence_dict(e, meta: Mapping, config) -> dict:
     """``e.to_dict()`` with null in the fields ``from_json`` rebuilds exactly: ``null`` and ``statistic`` when
-    they are the criterion's (``evidence_meta``), ``why`` when :func:`_rebuilt_why` gives it word for word (a
+    they are the criterion's (``evidence_meta``), ``why`` when :func:`~autopdp.scores.evidence.rebuilt_why` gives it word for word (a
     sentence with a reason the fields do not hold is written out).  Every item keeps the same keys, so the
     criterion's items stay one column table."""
     d = e.to_dict()
     for k in _EVIDENCE_SHARED:
         if k in meta and d[k] == meta[k]:
             d[k] = None
-    if _rebuilt_why(e, config) == e.why:
+    if rebuilt_why(e, config) == e.why:
         d["why"] = None
     return d
 
@@ -653,7 +653,7 @@ def _evidence_from(e: Mapping, meta: Mapping | None = None, config=None):
         kind=e.get("kind", ""), details=dict(e.get("details") or {}),
     )
     if e.get("why") is None:
-        item = dataclasses.replace(item, why=_rebuilt_why(item, config))
+        item = dataclasses.replace(item, why=rebuilt_why(item, config))
     return item
 
 
