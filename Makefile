@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.autopdp-installed
 SOURCES := pyproject.toml $(shell find autopdp -type f -not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
 
-.PHONY: demo test wheel-check bench clean
+.PHONY: demo test fuzz wheel-check bench clean
 
 $(STAMP): $(SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(STAMP)
 # `import autopdp` in the tests is the installed package.
 test: $(STAMP)
 	AUTOPDP_TEST_INSTALLED=1 $(VENV)/bin/pytest -q
+
+# Opt-in random exploration of the property tests (make test draws the same examples on every run).
+fuzz: $(STAMP)
+	AUTOPDP_TEST_INSTALLED=1 HYPOTHESIS_PROFILE=explore $(VENV)/bin/pytest -q tests/test_reliability.py
 
 # The wheel in a brand-new virtual environment with its dependencies from the package index:
 # the demo and a short audit must run there (CI runs this after `make test`).

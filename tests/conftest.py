@@ -10,13 +10,14 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Hypothesis: free exploration locally; in CI (CI=true) a fixed, derandomized draw, so a submission
-# never fails on a random example that a developer's run did not see.
+# Hypothesis: every run draws the same derandomized examples (CI's and a newcomer's `make test` alike),
+# so the suite never fails on a draw nobody has seen; free random exploration is an opt-in
+# (`make fuzz`, i.e. HYPOTHESIS_PROFILE=explore), whose failures are new cases to fix and pin.
 from hypothesis import settings as _hypothesis_settings
 
 _hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
-_hypothesis_settings.register_profile("dev", print_blob=True)
-_hypothesis_settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+_hypothesis_settings.register_profile("explore", derandomize=False, print_blob=True)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_report_header(config):
