@@ -159,6 +159,9 @@ class GatePolicy:
         if decide not in DECIDE:
             raise InputError(f"policy key 'gate.decide' must be one of {', '.join(DECIDE)}, got {decide!r}.")
         audit_keys = dict(data.get("audit") or {})
+        from .config import refuse_template_keys
+
+        refuse_template_keys(audit_keys, "policy key", "audit.")  # a policy never chooses a template (code)
         if audit_keys:
             AuditConfig.from_dict(audit_keys)  # unknown or mistyped audit keys are errors now, named
         return cls(

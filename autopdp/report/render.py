@@ -2,6 +2,10 @@
 
 One Jinja environment, built once, with autoescaping on and the formatting
 filters registered once.  Only autopdp's own SVG figures are marked safe.
+Every template, built-in or an organisation's, renders in Jinja's sandbox
+(:class:`jinja2.sandbox.SandboxedEnvironment`): a template that reaches for
+Python internals (``__globals__``, ``__class__``, ``_private`` attributes,
+``str.format`` on internals) is bad input naming the template and line.
 """
 
 from __future__ import annotations
@@ -33,10 +37,15 @@ def environment(template_dir: str | None = None):
     """The Jinja environment: the built-in templates, or with ``template_dir`` an organisation's
     templates first.  A template in ``template_dir`` replaces the built-in one of the same name
     (``report.html.j2``, ``report.css``); the built-in ones stay loadable as ``autopdp/NAME``, so
-    ``{% extends "autopdp/report.html.j2" %}`` overrides only the blocks it names."""
+    ``{% extends "autopdp/report.html.j2" %}`` overrides only the blocks it names.
+
+    The environment is Jinja's sandbox: templates are code another team may supply, so none of
+    them reaches Python internals (an unsafe attribute is an undefined that raises
+    :class:`jinja2.exceptions.SecurityError` when used)."""
     from importlib import resources
 
-    from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
+    from jinja2 import ChoiceLoader, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
+    from jinja2.sandbox import SandboxedEnvironment
 
     # the templates are package data of autopdp.templates (inside the wheel too); each is also
     # loadable as "autopdp/<name>", so a template elsewhere can extend "autopdp/report.html.j2";
@@ -45,7 +54,7 @@ def environment(template_dir: str | None = None):
     loaders = [folder, PrefixLoader({"autopdp": folder})]
     if template_dir is not None:
         loaders = [PrefixLoader({"autopdp": folder}), FileSystemLoader(str(template_dir)), folder]
-    env = Environment(
+    env = SandboxedEnvironment(
         loader=ChoiceLoader(loaders),
         autoescape=select_autoescape(enabled_extensions=("html", "j2", "xml"), default_for_string=True, default=True),
         undefined=StrictUndefined,
@@ -64,7 +73,7 @@ def check_template_dir(path) -> str:
     p = Path(path)
     if not p.is_dir():
         why = "does not exist" if not p.exists() else "is not a folder"
-        raise InputError(f"--template-dir (config key 'template_dir') {str(p)!r} {why}; give the folder of your "
+        raise InputError(f"--template-dir {str(p)!r} {why}; give the folder of your "
                          "organisation's report templates (e.g. report.html.j2).")
     return str(p.resolve())
 
@@ -82,15 +91,40 @@ def _render(name: str, context: dict, template_dir=None) -> str:
         return environment().get_template(name).render(**context)
     from jinja2 import TemplateError, TemplateSyntaxError
 
+    from jinja2.exceptions import SecurityError
+
     folder = check_template_dir(template_dir)
     try:
         return environment(folder).get_template(name).render(**context)
     except TemplateSyntaxError as exc:
         raise InputError(f"template {exc.name or exc.filename!r} in --template-dir {str(template_dir)!r}, line "
                          f"{exc.lineno}: {exc.message}; fix the template.") from None
+    except SecurityError as exc:
+        raise InputError(f"{_where(exc, folder, template_dir)} reaches for Python internals, which the sandbox "
+                         f"refuses ({exc}); a template may use only the report's variables (see "
+                         "docs/templates.md).") from None
     except TemplateError as exc:
-        raise InputError(f"a template in --template-dir {str(template_dir)!r} failed: {type(exc).__name__}: {exc}; "
+        raise InputError(f"{_where(exc, folder, template_dir)} failed: {type(exc).__name__}: {exc}; "
                          "see docs/templates.md for the variables a template sees.") from None
+
+
+def _where(exc: BaseException, folder: str, template_dir) -> str:
+    """'template NAME in --template-dir DIR, line N' for the innermost frame of ``exc`` in a template of
+    ``folder`` (Jinja maps its frames to the template's file and line), else the built-in template's."""
+    import traceback
+    from pathlib import Path
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.endswith(".py")
+              and not f.filename.startswith("<")]
+    root = Path(folder)
+    mine = [f for f in frames if Path(f.filename).is_absolute() and root in Path(f.filename).parents]
+    if mine:
+        f = mine[-1]
+        return f"template {Path(f.filename).relative_to(root).as_posix()!r} in --template-dir {str(template_dir)!r}, line {f.lineno}"
+    if frames:
+        f = frames[-1]
+        return f"a template in --template-dir {str(template_dir)!r} (via {Path(f.filename).name!r}, line {f.lineno})"
+    return f"a template in --template-dir {str(template_dir)!r}"
 
 
 def render_html(context: dict, template_dir=None) -> str:

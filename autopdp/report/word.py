@@ -52,7 +52,7 @@ def check_docx_template(path) -> Path:
     """``path`` as a Path when it is a Word document (.docx or .dotx) python-docx can build on;
     otherwise :class:`InputError` naming it.  Cheap: reads the zip's directory only."""
     p = Path(path)
-    what = f"--docx-template (config key 'docx_template') {str(p)!r}"
+    what = f"--docx-template {str(p)!r}"
     if not p.exists():
         raise InputError(f"{what} does not exist; give the path of your organisation's .docx template.")
     if not p.is_file():
