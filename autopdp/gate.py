@@ -313,7 +313,10 @@ class GateResult:
                     f"allowed: {c.relation} {_fmt(c.threshold)}\n{c.message}"
                 )
         ET.indent(suites)
-        text = '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+        from ._xmltext import xml_text
+
+        # names come from the data: a character XML 1.0 forbids (a control character) is written as a visible escape
+        text = xml_text('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n")
         if path is not None:
             atomic_write_text(path, text)
         return text
