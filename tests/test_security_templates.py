@@ -213,6 +213,68 @@ def test_docx_template_with_a_300_mb_part_is_refused_before_inflating(files, tmp
     assert "word/media/huge.bin" not in opened
 
 
+def _png() -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    png = io.BytesIO()
+    fig = plt.figure(figsize=(0.2, 0.2))
+    fig.savefig(png, format="png")
+    plt.close(fig)
+    return png.getvalue()
+
+
+def test_docx_template_whose_directory_understates_a_part_is_never_inflated(tmp_path):
+    """A zip directory may lie: the template's picture declared at its PNG's size (with the PNG's CRC) while its
+    stream inflates to 300 MB passes the size check; the template is then read in bounded steps, so the parser
+    sees the PNG and nothing inflates the rest (before, python-docx's read inflated all 300 MB at once)."""
+    import struct
+    import tracemalloc
+    import zlib
+
+    from autopdp.report import word
+
+    png = _png()
+    base = io.BytesIO()
+    d = docx.Document()
+    d.add_picture(io.BytesIO(png))
+    d.save(base)
+    liar = tmp_path / "liar.docx"
+    with zipfile.ZipFile(base) as src, zipfile.ZipFile(liar, "w", zipfile.ZIP_DEFLATED) as dst:
+        media = [n for n in src.namelist() if n.startswith("word/media/")]
+        assert len(media) == 1
+        for info in src.infolist():
+            if info.filename not in media:
+                dst.writestr(info.filename, src.read(info.filename))
+        with dst.open(media[0], "w") as part:
+            part.write(png)
+            for _ in range(300):
+                part.write(b"\0" * (1 << 20))
+    raw = bytearray(liar.read_bytes())
+    name = media[0].encode()
+    for sig, crc_at, size_at, name_at in ((b"PK\x03\x04", 14, 22, 30), (b"PK\x01\x02", 16, 24, 46)):
+        at = raw.find(sig)
+        while at >= 0:
+            if raw[at + name_at:at + name_at + len(name)] == name:
+                struct.pack_into("<I", raw, at + crc_at, zlib.crc32(png))
+                struct.pack_into("<I", raw, at + size_at, len(png))
+            at = raw.find(sig, at + 4)
+    liar.write_bytes(bytes(raw))
+    with zipfile.ZipFile(liar) as z:
+        assert z.getinfo(media[0]).file_size == len(png)
+    word.check_docx_template(liar)  # the directory is within the limits
+    tracemalloc.start()
+    try:
+        document = word._open(liar)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert document.inline_shapes[0].type is not None  # the picture is there, at its declared size
+    assert peak < 64 * 1024 * 1024, f"{peak / 2**20:.0f} MB"
+
+
 def _template_with_external_links(path: Path) -> Path:
     """A .docx with the external relationships of the issue: an http attachedTemplate (settings.xml.rels),
     a linked picture (r:link), a hyperlink and an INCLUDEPICTURE field of the template's own content."""
@@ -234,16 +296,7 @@ def _template_with_external_links(path: Path) -> Path:
     link.append(run)
     p._p.append(link)
     # a picture linked (not embedded) from a server
-    png = io.BytesIO()
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure(figsize=(0.2, 0.2))
-    fig.savefig(png, format="png")
-    plt.close(fig)
-    d.add_picture(io.BytesIO(png.getvalue()))
+    d.add_picture(io.BytesIO(_png()))
     linked = d.part.relate_to("http://evil.example/pixel.png", RT.IMAGE, is_external=True)
     blip = d.element.body.xpath(".//a:blip")[-1]
     blip.set(qn("r:link"), linked)

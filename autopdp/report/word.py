@@ -77,7 +77,8 @@ def check_docx_template(path) -> Path:
             infos = z.infolist()
             _check_template_sizes(infos, what)
             names = set(z.namelist())
-            types = z.read("[Content_Types].xml").decode("utf-8", "replace") if "[Content_Types].xml" in names else ""
+            types = (_read_bounded(z, z.getinfo("[Content_Types].xml")).decode("utf-8", "replace")
+                     if "[Content_Types].xml" in names else "")
     except (zipfile.BadZipFile, OSError) as exc:
         raise InputError(f"{what} is not a Word .docx file ({type(exc).__name__}: {exc}); save the template as "
                          "Word Document (.docx).") from None
@@ -110,14 +111,44 @@ def _open(template):
     if template is None:
         return docx.Document()
     p = check_docx_template(template)
-    data = p.read_bytes()
-    if _DOTX_MAIN.encode() in _member(data, "[Content_Types].xml"):
-        data = _rezip(data, {"[Content_Types].xml": lambda b: b.replace(_DOTX_MAIN.encode(), _DOCX_MAIN.encode())})
     try:
+        data = _bounded_copy(p)
+        if _DOTX_MAIN.encode() in _member(data, "[Content_Types].xml"):
+            data = _rezip(data, {"[Content_Types].xml": lambda b: b.replace(_DOTX_MAIN.encode(), _DOCX_MAIN.encode())})
         return docx.Document(io.BytesIO(data))
+    except InputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any parse failure of the user's file is bad input
         raise InputError(f"--docx-template {str(p)!r} cannot be read as a Word document ({type(exc).__name__}: "
                          f"{exc}); save it again as Word Document (.docx).") from None
+
+
+_CHUNK = 1024 * 1024
+
+
+def _read_bounded(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The part ``info`` inflated in 1 MB steps: never more than its declared size (checked against the
+    limits) in memory, and a part whose data does not match its declared size and CRC is BadZipFile."""
+    out = bytearray()
+    with z.open(info) as f:
+        while chunk := f.read(_CHUNK):
+            out += chunk
+    return bytes(out)
+
+
+def _bounded_copy(path: Path) -> bytes:
+    """The template re-packed from its parts read with :func:`_read_bounded`: what python-docx parses holds
+    exactly the declared (size-checked) content, so a part whose stream inflates past its declared size
+    (a lying zip directory) cannot make the parser inflate it."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        _check_template_sizes(src.infolist(), f"--docx-template {str(path)!r}")
+        for info in src.infolist():
+            new = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+            new.compress_type = zipfile.ZIP_DEFLATED
+            new.external_attr = info.external_attr
+            dst.writestr(new, _read_bounded(src, info))
+    return out.getvalue()
 
 
 def _member(data: bytes, name: str) -> bytes:
