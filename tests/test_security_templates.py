@@ -156,6 +156,19 @@ def test_template_reaching_for_python_internals_is_refused(small, tmp_path, expr
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("expression, message", [
+    ("'x' * 10**10", "a repetition to 10,000,000,000 items is over the limit"),
+    ("[0] * 10**9", "a repetition to 1,000,000,000 items is over the limit"),
+    ("7 ** 100000", "has over 4096 bits"),
+    ("2.0 ** 100000", "OverflowError"),
+])
+def test_template_cannot_allocate_without_bound(small, tmp_path, expression, message):
+    tpl = _poc_template(tmp_path / "tpl", tmp_path / "MARKER", expression)
+    with pytest.raises(InputError, match=r"template 'report.html.j2' in --template-dir .*, line 3 .*"
+                                         + re.escape(message)):
+        small.to_html(template_dir=tpl)
+
+
 def test_cli_template_poc_is_exit_2_naming_template_and_line(files, tmp_path, capsys):
     """The issue's PoC through the command line: no MARKER, exit 2, one line naming the template and line."""
     marker = tmp_path / "MARKER"

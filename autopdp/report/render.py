@@ -32,6 +32,43 @@ HTML_TEMPLATE = "report.html.j2"
 PDF_TEMPLATE = "report.pdf.j2"
 
 
+#: The longest text or list a template may build with ``*`` (and ``**`` results stay under 4096 bits):
+#: a template is not a place to allocate gigabytes, so ``"x" * 10**10`` or ``10**10**10`` is refused, not run.
+MAX_TEMPLATE_PRODUCT = 10_000_000
+_MAX_POWER_BITS = 4096
+
+
+def _sandbox_class():
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import SandboxedEnvironment
+
+    class Sandbox(SandboxedEnvironment):
+        """Jinja's sandbox, with ``*`` and ``**`` bounded (:data:`MAX_TEMPLATE_PRODUCT`)."""
+
+        intercepted_binops = frozenset(["*", "**"])
+
+        def call_binop(self, context, operator, left, right):
+            def size(v):
+                if isinstance(v, (str, bytes, list, tuple)):
+                    return len(v)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    return abs(v)
+                return None
+
+            a, b = size(left), size(right)
+            if operator == "**" and isinstance(left, int) and isinstance(right, int) and a is not None and b is not None:
+                if a > 1 and b * a.bit_length() > _MAX_POWER_BITS:
+                    raise SecurityError(f"{left} ** {right} has over {_MAX_POWER_BITS} bits, over the limit for a "
+                                        "template")
+            if operator == "*" and a is not None and b is not None and isinstance(left, (str, bytes, list, tuple)) \
+                    != isinstance(right, (str, bytes, list, tuple)) and a * b > MAX_TEMPLATE_PRODUCT:
+                raise SecurityError(f"a repetition to {a * b:,} items is over the limit of "
+                                    f"{MAX_TEMPLATE_PRODUCT:,} for a template")
+            return super().call_binop(context, operator, left, right)
+
+    return Sandbox
+
+
 @functools.lru_cache(maxsize=8)
 def environment(template_dir: str | None = None):
     """The Jinja environment: the built-in templates, or with ``template_dir`` an organisation's
@@ -41,11 +78,11 @@ def environment(template_dir: str | None = None):
 
     The environment is Jinja's sandbox: templates are code another team may supply, so none of
     them reaches Python internals (an unsafe attribute is an undefined that raises
-    :class:`jinja2.exceptions.SecurityError` when used)."""
+    :class:`jinja2.exceptions.SecurityError` when used) or builds a huge text or number with ``*``
+    or ``**`` (:data:`MAX_TEMPLATE_PRODUCT`)."""
     from importlib import resources
 
     from jinja2 import ChoiceLoader, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
-    from jinja2.sandbox import SandboxedEnvironment
 
     # the templates are package data of autopdp.templates (inside the wheel too); each is also
     # loadable as "autopdp/<name>", so a template elsewhere can extend "autopdp/report.html.j2";
@@ -54,7 +91,7 @@ def environment(template_dir: str | None = None):
     loaders = [folder, PrefixLoader({"autopdp": folder})]
     if template_dir is not None:
         loaders = [PrefixLoader({"autopdp": folder}), FileSystemLoader(str(template_dir)), folder]
-    env = SandboxedEnvironment(
+    env = _sandbox_class()(
         loader=ChoiceLoader(loaders),
         autoescape=select_autoescape(enabled_extensions=("html", "j2", "xml"), default_for_string=True, default=True),
         undefined=StrictUndefined,
@@ -100,12 +137,17 @@ def _render(name: str, context: dict, template_dir=None) -> str:
         raise InputError(f"template {exc.name or exc.filename!r} in --template-dir {str(template_dir)!r}, line "
                          f"{exc.lineno}: {exc.message}; fix the template.") from None
     except SecurityError as exc:
-        raise InputError(f"{_where(exc, folder, template_dir)} reaches for Python internals, which the sandbox "
-                         f"refuses ({exc}); a template may use only the report's variables (see "
-                         "docs/templates.md).") from None
+        what = "reaches for Python internals, which" if "unsafe" in str(exc) else "does what"
+        raise InputError(f"{_where(exc, folder, template_dir)} {what} the sandbox refuses ({exc}); a template may "
+                         "use only the report's variables (see docs/templates.md).") from None
     except TemplateError as exc:
         raise InputError(f"{_where(exc, folder, template_dir)} failed: {type(exc).__name__}: {exc}; "
                          "see docs/templates.md for the variables a template sees.") from None
+    except (ArithmeticError, TypeError, ValueError, LookupError) as exc:
+        where = _where(exc, folder, template_dir)
+        if not where.startswith("template "):  # not raised in the organisation's template: autopdp's own error
+            raise
+        raise InputError(f"{where} failed: {type(exc).__name__}: {exc}; fix the template.") from None
 
 
 def _where(exc: BaseException, folder: str, template_dir) -> str:
