@@ -26,16 +26,15 @@ docx = pytest.importorskip("docx")
 SMALL = "grid_resolution = 6\ngrid_resolution_2d = 4\ntop_k = 1\nnoise_draws = 50\nmax_noise_draws = 100\n"
 
 
-def _poc_template(folder: Path, marker: Path, expression=None) -> Path:
-    """A template folder whose report.html.j2 tries to run ``touch MARKER`` (the issue's PoC), line 3."""
+def _poc_template(folder: Path, marker: Path, expression=None, names=("report.html.j2", "report.pdf.j2")) -> Path:
+    """A template folder whose templates try to run ``touch MARKER`` (the issue's PoC), line 3."""
     folder.mkdir(parents=True, exist_ok=True)
     expression = expression or f"cycler.__init__.__globals__.os.popen('touch {marker}').read()"
-    (folder / "report.html.j2").write_text(
-        '{% extends "autopdp/report.html.j2" %}\n'
-        "{% block cover %}\n"
-        "{{ " + expression + " }}{{ super() }}{% endblock %}\n")
-    (folder / "report.pdf.j2").write_text((folder / "report.html.j2").read_text().replace("report.html.j2",
-                                                                                          "report.pdf.j2"))
+    for name in names:
+        (folder / name).write_text(
+            '{% extends "autopdp/' + name + '" %}\n'
+            "{% block cover %}\n"
+            "{{ " + expression + " }}{{ super() }}{% endblock %}\n")
     return folder
 
 
@@ -145,14 +144,25 @@ def test_builtin_templates_render_in_the_sandbox(small):
     "joiner.__init__.__globals__.__builtins__['__import__']('os').system('touch {m}')",
     "'{0.__init__.__globals__}'.format(cycler)",
 ])
-def test_template_reaching_for_python_internals_is_refused(small, tmp_path, expression):
+def test_template_reaching_for_python_internals_is_refused(small, tmp_path, expression, monkeypatch):
+    """Refused twice over: the folder's check before any work (a name starting with '_' in the template's code),
+    and, for what the check cannot see (a format string), the sandbox when the template renders."""
+    import autopdp.report.render as render
+
     marker = tmp_path / "MARKER"
-    tpl = _poc_template(tmp_path / "tpl", marker, expression.replace("{m}", str(marker)))
-    with pytest.raises(InputError, match=r"template 'report.html.j2' in --template-dir .*, line 3 reaches for "
-                                         r"Python internals"):
-        small.to_html(template_dir=tpl)
-    with pytest.raises(InputError, match=r"template 'report.pdf.j2' in --template-dir .*, line 3"):
-        small.to_pdf(template_dir=tpl)
+    expression = expression.replace("{m}", str(marker))
+    html = _poc_template(tmp_path / "html", marker, expression, names=("report.html.j2",))
+    pdf = _poc_template(tmp_path / "pdf", marker, expression, names=("report.pdf.j2",))
+    internals = r", line 3 reaches for Python internals"
+    with pytest.raises(InputError, match=r"template 'report.html.j2' in --template-dir .*" + internals):
+        small.to_html(template_dir=html)
+    with pytest.raises(InputError, match=r"template 'report.pdf.j2' in --template-dir .*" + internals):
+        small.to_pdf(template_dir=pdf)
+    # the sandbox alone (the check before the work switched off) refuses them as well
+    monkeypatch.setattr(render, "_precheck_templates", lambda *a: None)
+    with pytest.raises(InputError, match=r"template 'report.html.j2' in --template-dir .*" + internals
+                                         + r", which the sandbox refuses \(access to attribute"):
+        small.to_html(template_dir=html)
     assert not marker.exists()
 
 
@@ -169,14 +179,26 @@ def test_template_cannot_allocate_without_bound(small, tmp_path, expression, mes
         small.to_html(template_dir=tpl)
 
 
-def test_cli_template_poc_is_exit_2_naming_template_and_line(files, tmp_path, capsys):
-    """The issue's PoC through the command line: no MARKER, exit 2, one line naming the template and line."""
+def test_cli_template_poc_is_exit_2_naming_template_and_line(files, tmp_path, capsys, monkeypatch):
+    """The issue's PoC through the command line: no MARKER, exit 2 before any work, one line naming the template
+    and line."""
     marker = tmp_path / "MARKER"
     tpl = _poc_template(tmp_path / "tpl", marker)
+    _no_work(monkeypatch)
     assert main(_report(files, tmp_path / "out", "--template-dir", str(tpl))) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "template 'report.html.j2'" in err and "line 3" in err
-    assert not marker.exists() and not (tmp_path / "out" / "report.html").exists()
+    assert "Python internals" in err and not marker.exists() and not (tmp_path / "out").exists()
+
+
+def test_cli_template_syntax_error_is_exit_2_before_any_work(files, tmp_path, capsys, monkeypatch):
+    tpl = tmp_path / "tpl"
+    tpl.mkdir()
+    (tpl / "report.css").write_text("body { color: red; }\n{% if %}\n")
+    _no_work(monkeypatch)
+    assert main(_report(files, tmp_path / "out", "--template-dir", str(tpl))) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "template 'report.css'" in err and "line 2" in err
 
 
 def test_word_report_methodology_renders_sandboxed(small, monkeypatch):

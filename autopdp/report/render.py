@@ -104,7 +104,8 @@ def environment(template_dir: str | None = None):
 
 
 def check_template_dir(path) -> str:
-    """``path`` as text when it is a folder; otherwise :class:`InputError` naming it."""
+    """``path`` as text when it is a folder whose templates parse and name no private attribute (checked
+    before any work: the sandbox would refuse them at render time); otherwise :class:`InputError` naming it."""
     from pathlib import Path
 
     p = Path(path)
@@ -112,7 +113,40 @@ def check_template_dir(path) -> str:
         why = "does not exist" if not p.exists() else "is not a folder"
         raise InputError(f"--template-dir {str(p)!r} {why}; give the folder of your "
                          "organisation's report templates (e.g. report.html.j2).")
-    return str(p.resolve())
+    folder = str(p.resolve())
+    _precheck_templates(folder, path)
+    return folder
+
+
+def _precheck_templates(folder: str, shown) -> None:
+    """Parse every template of ``folder`` (any file a template may load, e.g. report.css) once, before any
+    work: a syntax error, or an attribute or key starting with ``_`` (``__class__``, ``__globals__``: what
+    the sandbox refuses), is :class:`InputError` naming the template and line."""
+    from pathlib import Path
+
+    from jinja2 import TemplateSyntaxError, nodes
+
+    env = environment(folder)
+    root = Path(folder)
+    for f in sorted(root.rglob("*"))[:2000]:
+        if not f.is_file() or f.stat().st_size > 5 * 1024 * 1024:
+            continue
+        name = f.relative_to(root).as_posix()
+        try:
+            source = f.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue  # not a text template (a logo): loading it as a template would fail and say so
+        try:
+            tree = env.parse(source, name=name)
+        except TemplateSyntaxError as exc:
+            raise InputError(f"template {name!r} in --template-dir {str(shown)!r}, line {exc.lineno}: {exc.message}; "
+                             "fix the template.") from None
+        for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+            key = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
+            if isinstance(key, str) and key.startswith("_"):
+                raise InputError(f"template {name!r} in --template-dir {str(shown)!r}, line {node.lineno} reaches for "
+                                 f"Python internals ({key!r}), which the sandbox refuses; a template may use only "
+                                 "the report's variables (see docs/templates.md).")
 
 
 def _check_page_size(context: dict) -> None:
