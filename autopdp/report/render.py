@@ -118,8 +118,12 @@ def check_template_dir(path) -> str:
     return folder
 
 
+#: The files of a --template-dir parsed before any work (the sandbox guards any other a template loads).
+_TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".html", ".htm", ".css", ".js", ".xml", ".svg")
+
+
 def _precheck_templates(folder: str, shown) -> None:
-    """Parse every template of ``folder`` (any file a template may load, e.g. report.css) once, before any
+    """Parse every template of ``folder`` (:data:`_TEMPLATE_SUFFIXES`, e.g. report.css) once, before any
     work: a syntax error, or an attribute or key starting with ``_`` (``__class__``, ``__globals__``: what
     the sandbox refuses), is :class:`InputError` naming the template and line."""
     from pathlib import Path
@@ -129,7 +133,7 @@ def _precheck_templates(folder: str, shown) -> None:
     env = environment(folder)
     root = Path(folder)
     for f in sorted(root.rglob("*"))[:2000]:
-        if not f.is_file() or f.stat().st_size > 5 * 1024 * 1024:
+        if f.suffix.lower() not in _TEMPLATE_SUFFIXES or not f.is_file() or f.stat().st_size > 5 * 1024 * 1024:
             continue
         name = f.relative_to(root).as_posix()
         try:
