@@ -230,8 +230,12 @@ def svg_figures_as_images(html: str) -> str:
     as images, the demo report's PDF renders in about 20% less time.  Only autopdp's own
     figures are inline SVG (text from data is escaped), so every match is one of them.
     """
+    from .._xmltext import xml_text
+
     def as_image(match):
-        data = base64.b64encode(match.group(0).encode("utf-8")).decode("ascii")
+        # an image is parsed as XML: a control character from the data (a column name) is escaped, else
+        # WeasyPrint drops the whole figure
+        data = base64.b64encode(xml_text(match.group(0)).encode("utf-8")).decode("ascii")
         return f'<img src="data:image/svg+xml;base64,{data}" alt="">'
 
     return _SVG.sub(as_image, html)
