@@ -350,7 +350,7 @@ class Audit:
         scores = pd.DataFrame(
             [{c: (tuple(r[c]) if c == "features" else r[c] if c == "kind" else _num(r[c])) for c in columns}
              for r in rows], columns=columns)
-        config = AuditConfig.from_dict(d["config"])
+        config = AuditConfig.from_record(d["config"])
         meta = d.get("evidence_meta") or {}
         evidence = {c: {tuple(e["features"]): _evidence_from(e, meta.get(c, {}), config) for e in items}
                     for c, items in d["evidence"].items()}
@@ -373,13 +373,14 @@ class Audit:
 
         ``gate`` (a :class:`GateResult` of this audit) adds the Gate section and
         ``comparison`` (the audited model's name) the Model comparison section,
-        as ``autopdp gate`` and ``autopdp compare`` do.  ``template_dir`` (default: the
-        config's ``template_dir``): a folder of templates overriding the built-in ones by name.
+        as ``autopdp gate`` and ``autopdp compare`` do.  ``template_dir``: a folder of templates
+        overriding the built-in ones by name, rendered sandboxed (only this argument chooses templates:
+        the config, and so a loaded results.json, never does).
         """
         from .report import render_html
         from .report.writer import report_context, report_templates
 
-        template_dir, _ = report_templates(self.config, template_dir, None, ("html",))
+        template_dir, _ = report_templates(template_dir, None, ("html",))
         html = render_html(report_context(self, page_size=page_size, gate=gate, comparison=comparison,
                                           formats=("html",)), template_dir=template_dir)
         if path is not None:
@@ -393,7 +394,7 @@ class Audit:
         from .report.render import render_pdf, render_pdf_html
         from .report.writer import report_context, report_templates
 
-        template_dir, _ = report_templates(self.config, template_dir, None, ("pdf",))
+        template_dir, _ = report_templates(template_dir, None, ("pdf",))
         context = report_context(self, page_size=page_size, gate=gate, comparison=comparison, formats=("pdf",))
         pdf = render_pdf(render_pdf_html(context, template_dir=template_dir))
         if path is not None:
@@ -404,7 +405,7 @@ class Audit:
         """The report as an editable Word document, from the same context as the HTML and PDF;
         written atomically to ``path`` when given.
 
-        ``template`` (default: the config's ``docx_template``): the organisation's .docx whose
+        ``template`` (only this argument chooses it): the organisation's .docx whose
         styles, page setup, headers and footers the document keeps; the report goes after its
         content, or in place of a paragraph reading ``{{autopdp}}``.  ``page_size`` applies
         without a template.  ``gate`` and ``comparison`` as in :meth:`to_html`.
@@ -413,7 +414,7 @@ class Audit:
         from .report.word import render_docx
         from .report.writer import report_context, report_templates
 
-        _, template = report_templates(self.config, None, template, ("docx",))
+        _, template = report_templates(None, template, ("docx",))
         data = render_docx(report_context(self, page_size=page_size, gate=gate, comparison=comparison, png=True),
                            template=template)
         if path is not None:
@@ -503,7 +504,7 @@ def _records_of(source, label: str) -> dict:
 def _complete_evidence(d: dict) -> dict:
     """``d`` with every evidence item whole: the ``why``, ``null`` and ``statistic`` the file leaves null
     (rebuilt word for word, or the criterion's ``evidence_meta``) filled in, as :meth:`Evidence.to_dict` gives."""
-    config = AuditConfig.from_dict(d["config"])
+    config = AuditConfig.from_record(d["config"])
     meta = d.get("evidence_meta") or {}
     d["evidence"] = {c: [_evidence_from(e, meta.get(c, {}), config).to_dict() for e in items]
                      for c, items in d["evidence"].items()}

@@ -115,10 +115,11 @@ def _page_size(value: str) -> str:
 
 
 def _templates(args, cfg, formats) -> dict:
-    """The report templates of the run (flags win over the config keys), checked before any work:
-    a missing --template-dir or a --docx-template that is not a .docx is exit 2 naming it."""
-    template_dir = getattr(args, "template_dir", None) or getattr(cfg, "template_dir", None)
-    docx_template = getattr(args, "docx_template", None) or getattr(cfg, "docx_template", None)
+    """The report templates of the run, from the flags only (a template is code: no config, policy or
+    results.json chooses one), checked before any work: a missing --template-dir or a --docx-template
+    that is not a .docx is exit 2 naming it."""
+    template_dir = getattr(args, "template_dir", None)
+    docx_template = getattr(args, "docx_template", None)
     if getattr(args, "docx_template", None) and "docx" not in formats:
         raise InputError(f"--docx-template is for the Word report; add docx to --formats (e.g. --formats "
                          f"{','.join(formats + ['docx'])}).")
@@ -401,12 +402,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="comma-separated, any of html,pdf,json,docx (default: html,pdf,json); docx is an "
                             "editable Word document with the same content as the PDF")
         p.add_argument("--template-dir", default=None, metavar="DIR",
-                       help="folder of report templates overriding the built-in HTML/PDF ones by name (config key "
-                            "template_dir; see docs/templates.md)")
+                       help="folder of report templates overriding the built-in HTML/PDF ones by name, rendered "
+                            "sandboxed (only this flag chooses templates, never a config or policy; see "
+                            "docs/templates.md)")
         p.add_argument("--docx-template", default=None, metavar="ORG.docx",
                        help="your organisation's .docx (styles, page setup, header/footer) the Word report is built on; "
-                            "the report goes at a paragraph reading {{autopdp}}, else at the end (config key "
-                            "docx_template)")
+                            "the report goes at a paragraph reading {{autopdp}}, else at the end; its external "
+                            "links are dropped (only this flag chooses it, never a config or policy)")
         p.add_argument("--page-size", default="A4", help="A4 (default) or Letter")
         p.add_argument("--ice", action="store_true",
                        help="also write every ICE curve to ice.parquet (results.json leaves them out)")

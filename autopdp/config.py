@@ -12,7 +12,7 @@ from .errors import InputError
 from .scores.utilities import UTILITY_IDS
 from .scores.utilities.monotonicity import DIRECTIONS
 
-__all__ = ["AuditConfig", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "load_toml", "parse_pairs"]
+__all__ = ["AuditConfig", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "TEMPLATE_KEYS", "load_toml", "parse_pairs"]
 
 CRITERIA_2D = ("correlation", "importance", "interaction", "intersection", "surrogate_importance")
 #: The sign-off decisions a reviewer can record.
@@ -132,9 +132,10 @@ class AuditConfig:
         ``role``, ``date`` (YYYY-MM-DD), ``decision`` (one of
         :data:`DECISIONS`), ``conditions`` and ``statement``; the cover's
         sign-off block shows what is given and leaves the rest as a form to
-        fill in (a plain text is kept as the ``statement``).  ``template_dir``: a folder of
-        templates overriding the built-in HTML/PDF ones by name; ``docx_template``: the
-        organisation's .docx the Word report is built on (see docs/templates.md).
+        fill in (a plain text is kept as the ``statement``).  The report templates are not
+        config keys: a template is code, so it comes only from ``--template-dir`` /
+        ``--docx-template`` (Python: ``template_dir=`` / ``template=``), never from a data file
+        (see :data:`TEMPLATE_KEYS` and docs/templates.md).
     """
 
     grid_resolution: int = 20
@@ -177,8 +178,6 @@ class AuditConfig:
     dataset_name: str | None = None
     reviewer: str | None = None
     sign_off: Any = None
-    template_dir: str | None = None
-    docx_template: str | None = None
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)
@@ -269,7 +268,7 @@ class AuditConfig:
         for feat, l in self.lipschitz.items():
             if not isinstance(l, numbers.Real) or isinstance(l, bool) or not l > 0:
                 raise InputError(f"config key 'lipschitz.{feat}' must be a positive slope bound, got {l!r}.")
-        for key in ("title", "model_name", "model_version", "dataset_name", "reviewer", "template_dir", "docx_template"):
+        for key in ("title", "model_name", "model_version", "dataset_name", "reviewer"):
             v = getattr(self, key)
             if v is not None and not isinstance(v, str):
                 raise InputError(f"config key {key!r} must be text, got {type(v).__name__}.")
@@ -280,6 +279,7 @@ class AuditConfig:
         """Build from a plain dict (e.g. a parsed TOML file); unknown keys are errors."""
         if not isinstance(data, Mapping):
             raise InputError(f"the config must be a table of keys, got {type(data).__name__}.")
+        refuse_template_keys(data, "config key")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -288,6 +288,15 @@ class AuditConfig:
                 + f"; known keys: {', '.join(sorted(known))}."
             )
         return cls(**dict(data))
+
+    @classmethod
+    def from_record(cls, data: Mapping) -> "AuditConfig":
+        """The config of a results.json's ``config`` block.  Files written before templates stopped being
+        config keys may carry ``template_dir`` / ``docx_template``: they are dropped (a record's config
+        describes the run; it never selects the templates a report is rendered with)."""
+        if isinstance(data, Mapping):
+            data = {k: v for k, v in data.items() if k not in TEMPLATE_KEYS}
+        return cls.from_dict(data)
 
     @classmethod
     def from_toml(cls, path) -> "AuditConfig":
@@ -308,6 +317,24 @@ class AuditConfig:
                 v = [list(x) if isinstance(x, tuple) else x for x in v]
             out[f.name] = v
         return out
+
+
+#: Keys that once chose report templates from a config: a template is code, so only the flag (or the
+#: Python argument) named here chooses one; a config, a policy's ``[audit]`` table or a results.json never does.
+TEMPLATE_KEYS = {
+    "template_dir": "--template-dir DIR (Python: template_dir= of Audit.to_html / to_pdf / write_report)",
+    "docx_template": "--docx-template ORG.docx (Python: template= of Audit.to_docx, docx_template= of write_report)",
+}
+
+
+def refuse_template_keys(data: Mapping, where: str, prefix: str = "") -> None:
+    """:class:`InputError` when ``data`` has a key of :data:`TEMPLATE_KEYS`, naming it (``where``, e.g.
+    "config key" or "policy key", and ``prefix``, e.g. "audit.") and the flag to use instead."""
+    for key, flag in TEMPLATE_KEYS.items():
+        if key in data:
+            raise InputError(f"{where} '{prefix}{key}' is not accepted: a template is code, so autopdp takes it only "
+                             f"from the command line or the call that renders the report; remove the key and "
+                             f"pass {flag}.")
 
 
 def _sign_off(value):

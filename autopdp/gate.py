@@ -159,6 +159,9 @@ class GatePolicy:
         if decide not in DECIDE:
             raise InputError(f"policy key 'gate.decide' must be one of {', '.join(DECIDE)}, got {decide!r}.")
         audit_keys = dict(data.get("audit") or {})
+        from .config import refuse_template_keys
+
+        refuse_template_keys(audit_keys, "policy key", "audit.")  # a policy never chooses a template (code)
         if audit_keys:
             AuditConfig.from_dict(audit_keys)  # unknown or mistyped audit keys are errors now, named
         return cls(
@@ -310,7 +313,10 @@ class GateResult:
                     f"allowed: {c.relation} {_fmt(c.threshold)}\n{c.message}"
                 )
         ET.indent(suites)
-        text = '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+        from ._xmltext import xml_text
+
+        # names come from the data: a character XML 1.0 forbids (a control character) is written as a visible escape
+        text = xml_text('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n")
         if path is not None:
             atomic_write_text(path, text)
         return text

@@ -301,13 +301,17 @@ def test_bad_template_is_exit_2_with_one_line_before_any_work(files, tmp_path, c
     assert name in err and message in err
 
 
-def test_config_key_docx_template_and_provenance(files, tmp_path):
+def test_docx_template_flag_and_provenance_config_key_refused(files, tmp_path, capsys):
     template = _org_template(tmp_path / "acme.docx")
+    # a template is code: a --config file cannot choose it (exit 2 naming the key and the flag)
     (tmp_path / "cfg.toml").write_text((files / "small.toml").read_text() + f'docx_template = "{template}"\n')
     out = tmp_path / "out"
     args = _args(files, out)
     args[args.index("--config") + 1] = str(tmp_path / "cfg.toml")
-    assert main(args) == 0
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "'docx_template'" in err and "--docx-template" in err and not out.exists()
+    assert main(_args(files, out, "--docx-template", str(template))) == 0
     d = docx.Document(str(out / "report.docx"))
     assert d.sections[0].header.paragraphs[0].text == "CONFIDENTIAL - ACME Bank internal"
     results = json.loads((out / "results.json").read_text())

@@ -2,6 +2,10 @@
 
 One Jinja environment, built once, with autoescaping on and the formatting
 filters registered once.  Only autopdp's own SVG figures are marked safe.
+Every template, built-in or an organisation's, renders in Jinja's sandbox
+(:class:`jinja2.sandbox.SandboxedEnvironment`): a template that reaches for
+Python internals (``__globals__``, ``__class__``, ``_private`` attributes,
+``str.format`` on internals) is bad input naming the template and line.
 """
 
 from __future__ import annotations
@@ -28,15 +32,57 @@ HTML_TEMPLATE = "report.html.j2"
 PDF_TEMPLATE = "report.pdf.j2"
 
 
+#: The longest text or list a template may build with ``*`` (and ``**`` results stay under 4096 bits):
+#: a template is not a place to allocate gigabytes, so ``"x" * 10**10`` or ``10**10**10`` is refused, not run.
+MAX_TEMPLATE_PRODUCT = 10_000_000
+_MAX_POWER_BITS = 4096
+
+
+def _sandbox_class():
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import SandboxedEnvironment
+
+    class Sandbox(SandboxedEnvironment):
+        """Jinja's sandbox, with ``*`` and ``**`` bounded (:data:`MAX_TEMPLATE_PRODUCT`)."""
+
+        intercepted_binops = frozenset(["*", "**"])
+
+        def call_binop(self, context, operator, left, right):
+            def size(v):
+                if isinstance(v, (str, bytes, list, tuple)):
+                    return len(v)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    return abs(v)
+                return None
+
+            a, b = size(left), size(right)
+            if operator == "**" and isinstance(left, int) and isinstance(right, int) and a is not None and b is not None:
+                if a > 1 and b * a.bit_length() > _MAX_POWER_BITS:
+                    raise SecurityError(f"{left} ** {right} has over {_MAX_POWER_BITS} bits, over the limit for a "
+                                        "template")
+            if operator == "*" and a is not None and b is not None and isinstance(left, (str, bytes, list, tuple)) \
+                    != isinstance(right, (str, bytes, list, tuple)) and a * b > MAX_TEMPLATE_PRODUCT:
+                raise SecurityError(f"a repetition to {a * b:,} items is over the limit of "
+                                    f"{MAX_TEMPLATE_PRODUCT:,} for a template")
+            return super().call_binop(context, operator, left, right)
+
+    return Sandbox
+
+
 @functools.lru_cache(maxsize=8)
 def environment(template_dir: str | None = None):
     """The Jinja environment: the built-in templates, or with ``template_dir`` an organisation's
     templates first.  A template in ``template_dir`` replaces the built-in one of the same name
     (``report.html.j2``, ``report.css``); the built-in ones stay loadable as ``autopdp/NAME``, so
-    ``{% extends "autopdp/report.html.j2" %}`` overrides only the blocks it names."""
+    ``{% extends "autopdp/report.html.j2" %}`` overrides only the blocks it names.
+
+    The environment is Jinja's sandbox: templates are code another team may supply, so none of
+    them reaches Python internals (an unsafe attribute is an undefined that raises
+    :class:`jinja2.exceptions.SecurityError` when used) or builds a huge text or number with ``*``
+    or ``**`` (:data:`MAX_TEMPLATE_PRODUCT`)."""
     from importlib import resources
 
-    from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
+    from jinja2 import ChoiceLoader, FileSystemLoader, PrefixLoader, StrictUndefined, select_autoescape
 
     # the templates are package data of autopdp.templates (inside the wheel too); each is also
     # loadable as "autopdp/<name>", so a template elsewhere can extend "autopdp/report.html.j2";
@@ -45,7 +91,7 @@ def environment(template_dir: str | None = None):
     loaders = [folder, PrefixLoader({"autopdp": folder})]
     if template_dir is not None:
         loaders = [PrefixLoader({"autopdp": folder}), FileSystemLoader(str(template_dir)), folder]
-    env = Environment(
+    env = _sandbox_class()(
         loader=ChoiceLoader(loaders),
         autoescape=select_autoescape(enabled_extensions=("html", "j2", "xml"), default_for_string=True, default=True),
         undefined=StrictUndefined,
@@ -58,15 +104,53 @@ def environment(template_dir: str | None = None):
 
 
 def check_template_dir(path) -> str:
-    """``path`` as text when it is a folder; otherwise :class:`InputError` naming it."""
+    """``path`` as text when it is a folder whose templates parse and name no private attribute (checked
+    before any work: the sandbox would refuse them at render time); otherwise :class:`InputError` naming it."""
     from pathlib import Path
 
     p = Path(path)
     if not p.is_dir():
         why = "does not exist" if not p.exists() else "is not a folder"
-        raise InputError(f"--template-dir (config key 'template_dir') {str(p)!r} {why}; give the folder of your "
+        raise InputError(f"--template-dir {str(p)!r} {why}; give the folder of your "
                          "organisation's report templates (e.g. report.html.j2).")
-    return str(p.resolve())
+    folder = str(p.resolve())
+    _precheck_templates(folder, path)
+    return folder
+
+
+#: The files of a --template-dir parsed before any work (the sandbox guards any other a template loads).
+_TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".html", ".htm", ".css", ".js", ".xml", ".svg")
+
+
+def _precheck_templates(folder: str, shown) -> None:
+    """Parse every template of ``folder`` (:data:`_TEMPLATE_SUFFIXES`, e.g. report.css) once, before any
+    work: a syntax error, or an attribute or key starting with ``_`` (``__class__``, ``__globals__``: what
+    the sandbox refuses), is :class:`InputError` naming the template and line."""
+    from pathlib import Path
+
+    from jinja2 import TemplateSyntaxError, nodes
+
+    env = environment(folder)
+    root = Path(folder)
+    for f in sorted(root.rglob("*"))[:2000]:
+        if f.suffix.lower() not in _TEMPLATE_SUFFIXES or not f.is_file() or f.stat().st_size > 5 * 1024 * 1024:
+            continue
+        name = f.relative_to(root).as_posix()
+        try:
+            source = f.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue  # not a text template (a logo): loading it as a template would fail and say so
+        try:
+            tree = env.parse(source, name=name)
+        except TemplateSyntaxError as exc:
+            raise InputError(f"template {name!r} in --template-dir {str(shown)!r}, line {exc.lineno}: {exc.message}; "
+                             "fix the template.") from None
+        for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+            key = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
+            if isinstance(key, str) and key.startswith("_"):
+                raise InputError(f"template {name!r} in --template-dir {str(shown)!r}, line {node.lineno} reaches for "
+                                 f"Python internals ({key!r}), which the sandbox refuses; a template may use only "
+                                 "the report's variables (see docs/templates.md).")
 
 
 def _check_page_size(context: dict) -> None:
@@ -82,15 +166,45 @@ def _render(name: str, context: dict, template_dir=None) -> str:
         return environment().get_template(name).render(**context)
     from jinja2 import TemplateError, TemplateSyntaxError
 
+    from jinja2.exceptions import SecurityError
+
     folder = check_template_dir(template_dir)
     try:
         return environment(folder).get_template(name).render(**context)
     except TemplateSyntaxError as exc:
         raise InputError(f"template {exc.name or exc.filename!r} in --template-dir {str(template_dir)!r}, line "
                          f"{exc.lineno}: {exc.message}; fix the template.") from None
+    except SecurityError as exc:
+        what = "reaches for Python internals, which" if "unsafe" in str(exc) else "does what"
+        raise InputError(f"{_where(exc, folder, template_dir)} {what} the sandbox refuses ({exc}); a template may "
+                         "use only the report's variables (see docs/templates.md).") from None
     except TemplateError as exc:
-        raise InputError(f"a template in --template-dir {str(template_dir)!r} failed: {type(exc).__name__}: {exc}; "
+        raise InputError(f"{_where(exc, folder, template_dir)} failed: {type(exc).__name__}: {exc}; "
                          "see docs/templates.md for the variables a template sees.") from None
+    except (ArithmeticError, TypeError, ValueError, LookupError) as exc:
+        where = _where(exc, folder, template_dir)
+        if not where.startswith("template "):  # not raised in the organisation's template: autopdp's own error
+            raise
+        raise InputError(f"{where} failed: {type(exc).__name__}: {exc}; fix the template.") from None
+
+
+def _where(exc: BaseException, folder: str, template_dir) -> str:
+    """'template NAME in --template-dir DIR, line N' for the innermost frame of ``exc`` in a template of
+    ``folder`` (Jinja maps its frames to the template's file and line), else the built-in template's."""
+    import traceback
+    from pathlib import Path
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.endswith(".py")
+              and not f.filename.startswith("<")]
+    root = Path(folder)
+    mine = [f for f in frames if Path(f.filename).is_absolute() and root in Path(f.filename).parents]
+    if mine:
+        f = mine[-1]
+        return f"template {Path(f.filename).relative_to(root).as_posix()!r} in --template-dir {str(template_dir)!r}, line {f.lineno}"
+    if frames:
+        f = frames[-1]
+        return f"a template in --template-dir {str(template_dir)!r} (via {Path(f.filename).name!r}, line {f.lineno})"
+    return f"a template in --template-dir {str(template_dir)!r}"
 
 
 def render_html(context: dict, template_dir=None) -> str:
@@ -116,8 +230,12 @@ def svg_figures_as_images(html: str) -> str:
     as images, the demo report's PDF renders in about 20% less time.  Only autopdp's own
     figures are inline SVG (text from data is escaped), so every match is one of them.
     """
+    from .._xmltext import xml_text
+
     def as_image(match):
-        data = base64.b64encode(match.group(0).encode("utf-8")).decode("ascii")
+        # an image is parsed as XML: a control character from the data (a column name) is escaped, else
+        # WeasyPrint drops the whole figure
+        data = base64.b64encode(xml_text(match.group(0)).encode("utf-8")).decode("ascii")
         return f'<img src="data:image/svg+xml;base64,{data}" alt="">'
 
     return _SVG.sub(as_image, html)

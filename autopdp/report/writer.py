@@ -51,10 +51,10 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
     progress : bool, optional
         Announce the stages (figures, HTML, PDF) on stderr; default only on a terminal outside CI.
     template_dir : path, optional
-        A folder of templates that override the built-in HTML/PDF ones by name (default: the
-        audit config's ``template_dir``).
+        A folder of templates that override the built-in HTML/PDF ones by name (rendered sandboxed).
+        Only this argument chooses templates: the audit's config never does.
     docx_template : path, optional
-        The organisation's .docx the Word document is built on (default: the config's ``docx_template``).
+        The organisation's .docx the Word document is built on (its external links dropped).
     ice : bool
         Also write the ICE curves to ``ice.parquet`` (:mod:`autopdp.pd.ice_io`; results.json leaves
         them out and names the file), in the same set and manifest.
@@ -69,7 +69,7 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise InputError(f"unknown report format {unknown[0]!r}; choose from {', '.join(FORMATS)}.")
-    template_dir, docx_template = report_templates(audit.config, template_dir, docx_template, formats)
+    template_dir, docx_template = report_templates(template_dir, docx_template, formats)
     timings = {}
     with output_set(Path(out_dir)) as staged:
         if ice:
@@ -117,11 +117,10 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
     return {"paths": paths, "timings": timings}
 
 
-def report_templates(cfg, template_dir=None, docx_template=None, formats=FORMATS):
-    """``(template_dir, docx_template)``: the arguments, else the keys of the config ``cfg``, checked
-    (a missing folder or a file that is not a .docx is bad input naming it) for the formats that use them."""
-    template_dir = template_dir if template_dir is not None else getattr(cfg, "template_dir", None)
-    docx_template = docx_template if docx_template is not None else getattr(cfg, "docx_template", None)
+def report_templates(template_dir=None, docx_template=None, formats=FORMATS):
+    """``(template_dir, docx_template)``: the arguments (only they choose templates: a template is code, and
+    no config, policy or results.json selects code), checked (a missing folder or a file that is not a .docx
+    is bad input naming it) for the formats that use them."""
     if template_dir is not None and ("html" in formats or "pdf" in formats):
         from .render import check_template_dir
 
