@@ -25,7 +25,9 @@ def _client(scheduler):
     try:
         return Client(scheduler, timeout="20s"), True
     except OSError as exc:
-        raise InputError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}.") from None
+        from ..provenance import redact  # the address may carry a token: CI logs keep stderr
+
+        raise InputError(redact(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}.")) from None
 
 
 def dask_workers(scheduler) -> int:
