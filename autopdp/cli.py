@@ -586,7 +586,10 @@ def _remove_if_empty(path: Path) -> None:
 
 
 def _one_line(exc) -> str:
-    return " ".join(str(exc).split())
+    """The message on one line, credentials in URIs redacted (CI logs keep stderr)."""
+    from .provenance import redact
+
+    return redact(" ".join(str(exc).split()))
 
 
 if __name__ == "__main__":  # pragma: no cover

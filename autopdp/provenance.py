@@ -29,7 +29,7 @@ from ._version import __version__
 from .errors import InputError
 
 __all__ = ["file_record", "library_versions", "platform_info", "content_sha256", "attach_provenance",
-           "command_line", "redact", "redact_argv", "LIBRARIES"]
+           "command_line", "redact", "redact_argv", "secrets_in", "LIBRARIES"]
 
 #: Distributions whose versions go into every report (import name differs for some).
 LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "cvxpy", "clarabel", "osqp", "numba", "joblib", "skops",
@@ -113,11 +113,26 @@ def _redact_userinfo(match: re.Match) -> str:
     return f"{match.group('scheme')}{REDACTED}@"  # a lone user part is often a token (https://TOKEN@host)
 
 
-def redact(text: str) -> str:
+def secrets_in(text: str) -> list[str]:
+    """The credentials :func:`redact` hides in ``text`` (passwords and tokens of URIs, secret query values)."""
+    found = []
+    for m in _URI_USERINFO.finditer(str(text)):
+        user, sep, password = m.group("userinfo").partition(":")
+        found.append(password if sep else user)
+    found += [m.group("value") for m in _SECRET_QUERY.finditer(str(text))]
+    return [f for f in found if f]
+
+
+def redact(text: str, *, also=()) -> str:
     """``text`` with the credentials in URIs replaced by ``***``: ``tls://user:token@host`` ->
-    ``tls://user:***@host``, ``https://TOKEN@host`` -> ``https://***@host``, ``?token=abc`` -> ``?token=***``."""
+    ``tls://user:***@host``, ``https://TOKEN@host`` -> ``https://***@host``, ``?token=abc`` -> ``?token=***``;
+    and every literal in ``also`` (e.g. :func:`secrets_in` of an address a library's message repeats in
+    its own form)."""
     text = _URI_USERINFO.sub(_redact_userinfo, str(text))
-    return _SECRET_QUERY.sub(lambda m: m.group("key") + REDACTED, text)
+    text = _SECRET_QUERY.sub(lambda m: m.group("key") + REDACTED, text)
+    for secret in sorted((str(a) for a in also if a), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
 
 
 def redact_argv(argv) -> list[str]:
