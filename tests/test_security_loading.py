@@ -28,7 +28,7 @@ from sklearn.tree import DecisionTreeClassifier
 from autopdp import AuditConfig, audit
 from autopdp._io import OUTPUT_NAMES, output_set, sha256_file
 from autopdp.audit import Audit
-from autopdp.cli import main
+from autopdp.cli import build_parser, main
 from autopdp.errors import InputError
 from autopdp.loading import DEFAULT_TRUSTED_TYPES, TrustWarning, load_model
 from autopdp.provenance import command_line, redact
@@ -159,7 +159,7 @@ def test_trust_model_is_gone_and_says_what_replaces_it(files, tmp_path, capsys):
     with pytest.raises(InputError, match="was removed"):
         load_model(tmp_path / "evil.pkl", trust_model=True)
     assert not marker.exists()
-    assert "--trust-model" not in main.__globals__["build_parser"]().format_help()
+    assert "--trust-model" not in build_parser().format_help()
 
 
 def test_allow_pickle_is_per_file_a_champion_pickle_is_not_implied(files, tmp_path, capsys):
@@ -304,13 +304,18 @@ def test_a_scheduler_token_appears_in_no_output_file(files, tmp_path, capsys, mo
     assert "s3cr3tTOKEN" not in err
 
 
-def test_an_unreachable_scheduler_error_does_not_print_the_token():
+def test_an_unreachable_scheduler_error_does_not_print_the_token(files, tmp_path, capsys):
     pytest.importorskip("distributed")
     from autopdp.pd.distributed import _client
 
     with pytest.raises(InputError) as exc:
         _client("tcp://user:s3cr3tTOKEN@127.0.0.1:1")
     assert "s3cr3tTOKEN" not in str(exc.value) and "tcp://user:***@127.0.0.1:1" in str(exc.value)
+    code, out, err = run(capsys, "report", "--model", files / "model.skops", "--data", files / "data.csv", "--target",
+                         "target", "--out", tmp_path / "out", "--config", files / "config.toml", "--formats", "json",
+                         "--scheduler", "tls://user:s3cr3tTOKEN@127.0.0.1:1")
+    assert code == 2 and "tls://user:***@127.0.0.1:1" in err
+    assert "s3cr3tTOKEN" not in out + err and not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------------------------------- the ICE sidecar
