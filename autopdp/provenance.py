@@ -176,5 +176,5 @@ def attach_provenance(audit, *, inputs: Mapping[str, Mapping] | None = None, com
     meta["provenance"] = prov
     run = dict(audit.run)
     if command is not None:
-        run["command"] = command
+        run["command"] = redact(command)  # also for a command given through the API
     return dataclasses.replace(audit, metadata=meta, run=run)
