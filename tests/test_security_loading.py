@@ -177,6 +177,11 @@ def test_allow_pickle_is_per_file_a_champion_pickle_is_not_implied(files, tmp_pa
                        "--compare", f"old={tmp_path / 'champion.pkl'}", "--data", files / "data.csv",
                        "--target", "target", "--out", tmp_path / "out", "--config", files / "config.toml")
     assert code == 2 and not marker.exists() and "is a pickle" in err
+    # and a candidate of `autopdp compare`
+    code, _, err = run(capsys, "compare", "--model", f"new={files / 'model.joblib'}", "--model",
+                       f"old={tmp_path / 'champion.pkl'}", "--allow-pickle", files / "model.joblib", "--data",
+                       files / "data.csv", "--target", "target", "--out", tmp_path / "out", "--config", files / "config.toml")
+    assert code == 2 and not marker.exists() and "is a pickle" in err
     # and a .skops model's --trust-type never lets a pickle in
     code, _, err = run(capsys, "report", "--model", tmp_path / "champion.pkl", "--trust-type", "builtins.open",
                        "--data", files / "data.csv", "--target", "target", "--out", tmp_path / "out")
