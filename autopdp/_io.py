@@ -5,7 +5,9 @@ place.  A run's whole set of outputs (results.json, ice.parquet with ``--ice``,
 report.html, report.pdf, gate.json, gate.xml) goes through :func:`output_set`: every file is written
 into a staging directory inside the output directory first, and only when all
 of them succeeded are they renamed over the previous set, together with a
-``manifest.json`` that lists the set and each file's sha256.  A failed or
+``manifest.json`` that lists the set and each file's sha256.  An earlier run's output that this run
+does not write is removed only if it is one of autopdp's output names and still has the sha256 the
+earlier manifest recorded: files autopdp did not write are never touched.  A failed or
 interrupted run leaves the previous set whole and no temporary files behind,
 also when it fails while renaming (the files already renamed are put back).
 """
@@ -16,6 +18,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -27,6 +30,7 @@ __all__ = ["atomic_write_bytes", "atomic_write_text", "ensure_writable_dir", "ch
            "OutputSet", "MANIFEST", "sha256_file"]
 
 MANIFEST = "manifest.json"
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 _STAGING_PREFIX = ".autopdp-staging-"
 
 
@@ -144,7 +148,8 @@ class OutputSet:
         return self.write_bytes(name, text.encode("utf-8"))
 
     def commit(self, provenance: dict | None = None) -> list[Path]:
-        """Rename every staged file over the previous set; drop files of the previous set not in this one."""
+        """Rename every staged file over the previous set; drop files of the previous set not in this one
+        (only autopdp's output names whose bytes are still those the previous manifest recorded)."""
         _check_targets(self.out_dir, [*self.names, MANIFEST])  # nothing is replaced if one target is blocked
         previous = _read_manifest(self.out_dir)
         files = {name: sha256_file(self.staging / name) for name in self.names}
@@ -180,12 +185,15 @@ class OutputSet:
                 except OSError:
                     pass
             raise
-        for name in previous:
-            if name not in files and (self.out_dir / name).is_file():
-                try:
-                    os.unlink(self.out_dir / name)
-                except OSError:
-                    pass
+        for name, digest in previous.items():  # an earlier run's output this run did not write, unchanged since
+            target = self.out_dir / name
+            if name in files or target.is_symlink() or not target.is_file():
+                continue
+            try:
+                if sha256_file(target) == digest:
+                    os.unlink(target)
+            except OSError:
+                pass
         return [self.out_dir / n for n in self.names]
 
 
@@ -197,14 +205,22 @@ def _keep(path: Path, backup: Path) -> None:
         shutil.copy2(path, backup)
 
 
-def _read_manifest(out_dir: Path) -> list[str]:
-    """File names of the previous set (from its manifest), only plain names inside ``out_dir``."""
+def _read_manifest(out_dir: Path) -> dict[str, str]:
+    """``{name: sha256}`` of the earlier run's outputs that a new run may remove, from its manifest.
+
+    The manifest is a file in a folder others can write to, so it is a hint, never an authority: only
+    autopdp's own output names (:data:`OUTPUT_NAMES`) with a well-formed sha256 are kept, and the caller
+    removes such a file only while its bytes still have that sha256, i.e. exactly the file autopdp wrote.
+    A planted manifest naming ``Makefile`` or ``../x`` removes nothing; a report a user edited is kept.
+    """
     try:
         data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
-        names = list(data.get("files", {}))
+        files = data.get("files", {})
+        items = list(files.items())
     except (OSError, ValueError, AttributeError):
-        return []
-    return [n for n in names if isinstance(n, str) and n and "/" not in n and not n.startswith(".") and n != MANIFEST]
+        return {}
+    return {n: d.lower() for n, d in items
+            if n in OUTPUT_NAMES and n != MANIFEST and isinstance(d, str) and _SHA256.fullmatch(d)}
 
 
 @contextmanager

@@ -37,7 +37,7 @@ from .pd.response import make_adapter
 from .pd.trees import TreePathUnavailable
 from .trust.checks import trust_scores
 from .scores.utilities import TRUST_IDS
-from .pd.ice_io import ICE_FILE, ice_parquet_bytes, read_ice, read_ice_weights
+from .pd.ice_io import ICE_FILE, ice_parquet_bytes, ice_sidecar_name, read_ice, read_ice_weights
 from .pd.result import PDResult, _scalar, _to_jsonable
 from ._tables import records, tables
 from .scores.coverage import outside_grid
@@ -294,7 +294,8 @@ class Audit:
     def from_json(cls, source, *, ice=None) -> "Audit":
         """An audit read back from :meth:`to_json` output (a path or the JSON text): the report renders the same.
 
-        ``ice``: the ICE sidecar (a path, or ``True`` for the file results.json names beside it); without
+        ``ice``: the ICE sidecar (a path, or ``True`` for the file results.json names, read only from beside
+        it: a name with a folder in it is refused, so a results.json cannot make autopdp open other files); without
         it the PDs have no ICE curves (``ice_omitted``) and the report's plots show no grey ICE lines.
         Files written before the sidecar (ICE inside results.json) load with their curves.
         The rows' sample weights are not in JSON: with the sidecar, ``sample_weight`` holds the weights of the
@@ -312,7 +313,7 @@ class Audit:
                 raise InputError("this results.json names no ICE file; pass ice=PATH.")
             if _is_json_text(source):
                 raise InputError("ice=True needs results.json given as a path; pass ice=PATH.")
-            ice = Path(source).with_name(name) if not Path(name).is_absolute() else Path(name)
+            ice = Path(source).with_name(ice_sidecar_name(name))
         sample_weight = None
         if ice is not None and ice is not False:
             curves = read_ice(ice)

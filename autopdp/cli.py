@@ -216,6 +216,30 @@ def _inputs(args, **models) -> dict:
             for role, p in paths.items() if p}
 
 
+def _same_file(a, b) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def _check_allow_pickle(args, model_paths) -> None:
+    """Every ``--allow-pickle PATH`` names one of this run's model files (a typo would not be an opt-in)."""
+    paths = [p for p in model_paths if p]
+    for allowed in getattr(args, "allow_pickle", None) or []:
+        if not any(_same_file(allowed, p) for p in paths):
+            raise InputError(f"--allow-pickle {allowed!r} names none of this run's model files "
+                             f"({', '.join(repr(str(p)) for p in paths)}); name the pickle/joblib file you trust.")
+
+
+def _load_model(args, path):
+    """A model file, trusting the skops types named by --trust-type and a pickle only if --allow-pickle names it."""
+    from .loading import load_model
+
+    allowed = any(_same_file(a, path) for a in getattr(args, "allow_pickle", None) or [])
+    return load_model(path, trusted_types=getattr(args, "trust_type", None), allow_pickle=allowed)
+
+
 def _model_label(path, avoid: str = "") -> str:
     """A comparison model's name from its file: the file name without extension (no ':' or '=')."""
     label = Path(path).stem.replace(":", "_").replace("=", "_") or "champion"
@@ -241,9 +265,13 @@ def _loading(notes: list):
     with stage("loading"), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
+    from .loading import TrustWarning
+
     for w in caught:
         if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning)):  # for developers, not users
             continue
+        if issubclass(w.category, TrustWarning):  # what was trusted by name: said now, and noted in the report
+            print(f"autopdp: {_one_line(w.message)}", file=sys.stderr)
         note = f"Loading the inputs warned: {w.category.__name__}: {_one_line(w.message)}"
         if note not in notes:
             notes.append(note)
@@ -290,18 +318,18 @@ def _parse_compare(items, flag="--compare"):
 
 def _cmd_report(args) -> int:
     from .audit import audit
-    from .loading import load_model
 
     started = time.perf_counter()
     formats = _formats(args.formats)
     page_size = _page_size(args.page_size)
     compare_paths = _parse_compare(args.compare)
+    _check_allow_pickle(args, [args.model, *compare_paths.values()])
     cfg = _with_flags(_config(args.config, model_name=Path(args.model).name, dataset_name=Path(args.data).name), args)
     templates = _templates(args, cfg, formats)
     load_notes: list = []
     with _loading(load_notes):
-        model = load_model(args.model, trust_model=args.trust_model)
-        compare = {name: load_model(p, trust_model=args.trust_model) for name, p in compare_paths.items()}
+        model = _load_model(args, args.model)
+        compare = {name: _load_model(args, p) for name, p in compare_paths.items()}
         X, y, weights = _load_data(args)
         inputs = _inputs(args, model=args.model, **{f"compare:{n}": p for n, p in compare_paths.items()})
     with stage("computing and scoring every 1D and 2D partial dependence"):
@@ -315,11 +343,11 @@ def _cmd_report(args) -> int:
 def _cmd_gate(args) -> int:
     from .audit import audit
     from .gate import GatePolicy, gate
-    from .loading import load_model
 
     started = time.perf_counter()
     formats = _formats(args.formats)
     page_size = _page_size(args.page_size)
+    _check_allow_pickle(args, [args.model, args.champion])
     policy = GatePolicy.from_toml(args.policy)
     if policy.needs_champion and not args.champion:
         raise InputError("the policy sets champion limits (max_similarity); pass --champion PATH.")
@@ -328,8 +356,8 @@ def _cmd_gate(args) -> int:
     templates = _templates(args, cfg, formats)
     load_notes: list = []
     with _loading(load_notes):
-        model = load_model(args.model, trust_model=args.trust_model)
-        champion = load_model(args.champion, trust_model=args.trust_model) if args.champion else None
+        model = _load_model(args, args.model)
+        champion = _load_model(args, args.champion) if args.champion else None
         X, y, weights = _load_data(args)
         inputs = _inputs(args, model=args.model, champion=args.champion)
     champion_label = _model_label(args.champion, avoid=Path(args.model).stem) if args.champion else None
@@ -357,7 +385,6 @@ def _cmd_gate(args) -> int:
 
 def _cmd_compare(args) -> int:
     from .audit import audit
-    from .loading import load_model
 
     started = time.perf_counter()
     formats = _formats(args.formats)
@@ -365,13 +392,14 @@ def _cmd_compare(args) -> int:
     paths = _parse_compare(args.model, flag="--model")
     if len(paths) < 2:
         raise InputError("compare needs at least two models: --model NAME=PATH --model NAME=PATH.")
+    _check_allow_pickle(args, paths.values())
     names = list(paths)
     cfg = _with_flags(_config(args.config, model_name=f"{names[0]} ({Path(paths[names[0]]).name})",
                               dataset_name=Path(args.data).name), args)
     templates = _templates(args, cfg, formats)
     load_notes: list = []
     with _loading(load_notes):
-        models = {n: load_model(p, trust_model=args.trust_model) for n, p in paths.items()}
+        models = {n: _load_model(args, p) for n, p in paths.items()}
         X, y, weights = _load_data(args)
         inputs = _inputs(args, model=paths[names[0]], **{f"compare:{n}": paths[n] for n in names[1:]})
     with stage("computing and scoring every 1D and 2D partial dependence of every model"):
@@ -438,14 +466,21 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--sep", default=None, help="CSV field separator (default ','; 'tab' for tabs)")
         p.add_argument("--na-values", default=None, metavar="MARKERS",
                        help="comma-separated extra markers of missing values in a CSV, e.g. '?' (UCI Adult)")
-        p.add_argument("--trust-model", action="store_true", help="allow loading pickles (runs code from the file)")
+        p.add_argument("--trust-type", action="append", default=None, metavar="TYPE",
+                       help="trust this skops type in the model files (repeatable), e.g. --trust-type "
+                            "functools.partial; a refused model file lists the types it needs (scikit-learn's tree "
+                            "containers are trusted by default; see docs/user-guide.md, 'What each input may do')")
+        p.add_argument("--allow-pickle", action="append", default=None, metavar="PATH",
+                       help="load this .joblib/.pkl model file although unpickling runs code from it (repeatable, "
+                            "one per file: --model, --champion, --compare)")
+        p.add_argument("--trust-model", action="store_true", help=argparse.SUPPRESS)  # removed: exit 2 says what replaces it
 
     demo = add("demo", "train a model on the embedded German Credit data and report on it")
     common(demo)
     demo.set_defaults(func=_cmd_demo)
 
     rep = add("report", "report on a saved model and a data file")
-    rep.add_argument("--model", required=True, help="fitted model: .skops (safe) or .joblib/.pkl (needs --trust-model)")
+    rep.add_argument("--model", required=True, help="fitted model: .skops (safe) or .joblib/.pkl (needs --allow-pickle PATH)")
     model_data(rep)
     rep.add_argument("--compare", action="append", metavar="NAME=PATH", help="a comparison model (repeatable)")
     rep.add_argument("--config", help="TOML file of AuditConfig keys")
@@ -454,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     gat = add("gate", "check a model against a policy file (exit 0 pass, 1 fail, 2 bad input, 3 internal failure)")
     gat.add_argument("--policy", required=True, help="TOML policy file")
-    gat.add_argument("--model", required=True, help="fitted model: .skops or .joblib/.pkl (with --trust-model)")
+    gat.add_argument("--model", required=True, help="fitted model: .skops or .joblib/.pkl (with --allow-pickle PATH)")
     model_data(gat)
     gat.add_argument("--champion", help="the current production model, for the [champion] limits")
     gat.add_argument("--config", help="TOML file of AuditConfig keys (the policy's [audit] table wins over it)")
@@ -491,6 +526,10 @@ def main(argv=None) -> int:
     created = out is not None and not out.exists()
     code = EXIT_INTERNAL
     try:
+        if getattr(args, "trust_model", False):
+            from .loading import TRUST_MODEL_REMOVED
+
+            raise InputError(TRUST_MODEL_REMOVED)
         if out is not None:
             from ._io import check_output_dir
 
@@ -549,7 +588,10 @@ def _remove_if_empty(path: Path) -> None:
 
 
 def _one_line(exc) -> str:
-    return " ".join(str(exc).split())
+    """The message on one line, credentials in URIs redacted (CI logs keep stderr)."""
+    from .provenance import redact
+
+    return redact(" ".join(str(exc).split()))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import platform
+import re
 import shlex
 import sys
 from importlib import metadata as _metadata
@@ -28,7 +29,7 @@ from ._version import __version__
 from .errors import InputError
 
 __all__ = ["file_record", "library_versions", "platform_info", "content_sha256", "attach_provenance",
-           "command_line", "LIBRARIES"]
+           "command_line", "redact", "redact_argv", "secrets_in", "LIBRARIES"]
 
 #: Distributions whose versions go into every report (import name differs for some).
 LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "cvxpy", "clarabel", "osqp", "numba", "joblib", "skops",
@@ -93,10 +94,75 @@ def content_sha256(X, y=None, sample_weight=None) -> str:
     return h.hexdigest()
 
 
+#: What replaces a secret in a recorded command line.
+REDACTED = "***"
+#: Words in an option's name or a URI query key that mark its value as a secret.
+_SECRET_WORD = r"(?:token|passw(?:or)?d|pwd|secret|api[-_]?key|access[-_]?key|private[-_]?key|credential|signature|auth(?!or))"
+#: ``scheme://user:password@`` or ``scheme://token@``: the user information of a URI.
+_URI_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s]*)@")
+#: ``?token=...`` / ``&password=...``: a query (or ;-parameter) value whose key names a secret.
+_SECRET_QUERY = re.compile(r"(?P<key>[?&;][^=&;#\s]*" + _SECRET_WORD + r"[^=&;#\s]*=)(?P<value>[^&;#\s]*)", re.I)
+#: ``--token VALUE`` / ``--db-password=VALUE``: an option whose name names a secret.
+_SECRET_OPTION = re.compile(r"-{1,2}[A-Za-z0-9_-]*" + _SECRET_WORD + r"[A-Za-z0-9_-]*", re.I)
+
+
+def _redact_userinfo(match: re.Match) -> str:
+    user, sep, _password = match.group("userinfo").partition(":")
+    if sep:  # user:password -> user:*** (the user name says whose account; the password goes)
+        return f"{match.group('scheme')}{user}:{REDACTED}@"
+    return f"{match.group('scheme')}{REDACTED}@"  # a lone user part is often a token (https://TOKEN@host)
+
+
+def secrets_in(text: str) -> list[str]:
+    """The credentials :func:`redact` hides in ``text`` (passwords and tokens of URIs, secret query values)."""
+    found = []
+    for m in _URI_USERINFO.finditer(str(text)):
+        user, sep, password = m.group("userinfo").partition(":")
+        found.append(password if sep else user)
+    found += [m.group("value") for m in _SECRET_QUERY.finditer(str(text))]
+    return [f for f in found if f]
+
+
+def redact(text: str, *, also=()) -> str:
+    """``text`` with the credentials in URIs replaced by ``***``: ``tls://user:token@host`` ->
+    ``tls://user:***@host``, ``https://TOKEN@host`` -> ``https://***@host``, ``?token=abc`` -> ``?token=***``;
+    and every literal in ``also`` (e.g. :func:`secrets_in` of an address a library's message repeats in
+    its own form)."""
+    text = _URI_USERINFO.sub(_redact_userinfo, str(text))
+    text = _SECRET_QUERY.sub(lambda m: m.group("key") + REDACTED, text)
+    for secret in sorted((str(a) for a in also if a), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_argv(argv) -> list[str]:
+    """The arguments with every credential redacted: in URIs (:func:`redact`), and the value of an option
+    whose name suggests a secret (``--token X``, ``--password=X``)."""
+    out: list[str] = []
+    secret_next = False
+    for arg in (str(a) for a in argv):
+        if secret_next:
+            out.append(REDACTED)
+            secret_next = False
+            continue
+        name, eq, _value = arg.partition("=")
+        if arg.startswith("-") and _SECRET_OPTION.fullmatch(name):
+            if eq:
+                out.append(f"{name}={REDACTED}")
+            else:
+                out.append(arg)
+                secret_next = True
+            continue
+        out.append(redact(arg))
+    return out
+
+
 def command_line(argv=None) -> str:
-    """The command as typed (shell-quoted), e.g. ``autopdp report --model m.skops ...``."""
+    """The command as typed (shell-quoted) with credentials redacted (:func:`redact_argv`), e.g.
+    ``autopdp report --model m.skops ... --scheduler 'tls://user:***@host:8786'``: it is recorded in
+    results.json, gate.json, gate.xml, the manifest and the reports, which are shared."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    return " ".join(["autopdp", *(shlex.quote(str(a)) for a in argv)])
+    return " ".join(["autopdp", *(shlex.quote(a) for a in redact_argv(argv))])
 
 
 def attach_provenance(audit, *, inputs: Mapping[str, Mapping] | None = None, command: str | None = None, **fields: Any):
@@ -110,5 +176,5 @@ def attach_provenance(audit, *, inputs: Mapping[str, Mapping] | None = None, com
     meta["provenance"] = prov
     run = dict(audit.run)
     if command is not None:
-        run["command"] = command
+        run["command"] = redact(command)  # also for a command given through the API
     return dataclasses.replace(audit, metadata=meta, run=run)

@@ -84,12 +84,15 @@ def test_bad_input_exits_2_with_one_line(files, tmp_path, capsys, args, message)
     assert "Traceback" not in err
 
 
-def test_pickle_loads_with_trust_model(files, tmp_path, capsys):
+def test_pickle_loads_with_allow_pickle_naming_it(files, tmp_path, capsys):
     code, out, err = run(
         capsys, "report", "--model", files / "champion.joblib", "--data", files / "data.csv", "--target", "target",
-        "--out", tmp_path, "--trust-model", "--formats", "json", "--config", files / "config.toml",
+        "--out", tmp_path, "--allow-pickle", files / "champion.joblib", "--formats", "json", "--config", files / "config.toml",
     )
     assert code == 0, err
+    assert "'champion.joblib' is a pickle, loaded because --allow-pickle named it" in err
+    notes = autopdp.read_results(tmp_path / "results.json")["notes"]
+    assert any("--allow-pickle named it" in n for n in notes)
 
 
 def test_malicious_pickle_is_refused_without_trust(tmp_path, files, capsys):
@@ -102,7 +105,7 @@ def test_malicious_pickle_is_refused_without_trust(tmp_path, files, capsys):
     (tmp_path / "evil.pkl").write_bytes(pickle.dumps(Evil()))
     code, out, err = run(capsys, "report", "--model", tmp_path / "evil.pkl", "--data", files / "data.csv",
                          "--target", "target", "--out", tmp_path / "out")
-    assert code == 2 and "--trust-model" in err
+    assert code == 2 and f"--allow-pickle {tmp_path / 'evil.pkl'}" in err
     assert not marker.exists()
 
 

@@ -271,7 +271,7 @@ def test_target_values_outside_the_model_classes_are_an_error_naming_both_sets()
         audit(model, X, y, config=AuditConfig(pairs=False))
 
 
-def test_cli_exits_2_on_mismatched_labels(tmp_path):
+def test_cli_exits_2_on_mismatched_labels(tmp_path, capsys):
     import pickle
 
     from sklearn.linear_model import LogisticRegression
@@ -284,10 +284,11 @@ def test_cli_exits_2_on_mismatched_labels(tmp_path):
         pickle.dump(model, fh)
     X.assign(income=y).to_csv(tmp_path / "d.csv", index=False)
     (tmp_path / "c.toml").write_text("pairs = false\n")
-    code = main(["report", "--model", str(tmp_path / "m.pkl"), "--trust-model", "--data", str(tmp_path / "d.csv"),
-                 "--target", "income", "--config", str(tmp_path / "c.toml"), "--out", str(tmp_path / "out"),
-                 "--formats", "json"])
+    code = main(["report", "--model", str(tmp_path / "m.pkl"), "--allow-pickle", str(tmp_path / "m.pkl"), "--data",
+                 str(tmp_path / "d.csv"), "--target", "income", "--config", str(tmp_path / "c.toml"), "--out",
+                 str(tmp_path / "out"), "--formats", "json"])
     assert code == 2
+    assert "not classes of the model" in capsys.readouterr().err
     assert not (tmp_path / "out" / "report.json").exists()
 
 

@@ -120,13 +120,16 @@ def test_a_run_off_a_terminal_prints_no_warnings(tmp_path):
     X.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     proc = subprocess.run(
-        [sys.executable, "-m", "autopdp.cli", "report", "--model", str(tmp_path / "hgb.joblib"), "--trust-model",
+        [sys.executable, "-m", "autopdp.cli", "report", "--model", str(tmp_path / "hgb.joblib"), "--allow-pickle",
+         str(tmp_path / "hgb.joblib"),
          "--data", str(tmp_path / "data.csv"), "--target", "y", "--out", str(tmp_path / "out"),
          "--formats", "html,json", "--pairs", "none"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == "", proc.stderr
+    # the one line on stderr is the trust decision the user made, no library warning
+    assert proc.stderr == "autopdp: model file 'hgb.joblib' is a pickle, loaded because --allow-pickle named it (it can " \
+                          "run code).\n", proc.stderr
 
 
 class WarnsWhenLoaded(LogisticRegression):
@@ -145,11 +148,12 @@ def test_a_warning_while_loading_the_model_is_a_note_not_a_stderr_line(tmp_path,
     X, y = _frame()
     joblib.dump(WarnsWhenLoaded().fit(X, y), tmp_path / "model.joblib")
     X.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
-    code, _, err = run(capsys, "report", "--model", tmp_path / "model.joblib", "--trust-model", "--data",
-                       tmp_path / "data.csv", "--target", "y", "--out", tmp_path / "out", "--formats", "json",
-                       "--pairs", "none")
+    code, _, err = run(capsys, "report", "--model", tmp_path / "model.joblib", "--allow-pickle",
+                       tmp_path / "model.joblib", "--data", tmp_path / "data.csv", "--target", "y", "--out",
+                       tmp_path / "out", "--formats", "json", "--pairs", "none")
     assert code == 0, err
-    assert err == ""
+    assert err == "autopdp: model file 'model.joblib' is a pickle, loaded because --allow-pickle named it (it can run " \
+                  "code).\n"
     notes = json.loads((tmp_path / "out" / "results.json").read_text())["notes"]
     assert "Loading the inputs warned: UserWarning: Trying to unpickle estimator from version 0.1 when using " \
            "version 9.9." in notes

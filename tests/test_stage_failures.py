@@ -165,7 +165,7 @@ def test_unreadable_files_are_bad_input_naming_the_file(tmp_path, name, content,
     path = tmp_path / name
     path.write_bytes(content)
     with pytest.raises(ValueError, match=message):
-        load_data(path) if trust is None else load_model(path, trust_model=trust)
+        load_data(path) if trust is None else load_model(path, allow_pickle=trust)
 
 
 def test_skops_zip_without_a_schema_is_bad_input(tmp_path):

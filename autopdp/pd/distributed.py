@@ -24,8 +24,11 @@ def _client(scheduler):
         raise InputTypeError(f"scheduler must be an address like 'tcp://host:8786' or a distributed.Client, got {type(scheduler).__name__}.")
     try:
         return Client(scheduler, timeout="20s"), True
-    except OSError as exc:
-        raise InputError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}.") from None
+    except (OSError, ValueError) as exc:  # ValueError: an address distributed cannot parse
+        from ..provenance import redact, secrets_in  # the address may carry a token: CI logs keep stderr
+
+        raise InputError(redact(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}.",
+                                also=secrets_in(scheduler))) from None
 
 
 def dask_workers(scheduler) -> int:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["ICE_SCHEMA", "ICE_FILE", "ice_parquet_bytes", "read_ice", "read_ice_weights"]
+__all__ = ["ICE_SCHEMA", "ICE_FILE", "ice_parquet_bytes", "ice_sidecar_name", "read_ice", "read_ice_weights"]
 
 ICE_SCHEMA = "autopdp.ICE/1"
 #: The sidecar's file name beside results.json (``--ice`` on the command line).
@@ -84,6 +84,19 @@ def ice_parquet_bytes(items, sample_weight=None) -> bytes:
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
     return buf.getvalue()
+
+
+def ice_sidecar_name(name) -> str:
+    """The sidecar's file name as a results.json records it (``ice.file``), checked: a plain file name, read
+    from beside the results.json.  A results.json is data from elsewhere, so it may not point at another
+    file (``/etc/passwd``, ``../x``): the error says so without looking at, or revealing, that file."""
+    text = name if isinstance(name, str) else ""
+    if (not text or text in (".", "..") or "/" in text or "\\" in text or "\x00" in text
+            or Path(text).is_absolute() or Path(text).name != text):
+        raise InputError(
+            f"the results.json names its ICE file {str(name)[:80]!r}, which is not a plain file name: the sidecar is "
+            "read only from beside the results.json; pass its path explicitly (Audit.from_json(path, ice=PATH)).")
+    return text
 
 
 def read_ice(source) -> dict:
