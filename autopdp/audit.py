@@ -1013,9 +1013,12 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
                 raise column_error("pairs (--pairs) feature", f, frame.names, "data's features")
     features = []
     kinds = resolve_categorical(frame, config.categorical_features, config.integer_as_categorical)
+    levels: dict[str, int] = {}
     for name in names:
         position = frame.names.index(name)
         col = pd.Series(frame.column(position), dtype=object)
+        if kinds[position]:
+            levels[name] = int(col.nunique(dropna=True))
         if col.isna().all():
             notes.append(f"Feature {name!r} has all values missing in the data and was skipped (the model is "
                          "still given its missing values).")
@@ -1029,14 +1032,84 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     if not features:
         raise InputError("every feature is constant in the data: there is nothing to audit.")
     _reject_infinite(frame, kinds)
+    _check_pair_count(config, features)
     adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(probe_rows(frame)).data,
                            missing=describe_missing(frame))
+    _check_memory(config, frame, features, {f: levels.get(f) for f in features}, max(1, len(adapter.targets)))
     _check_labels(y, model, adapter)
     for name, other in compare.items():
         _check_comparison(name, other, model, frame)
     return _Inputs(full=full, frame=frame, y=y, y_pd=y_pd, weights_full=weights_full, weights=weights,
                    target_name=target_name, names=names, features=features, adapter=adapter, rng=rng,
                    notes=tuple(notes))
+
+
+def pair_count(pairs, n_features: int) -> int:
+    """How many 2D PDs the config's ``pairs`` asks for among ``n_features`` audited features."""
+    every = n_features * (n_features - 1) // 2
+    if pairs is True:
+        return every
+    if not pairs:
+        return 0
+    if isinstance(pairs, str):  # "top:N"
+        return min(int(pairs.split(":", 1)[1]), every)
+    return len(pairs)
+
+
+def _check_pair_count(config: AuditConfig, features: list) -> None:
+    """More 2D PDs than ``max_pairs`` is an error before any PD is computed, naming the count."""
+    count = pair_count(config.pairs, len(features))
+    if count > config.max_pairs:
+        what = {True: f"every pair of the {len(features):,} features"}.get(config.pairs, "the pairs asked for")
+        raise InputError(
+            f"pairs (--pairs) asks for {count:,} 2D PDs ({what}), above max_pairs ({config.max_pairs:,}); "
+            f"use --pairs top:N (pairs = \"top:N\") with N at most {config.max_pairs:,}, e.g. top:"
+            f"{min(config.max_pairs, 20)}, name the pairs, or raise max_pairs.")
+
+
+def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dict, n_targets: int) -> None:
+    """Each array that grows with the input (one PD's ICE curves, the out-of-distribution check's model) fits in
+    ``max_batch_mb``, checked before any work; the augmented rows are batched to it by the engine."""
+    from .trust.ood import support_bytes, support_width
+
+    cap = float(config.max_batch_mb) * 1e6
+    hint = "or raise max_batch_mb"
+
+    def axis(f, resolution):
+        n = levels.get(f)
+        return resolution if n is None else min(n, config.max_levels)
+
+    rows = frame.n_rows
+    ice_rows = rows if config.subsample is None else min(rows, config.subsample)
+    if features:
+        widest = max(features, key=lambda f: axis(f, config.grid_resolution))
+        cells = axis(widest, config.grid_resolution)
+        need = 8.0 * ice_rows * cells * n_targets
+        if need > cap:
+            raise InputError(
+                f"the ICE curves of one 1D PD ({widest!r}: {ice_rows:,} rows x {cells:,} grid points x {n_targets} "
+                f"target(s)) need {need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); lower "
+                f"subsample or grid_resolution, {hint}.")
+    if pair_count(config.pairs, len(features)):
+        sizes = sorted((axis(f, config.grid_resolution_2d) for f in features), reverse=True)[:2]
+        cells = sizes[0] * sizes[-1]
+        std_rows = min(config.std_rows, rows) if config.std_rows else 0
+        need = 8.0 * max(std_rows, 1) * cells * n_targets
+        if need > cap:
+            raise InputError(
+                f"the ICE surfaces of one 2D PD ({std_rows:,} rows x {cells:,} cells x {n_targets} target(s)) need "
+                f"{need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); lower std_rows or "
+                f"grid_resolution_2d, {hint}.")
+    if "ood_share" in config.utilities and features:
+        kinds = {f: "categorical" if levels.get(f) is not None else "numeric" for f in features}
+        width = support_width(frame, kinds, config.max_levels)
+        need = support_bytes(min(rows, 4000), width)
+        if need > cap:
+            raise InputError(
+                f"the out-of-distribution check of {len(features):,} features needs {need / 1e6:,.0f} MB ({width:,} "
+                f"embedded columns: a categorical feature takes one per level, up to max_levels = {config.max_levels}), "
+                f"above max_batch_mb ({config.max_batch_mb:,.0f} MB); audit fewer features (features), lower "
+                f"max_levels, leave 'ood_share' out of utilities {hint}.")
 
 
 @dataclass(frozen=True, eq=False)
