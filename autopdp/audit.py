@@ -10,6 +10,7 @@ import datetime as _dt
 import functools
 import itertools
 import json
+import numbers
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +54,15 @@ JSON_SCHEMA = "autopdp.Audit/2"
 #: Earlier layouts :meth:`Audit.from_json` still reads: ``/1`` wrote every score, verdict, evidence item and PD
 #: as a record (a dict) of its own, ``/2`` writes them as column tables (:mod:`autopdp._tables`).
 OLD_JSON_SCHEMAS = ("autopdp.Audit/1",)
+#: The largest results.json (MB) :meth:`Audit.from_json` and :func:`read_results` read unless given ``max_mb``.
+RESULTS_MAX_MB = 256
+#: The arrays a results.json expands to (grids shared by PDs, fields written once for many rows) may take at most
+#: this many bytes per byte of the file (and 64 MB whatever its size): a crafted file cannot make a small text
+#: into gigabytes.  Written by autopdp, a file expands about 4 bytes per byte (a float64 per number of 2+ digits).
+RESULTS_EXPANSION = 32
+_RESULTS_FLOOR = 64e6
+
+
 #: Fewer rows than this is an error: PDs, grids and scores need data to average over.
 MIN_ROWS = 10
 #: Below this many rows the report carries a sample-size warning.
@@ -291,7 +301,7 @@ class Audit:
         return data
 
     @classmethod
-    def from_json(cls, source, *, ice=None) -> "Audit":
+    def from_json(cls, source, *, ice=None, max_mb: float = RESULTS_MAX_MB) -> "Audit":
         """An audit read back from :meth:`to_json` output (a path or the JSON text): the report renders the same.
 
         ``ice``: the ICE sidecar (a path, or ``True`` for the file results.json names beside it); without
@@ -300,10 +310,13 @@ class Audit:
         The rows' sample weights are not in JSON: with the sidecar, ``sample_weight`` holds the weights of the
         rows it has ICE curves of (NaN for the others), so noise tests run on the loaded audit (the gate's)
         weight the rows as the audit did; without it ``sample_weight`` is None.
+        ``max_mb``: the largest results.json read (default :data:`RESULTS_MAX_MB`), checked before parsing; the
+        arrays it expands to are bounded too (:data:`RESULTS_EXPANSION`).
         """
         label = _source_label(source)
-        d = _records_of(source, label)
+        d = _records_of(source, label, max_mb)
         with _damaged(label):
+            _check_expansion(d, label, _source_bytes(source))
             results = [PDResult.from_dict(r) for r in d["results"]]
             comparisons = {k: [PDResult.from_dict(r) for r in v] for k, v in d.get("comparisons", {}).items()}
         if ice is True:
@@ -319,8 +332,8 @@ class Audit:
             weighted = read_ice_weights(ice)
             if weighted is not None:  # the weights of the rows with curves; NaN: a row the sidecar has no curve of
                 rows, weights = weighted
-                n = int(((d.get("metadata") or {}).get("data") or {}).get("rows") or rows.max(initial=-1) + 1)
-                sample_weight = np.full(max(n, int(rows.max(initial=-1)) + 1), np.nan)
+                n = _weight_rows(d, rows, label, max_mb)
+                sample_weight = np.full(n, np.nan)
                 sample_weight[rows] = weights
 
             def with_ice(model, r):
@@ -467,7 +480,7 @@ def _damaged(label: str):
                          "autopdp (the CLI or Audit.to_json).") from None
 
 
-def read_results(source) -> dict:
+def read_results(source, *, max_mb: float = RESULTS_MAX_MB) -> dict:
     """A results.json (a path, its text, or the dict of :meth:`Audit.to_dict`) as plain records: every column
     table expanded into one dict per score row, verdict, evidence item and PD (each PD with its ``grid``
     arrays), for scripts that read the numbers without building an :class:`Audit` (:meth:`Audit.from_json` does).
@@ -476,19 +489,83 @@ def read_results(source) -> dict:
     ``evidence`` and ``comparisons`` dicts of such lists; every evidence item is whole (its ``why``, ``null``
     and ``statistic`` filled in where the file leaves them null); the other keys are as written.  Files of
     the earlier one-record-per-item layout (schema ``autopdp.Audit/1``) read the same.
-    ``pandas.DataFrame(read_results(path)["scores"])`` is the scores table.
+    ``pandas.DataFrame(read_results(path)["scores"])`` is the scores table.  ``max_mb``: as in
+    :meth:`Audit.from_json`.
     """
     label = _source_label(source)
-    d = _records_of(source, label)
+    d = _records_of(source, label, max_mb)
     with _damaged(label):
         return _complete_evidence(d)
 
 
-def _records_of(source, label: str) -> dict:
+def _source_bytes(source) -> int | None:
+    """The size of a results.json given as a path or text (None for a dict)."""
+    if isinstance(source, Mapping):
+        return None
+    if _is_json_text(source):
+        return len(source.encode("utf-8", "surrogatepass"))
+    try:
+        return Path(source).stat().st_size
+    except OSError:
+        return None  # _json_source names the error
+
+
+def _check_size(source, label: str, max_mb: float) -> None:
+    """A results.json larger than ``max_mb`` is refused before it is read or parsed."""
+    size = _source_bytes(source)
+    if size is not None and size > float(max_mb) * 1e6:
+        raise InputError(f"{label} is {size / 1e6:,.1f} MB, above the {float(max_mb):,.0f} MB a results.json may have "
+                         "(max_mb); pass a larger max_mb if the file is yours.")
+
+
+def _check_expansion(d: dict, label: str, size: int | None) -> None:
+    """The arrays of every PD of ``d`` (grids, averages, spreads, counts, ICE) fit in the bound of
+    :data:`RESULTS_EXPANSION`, checked on the records' lengths before any array is built."""
+    if size is None:  # a dict in memory: the caller holds it already
+        return
+    cap = max(_RESULTS_FLOOR, RESULTS_EXPANSION * float(size))
+    total = 0.0
+    pds = list(d["results"]) + [r for rs in (d.get("comparisons") or {}).values() for r in rs]
+    for rec in pds:
+        cells = 1
+        for g in rec["grid"]:
+            cells *= len(g)
+        targets = max(1, len(rec["targets"]))
+        ice = rec.get("individual")
+        curves = len(ice[0]) if isinstance(ice, list) and ice and isinstance(ice[0], list) else 0
+        total += 8.0 * (sum(len(g) for g in rec["grid"]) + cells * (4 * targets + targets * curves))
+        if total > cap:
+            raise InputError(f"{label} would expand to more than {cap / 1e6:,.0f} MB of arrays ({len(pds):,} PDs; "
+                             f"the PD of {rec.get('features')!r} alone has {cells:,} cells): it was not written by "
+                             "autopdp as it stands; write it again with autopdp.")
+
+
+def _weight_rows(d: dict, rows: np.ndarray, label: str, max_mb: float) -> int:
+    """How many rows the loaded audit's sample weights cover: the file's ``metadata.data.rows`` (else the ICE
+    file's last row), a whole number no smaller than the ICE file's rows whose weights (8 bytes a row) fit in
+    ``max_mb``, checked before the array is made."""
+    top = int(rows.max(initial=-1)) + 1
+    n = ((d.get("metadata") or {}).get("data") or {}).get("rows")
+    if n is None:
+        n = top
+    elif not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < top:
+        raise InputError(f"{label} gives metadata.data.rows = {n!r}, not a whole number of at least {top:,} (the ICE "
+                         "file's rows); write it again with autopdp.")
+    if 8.0 * n > float(max_mb) * 1e6:
+        raise InputError(f"{label} with its ICE file names {n:,} data rows: their sample weights need "
+                         f"{8.0 * n / 1e6:,.0f} MB, above max_mb ({float(max_mb):,.0f} MB); pass a larger max_mb if "
+                         "the files are yours.")
+    return int(n)
+
+
+def _records_of(source, label: str, max_mb: float = RESULTS_MAX_MB) -> dict:
     """:func:`read_results` without filling in the evidence items (:meth:`Audit.from_json` builds them once)."""
+    if not isinstance(max_mb, numbers.Real) or isinstance(max_mb, bool) or not max_mb > 0:
+        raise InputError(f"max_mb must be a positive number of megabytes, got {max_mb!r}.")
     if isinstance(source, Mapping):
         d = dict(source)
     else:
+        _check_size(source, label, max_mb)
         try:
             d = json.loads(_json_source(source))
         except json.JSONDecodeError as exc:
@@ -1071,6 +1148,7 @@ def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dic
     """Each array that grows with the input (one PD's ICE curves, the out-of-distribution check's model) fits in
     ``max_batch_mb``, checked before any work; the augmented rows are batched to it by the engine."""
     from .trust.ood import support_bytes, support_width
+    from .trust.surrogate import surrogate_width
 
     cap = float(config.max_batch_mb) * 1e6
     hint = "or raise max_batch_mb"
@@ -1100,9 +1178,18 @@ def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dic
                 f"the ICE surfaces of one 2D PD ({std_rows:,} rows x {cells:,} cells x {n_targets} target(s)) need "
                 f"{need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); lower std_rows or "
                 f"grid_resolution_2d, {hint}.")
+    categorical = {f: "categorical" if levels.get(f) is not None else "numeric" for f in features}
+    if "surrogate_importance" in config.criteria_2d and features:
+        width = surrogate_width(frame, categorical, max_levels=config.max_levels)
+        need = 8.0 * 3 * min(rows, 20_000) * width  # the design, its centred blocks, the ridge fit's copy
+        if need > cap:
+            raise InputError(
+                f"the surrogate model of {len(features):,} features needs {need / 1e6:,.0f} MB ({width:,} columns: a "
+                f"categorical feature takes one per level, up to max_levels = {config.max_levels}), above max_batch_mb "
+                f"({config.max_batch_mb:,.0f} MB); audit fewer features (features), lower max_levels, leave "
+                f"'surrogate_importance' out of criteria_2d {hint}.")
     if "ood_share" in config.utilities and features:
-        kinds = {f: "categorical" if levels.get(f) is not None else "numeric" for f in features}
-        width = support_width(frame, kinds, config.max_levels)
+        width = support_width(frame, categorical, config.max_levels)
         need = support_bytes(min(rows, 4000), width)
         if need > cap:
             raise InputError(

@@ -261,5 +261,6 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     surrogate = None
     if "surrogate_importance" in config.criteria_2d and kinds:
         preds = adapter(frame.data) if predictions is None else predictions
-        surrogate = fit_surrogate(preds[:, 0], frame, kinds, random_state=random_state)
+        surrogate = fit_surrogate(preds[:, 0], frame, kinds, random_state=random_state,
+                                  max_levels=config.max_levels)
     return out, surrogate, curves

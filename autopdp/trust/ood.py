@@ -61,7 +61,7 @@ import pandas as pd
 from ..pd.data import Frame
 from ..errors import InputError
 
-__all__ = ["SupportModel", "OODMeasure", "OOD_OK", "OOD_MOSTLY", "ood_verdict", "support_bytes", "support_width"]
+__all__ = ["SupportModel", "OODMeasure", "OOD_OK", "OOD_MOSTLY", "ood_verdict", "level_codes", "support_bytes", "support_width"]
 
 NUMERIC, CATEGORICAL = 0, 1
 RIDGE = 1e-8
@@ -116,7 +116,7 @@ class OODMeasure:
 _POOLED = object()  # the level of a categorical feature's rare levels, pooled beyond max_levels
 
 
-def _level_codes(values, max_levels: int | None) -> tuple[np.ndarray, list]:
+def level_codes(values, max_levels: int | None) -> tuple[np.ndarray, list]:
     """Each row's level code and the levels: missing is a level of its own; beyond ``max_levels`` levels
     the most frequent ``max_levels`` are kept (the grid's rule, :mod:`autopdp.pd.grids`) and the rest
     pooled into one level (:data:`_POOLED` in the list), so the embedding never has a column per level of an ID."""
@@ -273,7 +273,7 @@ class SupportModel:
                 self.values[name] = (z, np.argsort(z, kind="stable"))
                 start += 1
             else:
-                codes, uniques = _level_codes(v, max_levels)
+                codes, uniques = level_codes(v, max_levels)
                 codes = codes[self.rows]
                 onehot = np.zeros((m, len(uniques)))
                 onehot[np.arange(m), codes] = np.sqrt(0.5)
