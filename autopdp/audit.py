@@ -38,7 +38,7 @@ from .pd.response import make_adapter
 from .pd.trees import TreePathUnavailable
 from .trust.checks import trust_scores
 from .scores.utilities import TRUST_IDS
-from .pd.ice_io import ICE_FILE, ice_parquet_bytes, read_ice, read_ice_weights
+from .pd.ice_io import ICE_FILE, ICE_MAX_MB, ice_parquet_bytes, read_ice, read_ice_weights
 from .pd.result import PDResult, _scalar, _to_jsonable
 from ._tables import records, tables
 from .scores.coverage import outside_grid
@@ -328,8 +328,8 @@ class Audit:
             ice = Path(source).with_name(name) if not Path(name).is_absolute() else Path(name)
         sample_weight = None
         if ice is not None and ice is not False:
-            curves = read_ice(ice)
-            weighted = read_ice_weights(ice)
+            curves = read_ice(ice, max(float(max_mb), ICE_MAX_MB))
+            weighted = read_ice_weights(ice, max(float(max_mb), ICE_MAX_MB))
             if weighted is not None:  # the weights of the rows with curves; NaN: a row the sidecar has no curve of
                 rows, weights = weighted
                 n = _weight_rows(d, rows, label, max_mb)

@@ -258,3 +258,29 @@ def test_genuine_results_and_ice_still_load(saved):
     assert a.sample_weight is not None and a.sample_weight.shape == (80,)
     assert a.results_1d[0].individual is not None
     assert read_results(saved / "results.json")["schema"] == "autopdp.Audit/2"
+
+
+def test_ice_file_is_size_checked_before_reading_and_its_index_checked(saved, tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from autopdp.pd.ice_io import read_ice
+
+    path = saved / "ice.parquet"
+    with pytest.raises(InputError, match=r"once decompressed, above max_mb \(0 MB\)"):
+        read_ice(path, max_mb=1e-6)
+
+    def no_read(*a, **k):
+        raise AssertionError("the table was read")
+
+    with monkeypatch.context() as m:
+        m.setattr(pq, "read_table", no_read)
+        with pytest.raises(InputError, match="max_mb"):
+            Audit.from_json(saved / "results.json", ice=path, max_mb=1e-6)
+    # an index claiming a billion curves is refused, naming the file
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[b"autopdp"])
+    meta["index"][0]["rows"] = 10**9
+    bad = tmp_path / "ice.parquet"
+    pq.write_table(table.replace_schema_metadata({"autopdp": json.dumps(meta)}), bad)
+    with pytest.raises(InputError, match="does not hold together"):
+        read_ice(bad)
