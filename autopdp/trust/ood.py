@@ -8,7 +8,9 @@ space of the moved features only.  Numeric features are taken as rank scores
 (the empirical distribution function scaled to sd 1, ``sqrt(12) (F(x) - 1/2)``,
 so a skewed feature's long tail does not stretch the distances; missing values
 at the median); a categorical feature is its one-hot levels scaled by 1/sqrt 2,
-so two different levels are 1 apart.  Distances below are in these units
+so two different levels are 1 apart (beyond ``max_levels`` levels, the most frequent
+are kept, as in the feature's grid, and the rest pooled into one level: an ID
+column never makes a levels x levels matrix).  Distances below are in these units
 ("sd" of the scores).
 
 1. **The cell against the data (plane check).**  The distance from g to its
