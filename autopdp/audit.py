@@ -1148,7 +1148,7 @@ def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dic
     """Each array that grows with the input (one PD's ICE curves, the out-of-distribution check's model) fits in
     ``max_batch_mb``, checked before any work; the augmented rows are batched to it by the engine."""
     from .trust.ood import support_bytes, support_width
-    from .trust.surrogate import surrogate_width
+    from .trust.surrogate import BYTES_PER_CELL, MIN_ROWS as SURROGATE_MIN_ROWS, surrogate_width
 
     cap = float(config.max_batch_mb) * 1e6
     hint = "or raise max_batch_mb"
@@ -1181,10 +1181,11 @@ def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dic
     categorical = {f: "categorical" if levels.get(f) is not None else "numeric" for f in features}
     if "surrogate_importance" in config.criteria_2d and features:
         width = surrogate_width(frame, categorical, max_levels=config.max_levels)
-        need = 8.0 * 3 * min(rows, 20_000) * width  # the design, its centred blocks, the ridge fit's copy
+        need = float(BYTES_PER_CELL * min(rows, SURROGATE_MIN_ROWS) * width)  # wider designs sample fewer rows
         if need > cap:
             raise InputError(
-                f"the surrogate model of {len(features):,} features needs {need / 1e6:,.0f} MB ({width:,} columns: a "
+                f"the surrogate model of {len(features):,} features needs {need / 1e6:,.0f} MB on its "
+                f"{min(rows, SURROGATE_MIN_ROWS):,} fewest rows ({width:,} columns: a "
                 f"categorical feature takes one per level, up to max_levels = {config.max_levels}), above max_batch_mb "
                 f"({config.max_batch_mb:,.0f} MB); audit fewer features (features), lower max_levels, leave "
                 f"'surrogate_importance' out of criteria_2d {hint}.")

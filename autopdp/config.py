@@ -224,8 +224,7 @@ class AuditConfig:
             if v is None and allow_none:
                 return
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < minimum:
-                raise InputError(f"config key {key!r} must be an integer >= {minimum}"
-                                 + (f" and <= {maximum:,}" if maximum else "") + f", got {v!r}.")
+                raise InputError(f"config key {key!r} must be an integer >= {minimum}, got {v!r}.")
             if maximum is not None and v > maximum:
                 cells = f" (a 2D PD of {v * v:,} cells)" if key == "grid_resolution_2d" else ""
                 raise InputError(f"config key {key!r} is {v:,}{cells}, above its limit of {maximum:,}; "

@@ -91,17 +91,43 @@ def test_ood_model_beyond_max_batch_mb_is_refused_before_work(monkeypatch):
     _no_pd(monkeypatch)
     with pytest.raises(InputError) as exc:
         audit(lambda d: np.zeros(len(d)), X,
-              config=AuditConfig(pairs=False, max_batch_mb=50, criteria_2d=("importance",)))
+              config=AuditConfig(pairs=False, max_batch_mb=40, criteria_2d=("importance",)))
     msg = str(exc.value)
     # 40 features x (50 kept + 1 pooled) = 2,040 embedded columns
-    assert "2,040 embedded columns" in msg and "max_batch_mb (50 MB)" in msg and "ood_share" in msg
+    assert "2,040 embedded columns" in msg and "max_batch_mb (40 MB)" in msg and "ood_share" in msg
     # the additive surrogate's design (rows x levels) is bounded the same way
     with pytest.raises(InputError) as exc:
-        audit(lambda d: np.zeros(len(d)), X, config=AuditConfig(pairs=False, max_batch_mb=50))
+        audit(lambda d: np.zeros(len(d)), X, config=AuditConfig(pairs=False, max_batch_mb=40))
     msg = str(exc.value)
-    assert "surrogate model of 40 features needs 147 MB (2,040 columns" in msg and "surrogate_importance" in msg
+    assert "surrogate model of 40 features needs 49 MB on its 1,000 fewest rows (2,040 columns" in msg
+    assert "surrogate_importance" in msg
     with pytest.raises(InputError, match="max_batch_mb"):
-        SupportModel(as_frame(X), {c: "categorical" for c in X}, max_levels=50, max_mb=50)
+        SupportModel(as_frame(X), {c: "categorical" for c in X}, max_levels=50, max_mb=40)
+
+
+def test_surrogate_fits_fewer_rows_where_its_design_would_not_fit(monkeypatch):
+    """The surrogate batches by sampling: a wide design is fitted on fewer rows within max_batch_mb."""
+    from autopdp.trust.surrogate import fit_surrogate, surrogate_rows, surrogate_width
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({f"c{j}": rng.integers(0, 60, 5000).astype(str) for j in range(10)})
+    kinds = {c: "categorical" for c in X}
+    width = surrogate_width(as_frame(X), kinds, max_levels=50)
+    assert width == 10 * 51
+    assert surrogate_rows(width, 20_000, 30) == 30_000_000 // (24 * width) == 2450
+    _guard(monkeypatch, "hstack")
+    from sklearn.linear_model import RidgeCV
+
+    fitted = []
+    real = RidgeCV.fit
+
+    def fit(self, design, y, *a, **k):
+        fitted.append(design.shape)
+        return real(self, design, y, *a, **k)
+
+    monkeypatch.setattr(RidgeCV, "fit", fit)
+    s = fit_surrogate(rng.normal(size=5000), as_frame(X), kinds, max_levels=50, max_mb=30)
+    assert fitted == [(2450, 510)] and set(s.importance) == set(X)
 
 
 def test_max_levels_has_a_limit():

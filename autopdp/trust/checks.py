@@ -262,5 +262,5 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     if "surrogate_importance" in config.criteria_2d and kinds:
         preds = adapter(frame.data) if predictions is None else predictions
         surrogate = fit_surrogate(preds[:, 0], frame, kinds, random_state=random_state,
-                                  max_levels=config.max_levels)
+                                  max_levels=config.max_levels, max_mb=config.max_batch_mb)
     return out, surrogate, curves

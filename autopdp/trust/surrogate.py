@@ -59,12 +59,35 @@ def surrogate_width(frame: Frame, kinds: dict, n_knots: int = 6, max_levels: int
                                                     max_levels)
 
 
+#: Bytes per row and design column the fit takes (the blocks, the design, the ridge fit's copy).
+BYTES_PER_CELL = 24
+#: The fewest rows the surrogate is fitted on; a design too wide for this many rows in ``max_mb`` is refused.
+MIN_ROWS = 1000
+
+
+def surrogate_rows(width: int, max_rows: int, max_mb: float | None) -> int:
+    """Rows the surrogate is fitted on: ``max_rows``, fewer where the design would not fit in ``max_mb``."""
+    if max_mb is None:
+        return max_rows
+    return min(max_rows, int(float(max_mb) * 1e6 // (BYTES_PER_CELL * max(width, 1))))
+
+
 def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots: int = 6, max_rows: int = 20000,
-                  random_state: int = 0, max_levels: int | None = None) -> Surrogate:
+                  random_state: int = 0, max_levels: int | None = None, max_mb: float | None = None) -> Surrogate:
     """Fit the additive surrogate to ``predictions`` (one per row of ``frame``); a categorical feature with more
-    than ``max_levels`` levels keeps the most frequent (its grid's rule) and pools the rest."""
+    than ``max_levels`` levels keeps the most frequent (its grid's rule) and pools the rest.  ``max_mb``: the
+    design's memory cap; wider designs are fitted on fewer sampled rows (at least :data:`MIN_ROWS`, else an
+    InputError before any work)."""
     from sklearn.linear_model import RidgeCV
 
+    from ..errors import InputError
+
+    if max_mb is not None:
+        width = surrogate_width(frame, kinds, n_knots, max_levels)
+        max_rows = surrogate_rows(width, max_rows, max_mb)
+        if max_rows < min(MIN_ROWS, frame.n_rows):
+            raise InputError(f"the surrogate model's design has {width:,} columns: {MIN_ROWS:,} rows of it need "
+                             f"{BYTES_PER_CELL * MIN_ROWS * width / 1e6:,.0f} MB, above max_batch_mb ({max_mb:,.0f} MB).")
     n = frame.n_rows
     rows = np.arange(n)
     if n > max_rows:
