@@ -1179,6 +1179,20 @@ def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dic
                 f"{need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); lower std_rows or "
                 f"grid_resolution_2d, {hint}.")
     categorical = {f: "categorical" if levels.get(f) is not None else "numeric" for f in features}
+    if "correlation" in config.criteria_2d and pair_count(config.pairs, len(features)):
+        # the test of independence of two categorical features tabulates every level against every level
+        if isinstance(config.pairs, tuple):
+            candidates = [p for p in config.pairs if levels.get(p[0]) and levels.get(p[1])]
+        else:  # every pair, or a top:N screen not yet known: the two with the most levels
+            most = sorted((f for f in features if levels.get(f)), key=lambda f: -levels[f])[:2]
+            candidates = [tuple(most)] if len(most) == 2 else []
+        for a, b in candidates:
+            need = 24.0 * levels[a] * levels[b]  # the table, its expected counts and a temporary
+            if need > cap:
+                raise InputError(
+                    f"the association test of {a!r} x {b!r} ({levels[a]:,} x {levels[b]:,} levels) needs "
+                    f"{need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); leave an ID-like "
+                    f"column out (features), leave 'correlation' out of criteria_2d, list the pairs, {hint}.")
     if "surrogate_importance" in config.criteria_2d and features:
         width = surrogate_width(frame, categorical, max_levels=config.max_levels)
         need = float(BYTES_PER_CELL * min(rows, SURROGATE_MIN_ROWS) * width)  # wider designs sample fewer rows

@@ -103,7 +103,8 @@ class AuditConfig:
         (ICE curves kept per 1D PD, default 1000), ``max_batch_mb`` (default 256:
         the most memory, in MB, one array that grows with the input may take: a
         batch of augmented rows, one PD's ICE curves, the out-of-distribution
-        model; a run that would need more is refused before any work), ``method``
+        model, the surrogate's design (fitted on fewer rows when wide); a run
+        that would need more is refused before any work), ``method``
         ("auto": the exact tree path when it applies, else brute force;
         "brute"; "tree"; "recursion") and ``std_rows`` (see
         :func:`autopdp.partial_dependence`).  On the tree path every PD, its

@@ -130,6 +130,23 @@ def test_surrogate_fits_fewer_rows_where_its_design_would_not_fit(monkeypatch):
     assert fitted == [(2450, 510)] and set(s.importance) == set(X)
 
 
+def test_two_id_columns_are_not_tabulated_level_by_level(monkeypatch):
+    """The correlation criterion's test of two categorical features makes a levels x levels table: checked first."""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    X = pd.DataFrame({"id": np.char.add("a", np.arange(n).astype(str)),
+                      "id2": np.char.add("b", rng.permutation(n).astype(str)), "v": rng.normal(size=n)})
+    _no_pd(monkeypatch)
+    with pytest.raises(InputError) as exc:
+        audit(lambda d: d["v"].to_numpy(), X, config=AuditConfig(utilities=("monotonicity",)))
+    msg = str(exc.value)
+    assert "'id' x 'id2' (20,000 x 20,000 levels) needs 9,600 MB" in msg and "criteria_2d" in msg
+    # without the criterion (or the pair) the run is not refused for it
+    with pytest.raises(AssertionError, match="a PD was computed"):
+        audit(lambda d: d["v"].to_numpy(), X,
+              config=AuditConfig(utilities=("monotonicity",), criteria_2d=("importance",)))
+
+
 def test_max_levels_has_a_limit():
     with pytest.raises(InputError, match="'max_levels' is 20,000, above its limit of 1,000"):
         AuditConfig(max_levels=20_000)
