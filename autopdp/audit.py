@@ -525,15 +525,23 @@ def _check_expansion(d: dict, label: str, size: int | None) -> None:
         return
     cap = max(_RESULTS_FLOOR, RESULTS_EXPANSION * float(size))
     total = 0.0
+    known: dict = {}  # id of a (shared) list -> its number of values, each list walked once
+
+    def values(obj) -> int:
+        if not isinstance(obj, list):
+            return 1
+        key = id(obj)
+        if key not in known:
+            known[key] = sum(values(x) for x in obj) if any(isinstance(x, list) for x in obj) else len(obj)
+        return known[key]
+
     pds = list(d["results"]) + [r for rs in (d.get("comparisons") or {}).values() for r in rs]
     for rec in pds:
         cells = 1
         for g in rec["grid"]:
             cells *= len(g)
-        targets = max(1, len(rec["targets"]))
-        ice = rec.get("individual")
-        curves = len(ice[0]) if isinstance(ice, list) and ice and isinstance(ice[0], list) else 0
-        total += 8.0 * (sum(len(g) for g in rec["grid"]) + cells * (4 * targets + targets * curves))
+        arrays = sum(values(rec.get(k)) for k in ("average", "std", "stderr", "counts", "individual", "ice_rows"))
+        total += 8.0 * (values(rec["grid"]) + arrays + cells * max(1, len(rec["targets"])))  # + stderr from std
         if total > cap:
             raise InputError(f"{label} would expand to more than {cap / 1e6:,.0f} MB of arrays ({len(pds):,} PDs; "
                              f"the PD of {rec.get('features')!r} alone has {cells:,} cells): it was not written by "

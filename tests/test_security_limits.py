@@ -284,6 +284,25 @@ def test_a_small_crafted_results_json_cannot_expand_to_gigabytes(saved, tmp_path
         Audit.from_json(crafted)
 
 
+def test_a_shared_array_in_a_crafted_results_json_is_counted_per_pd(saved, tmp_path, monkeypatch):
+    """A table field written once ('same') for thousands of PDs: each PD would build its own array of it."""
+    d = json.loads((saved / "results.json").read_text())
+    table = d["results"][0]
+    columns = table["columns"]
+    at = columns.index("std")
+    table["same"]["std"] = [0.5] * 20_000
+    table["columns"] = columns[:at] + columns[at + 1:]
+    table["rows"] = [row[:at] + row[at + 1:] for row in table["rows"]] * 500
+    table.pop("at", None)
+    table.pop("order", None)
+    crafted = tmp_path / "results.json"
+    crafted.write_text(json.dumps(d))
+    assert crafted.stat().st_size < 1e6
+    _guard(monkeypatch, "asarray")
+    with pytest.raises(InputError, match="would expand to more than 64 MB of arrays"):
+        Audit.from_json(crafted)
+
+
 @pytest.mark.parametrize("rows", [4_000_000_000, 4e9, -1, "many"])
 def test_metadata_rows_with_ice_cannot_allocate_gigabytes(saved, tmp_path, monkeypatch, rows):
     """PoC: metadata.data.rows = 4e9 with ice=True allocated up to 30 GiB of sample weights."""
