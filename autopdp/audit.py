@@ -514,7 +514,7 @@ def _check_size(source, label: str, max_mb: float) -> None:
     """A results.json larger than ``max_mb`` is refused before it is read or parsed."""
     size = _source_bytes(source)
     if size is not None and size > float(max_mb) * 1e6:
-        raise InputError(f"{label} is {size / 1e6:,.1f} MB, above the {float(max_mb):,.0f} MB a results.json may have "
+        raise InputError(f"{label} is {size / 1e6:,.1f} MB, above the {float(max_mb):,.4g} MB a results.json may have "
                          "(max_mb); pass a larger max_mb if the file is yours.")
 
 
@@ -561,7 +561,7 @@ def _weight_rows(d: dict, rows: np.ndarray, label: str, max_mb: float) -> int:
                          "file's rows); write it again with autopdp.")
     if 8.0 * n > float(max_mb) * 1e6:
         raise InputError(f"{label} with its ICE file names {n:,} data rows: their sample weights need "
-                         f"{8.0 * n / 1e6:,.0f} MB, above max_mb ({float(max_mb):,.0f} MB); pass a larger max_mb if "
+                         f"{8.0 * n / 1e6:,.0f} MB, above max_mb ({float(max_mb):,.4g} MB); pass a larger max_mb if "
                          "the files are yours.")
     return int(n)
 

@@ -151,7 +151,7 @@ def _read(source, max_mb: float = ICE_MAX_MB):
         raise InputError(f"cannot read the ICE file {source if not isinstance(source, bytes) else '(bytes)'}: {exc}") from None
     if size > float(max_mb) * 1e6:
         raise InputError(f"the ICE file {_name(source)} holds {size / 1e6:,.0f} MB once decompressed, above max_mb "
-                         f"({float(max_mb):,.0f} MB); pass a larger max_mb if the file is yours.")
+                         f"({float(max_mb):,.4g} MB); pass a larger max_mb if the file is yours.")
     try:
         table = pq.read_table(where)
     except (OSError, pa.ArrowInvalid) as exc:
