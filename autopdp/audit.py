@@ -540,7 +540,10 @@ def _check_expansion(d: dict, label: str, size: int | None) -> None:
         cells = 1
         for g in rec["grid"]:
             cells *= len(g)
-        arrays = sum(values(rec.get(k)) for k in ("average", "std", "stderr", "counts", "individual", "ice_rows"))
+        try:
+            arrays = sum(values(rec.get(k)) for k in ("average", "std", "stderr", "counts", "individual", "ice_rows"))
+        except RecursionError:
+            raise InputError(f"{label} nests its values too deeply to be an autopdp results.json.") from None
         total += 8.0 * (values(rec["grid"]) + arrays + cells * max(1, len(rec["targets"])))  # + stderr from std
         if total > cap:
             raise InputError(f"{label} would expand to more than {cap / 1e6:,.0f} MB of arrays ({len(pds):,} PDs; "
@@ -578,6 +581,8 @@ def _records_of(source, label: str, max_mb: float = RESULTS_MAX_MB) -> dict:
             d = json.loads(_json_source(source))
         except json.JSONDecodeError as exc:
             raise InputError(f"{label} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+        except RecursionError:
+            raise InputError(f"{label} nests its values too deeply to be an autopdp results.json.") from None
     schema = d.get("schema") if isinstance(d, dict) else None
     if schema not in (JSON_SCHEMA, *OLD_JSON_SCHEMAS):
         raise InputError(f"{label} is not an autopdp audit (schema {schema!r}, expected {JSON_SCHEMA!r}).")

@@ -303,6 +303,13 @@ def test_a_shared_array_in_a_crafted_results_json_is_counted_per_pd(saved, tmp_p
         Audit.from_json(crafted)
 
 
+def test_deeply_nested_results_json_is_one_error(tmp_path):
+    crafted = tmp_path / "results.json"
+    crafted.write_text('{"schema": "autopdp.Audit/2", "results": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(InputError, match="nests its values too deeply"):
+        Audit.from_json(crafted)
+
+
 @pytest.mark.parametrize("rows", [4_000_000_000, 4e9, -1, "many"])
 def test_metadata_rows_with_ice_cannot_allocate_gigabytes(saved, tmp_path, monkeypatch, rows):
     """PoC: metadata.data.rows = 4e9 with ice=True allocated up to 30 GiB of sample weights."""
