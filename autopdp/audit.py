@@ -1172,25 +1172,25 @@ def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dic
 
     rows = frame.n_rows
     ice_rows = rows if config.subsample is None else min(rows, config.subsample)
-    if features:
-        widest = max(features, key=lambda f: axis(f, config.grid_resolution))
-        cells = axis(widest, config.grid_resolution)
+    if features:  # every 1D PD keeps its ICE curves: all of them together
+        cells = sum(axis(f, config.grid_resolution) for f in features)
         need = 8.0 * ice_rows * cells * n_targets
         if need > cap:
             raise InputError(
-                f"the ICE curves of one 1D PD ({widest!r}: {ice_rows:,} rows x {cells:,} grid points x {n_targets} "
-                f"target(s)) need {need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); lower "
-                f"subsample or grid_resolution, {hint}.")
-    if pair_count(config.pairs, len(features)):
+                f"the ICE curves of the {len(features):,} 1D PDs ({ice_rows:,} rows x {cells:,} grid points in all x "
+                f"{n_targets} target(s)) need {need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); "
+                f"lower subsample or grid_resolution, audit fewer features, {hint}.")
+    n_pairs = pair_count(config.pairs, len(features))
+    if n_pairs:  # the 2D PDs' ICE surfaces (std_rows rows; every row when std_rows = 0), held until the noise tests ran
         sizes = sorted((axis(f, config.grid_resolution_2d) for f in features), reverse=True)[:2]
         cells = sizes[0] * sizes[-1]
-        std_rows = min(config.std_rows, rows) if config.std_rows else 0
-        need = 8.0 * max(std_rows, 1) * cells * n_targets
+        rows_2d = min(config.std_rows, rows) if config.std_rows else rows
+        need = 8.0 * n_pairs * rows_2d * cells * n_targets
         if need > cap:
             raise InputError(
-                f"the ICE surfaces of one 2D PD ({std_rows:,} rows x {cells:,} cells x {n_targets} target(s)) need "
-                f"{need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); lower std_rows or "
-                f"grid_resolution_2d, {hint}.")
+                f"the ICE surfaces of the {n_pairs:,} 2D PDs ({rows_2d:,} rows x up to {cells:,} cells x {n_targets} "
+                f"target(s) each) need {need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); "
+                f"lower std_rows or grid_resolution_2d, fewer pairs (--pairs top:N), {hint}.")
     categorical = {f: "categorical" if levels.get(f) is not None else "numeric" for f in features}
     if "correlation" in config.criteria_2d and pair_count(config.pairs, len(features)):
         # the test of independence of two categorical features tabulates every level against every level

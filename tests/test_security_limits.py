@@ -183,7 +183,20 @@ def test_ice_curves_beyond_max_batch_mb_are_refused_before_work(monkeypatch):
         audit(lambda d: d["a"].to_numpy(), X,
               config=AuditConfig(pairs=False, subsample=None, grid_resolution=1000, max_batch_mb=100))
     msg = str(exc.value)
-    assert "20,000 rows x 1,000 grid points" in msg and "160 MB" in msg and "max_batch_mb (100 MB)" in msg
+    assert "ICE curves of the 2 1D PDs (20,000 rows x 2,000 grid points in all" in msg
+    assert "320 MB" in msg and "max_batch_mb (100 MB)" in msg
+
+
+def test_2d_ice_surfaces_beyond_max_batch_mb_are_refused_before_work(monkeypatch):
+    """grid_resolution_2d at its limit on many pairs: the surfaces held for the noise tests are bounded too."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 12)), columns=[f"x{j}" for j in range(12)])
+    _no_pd(monkeypatch)
+    with pytest.raises(InputError) as exc:
+        audit(lambda d: d["x0"].to_numpy(), X, config=AuditConfig(grid_resolution_2d=200, std_rows=128))
+    msg = str(exc.value)
+    # 66 pairs x 128 rows x 40,000 cells x 8 bytes
+    assert "66 2D PDs (128 rows x up to 40,000 cells" in msg and "2,703 MB" in msg and "top:N" in msg
 
 
 # ---------------------------------------------------------------- pair count
