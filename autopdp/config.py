@@ -102,7 +102,7 @@ class AuditConfig:
         default 500; the report gives their Monte-Carlo error), ``subsample``
         (ICE curves kept per 1D PD, default 1000), ``max_batch_mb`` (default 256:
         the most memory, in MB, one array that grows with the input may take: a
-        batch of augmented rows, one PD's ICE curves, the out-of-distribution
+        batch of augmented rows, the ICE curves of all PDs, the out-of-distribution
         model, the surrogate's design (fitted on fewer rows when wide); a run
         that would need more is refused before any work), ``method``
         ("auto": the exact tree path when it applies, else brute force;
