@@ -10,6 +10,7 @@ import datetime as _dt
 import functools
 import itertools
 import json
+import numbers
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -37,7 +38,7 @@ from .pd.response import make_adapter
 from .pd.trees import TreePathUnavailable
 from .trust.checks import trust_scores
 from .scores.utilities import TRUST_IDS
-from .pd.ice_io import ICE_FILE, ice_parquet_bytes, ice_sidecar_name, read_ice, read_ice_weights
+from .pd.ice_io import ICE_FILE, ICE_MAX_MB, ice_parquet_bytes, ice_sidecar_name, read_ice, read_ice_weights
 from .pd.result import PDResult, _scalar, _to_jsonable
 from ._tables import records, tables
 from .scores.coverage import outside_grid
@@ -53,6 +54,15 @@ JSON_SCHEMA = "autopdp.Audit/2"
 #: Earlier layouts :meth:`Audit.from_json` still reads: ``/1`` wrote every score, verdict, evidence item and PD
 #: as a record (a dict) of its own, ``/2`` writes them as column tables (:mod:`autopdp._tables`).
 OLD_JSON_SCHEMAS = ("autopdp.Audit/1",)
+#: The largest results.json (MB) :meth:`Audit.from_json` and :func:`read_results` read unless given ``max_mb``.
+RESULTS_MAX_MB = 256
+#: The arrays a results.json expands to (grids shared by PDs, fields written once for many rows) may take at most
+#: this many bytes per byte of the file (and 64 MB whatever its size): a crafted file cannot make a small text
+#: into gigabytes.  Written by autopdp, a file expands about 4 bytes per byte (a float64 per number of 2+ digits).
+RESULTS_EXPANSION = 32
+_RESULTS_FLOOR = 64e6
+
+
 #: Fewer rows than this is an error: PDs, grids and scores need data to average over.
 MIN_ROWS = 10
 #: Below this many rows the report carries a sample-size warning.
@@ -291,7 +301,7 @@ class Audit:
         return data
 
     @classmethod
-    def from_json(cls, source, *, ice=None) -> "Audit":
+    def from_json(cls, source, *, ice=None, max_mb: float = RESULTS_MAX_MB) -> "Audit":
         """An audit read back from :meth:`to_json` output (a path or the JSON text): the report renders the same.
 
         ``ice``: the ICE sidecar (a path, or ``True`` for the file results.json names, read only from beside
@@ -301,10 +311,13 @@ class Audit:
         The rows' sample weights are not in JSON: with the sidecar, ``sample_weight`` holds the weights of the
         rows it has ICE curves of (NaN for the others), so noise tests run on the loaded audit (the gate's)
         weight the rows as the audit did; without it ``sample_weight`` is None.
+        ``max_mb``: the largest results.json read (default :data:`RESULTS_MAX_MB`), checked before parsing; the
+        arrays it expands to are bounded too (:data:`RESULTS_EXPANSION`).
         """
         label = _source_label(source)
-        d = _records_of(source, label)
+        d = _records_of(source, label, max_mb)
         with _damaged(label):
+            _check_expansion(d, label, _source_bytes(source))
             results = [PDResult.from_dict(r) for r in d["results"]]
             comparisons = {k: [PDResult.from_dict(r) for r in v] for k, v in d.get("comparisons", {}).items()}
         if ice is True:
@@ -316,12 +329,12 @@ class Audit:
             ice = Path(source).with_name(ice_sidecar_name(name))
         sample_weight = None
         if ice is not None and ice is not False:
-            curves = read_ice(ice)
-            weighted = read_ice_weights(ice)
+            curves = read_ice(ice, max(float(max_mb), ICE_MAX_MB))
+            weighted = read_ice_weights(ice, max(float(max_mb), ICE_MAX_MB))
             if weighted is not None:  # the weights of the rows with curves; NaN: a row the sidecar has no curve of
                 rows, weights = weighted
-                n = int(((d.get("metadata") or {}).get("data") or {}).get("rows") or rows.max(initial=-1) + 1)
-                sample_weight = np.full(max(n, int(rows.max(initial=-1)) + 1), np.nan)
+                n = _weight_rows(d, rows, label, max_mb)
+                sample_weight = np.full(n, np.nan)
                 sample_weight[rows] = weights
 
             def with_ice(model, r):
@@ -469,7 +482,7 @@ def _damaged(label: str):
                          "autopdp (the CLI or Audit.to_json).") from None
 
 
-def read_results(source) -> dict:
+def read_results(source, *, max_mb: float = RESULTS_MAX_MB) -> dict:
     """A results.json (a path, its text, or the dict of :meth:`Audit.to_dict`) as plain records: every column
     table expanded into one dict per score row, verdict, evidence item and PD (each PD with its ``grid``
     arrays), for scripts that read the numbers without building an :class:`Audit` (:meth:`Audit.from_json` does).
@@ -478,23 +491,100 @@ def read_results(source) -> dict:
     ``evidence`` and ``comparisons`` dicts of such lists; every evidence item is whole (its ``why``, ``null``
     and ``statistic`` filled in where the file leaves them null); the other keys are as written.  Files of
     the earlier one-record-per-item layout (schema ``autopdp.Audit/1``) read the same.
-    ``pandas.DataFrame(read_results(path)["scores"])`` is the scores table.
+    ``pandas.DataFrame(read_results(path)["scores"])`` is the scores table.  ``max_mb``: as in
+    :meth:`Audit.from_json`.
     """
     label = _source_label(source)
-    d = _records_of(source, label)
+    d = _records_of(source, label, max_mb)
     with _damaged(label):
         return _complete_evidence(d)
 
 
-def _records_of(source, label: str) -> dict:
+def _source_bytes(source) -> int | None:
+    """The size of a results.json given as a path or text (None for a dict)."""
+    if isinstance(source, Mapping):
+        return None
+    if _is_json_text(source):
+        return len(source.encode("utf-8", "surrogatepass"))
+    try:
+        return Path(source).stat().st_size
+    except OSError:
+        return None  # _json_source names the error
+
+
+def _check_size(source, label: str, max_mb: float) -> None:
+    """A results.json larger than ``max_mb`` is refused before it is read or parsed."""
+    size = _source_bytes(source)
+    if size is not None and size > float(max_mb) * 1e6:
+        raise InputError(f"{label} is {size / 1e6:,.1f} MB, above the {float(max_mb):,.4g} MB a results.json may have "
+                         "(max_mb); pass a larger max_mb if the file is yours.")
+
+
+def _check_expansion(d: dict, label: str, size: int | None) -> None:
+    """The arrays of every PD of ``d`` (grids, averages, spreads, counts, ICE) fit in the bound of
+    :data:`RESULTS_EXPANSION`, checked on the records' lengths before any array is built."""
+    if size is None:  # a dict in memory: the caller holds it already
+        return
+    cap = max(_RESULTS_FLOOR, RESULTS_EXPANSION * float(size))
+    total = 0.0
+    known: dict = {}  # id of a (shared) list -> its number of values, each list walked once
+
+    def values(obj) -> int:
+        if not isinstance(obj, list):
+            return 1
+        key = id(obj)
+        if key not in known:
+            known[key] = sum(values(x) for x in obj) if any(isinstance(x, list) for x in obj) else len(obj)
+        return known[key]
+
+    pds = list(d["results"]) + [r for rs in (d.get("comparisons") or {}).values() for r in rs]
+    for rec in pds:
+        cells = 1
+        for g in rec["grid"]:
+            cells *= len(g)
+        try:
+            arrays = sum(values(rec.get(k)) for k in ("average", "std", "stderr", "counts", "individual", "ice_rows"))
+        except RecursionError:
+            raise InputError(f"{label} nests its values too deeply to be an autopdp results.json.") from None
+        total += 8.0 * (values(rec["grid"]) + arrays + cells * max(1, len(rec["targets"])))  # + stderr from std
+        if total > cap:
+            raise InputError(f"{label} would expand to more than {cap / 1e6:,.0f} MB of arrays ({len(pds):,} PDs; "
+                             f"the PD of {rec.get('features')!r} alone has {cells:,} cells): it was not written by "
+                             "autopdp as it stands; write it again with autopdp.")
+
+
+def _weight_rows(d: dict, rows: np.ndarray, label: str, max_mb: float) -> int:
+    """How many rows the loaded audit's sample weights cover: the file's ``metadata.data.rows`` (else the ICE
+    file's last row), a whole number no smaller than the ICE file's rows whose weights (8 bytes a row) fit in
+    ``max_mb``, checked before the array is made."""
+    top = int(rows.max(initial=-1)) + 1
+    n = ((d.get("metadata") or {}).get("data") or {}).get("rows")
+    if n is None:
+        n = top
+    elif not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < top:
+        raise InputError(f"{label} gives metadata.data.rows = {n!r}, not a whole number of at least {top:,} (the ICE "
+                         "file's rows); write it again with autopdp.")
+    if 8.0 * n > float(max_mb) * 1e6:
+        raise InputError(f"{label} with its ICE file names {n:,} data rows: their sample weights need "
+                         f"{8.0 * n / 1e6:,.0f} MB, above max_mb ({float(max_mb):,.4g} MB); pass a larger max_mb if "
+                         "the files are yours.")
+    return int(n)
+
+
+def _records_of(source, label: str, max_mb: float = RESULTS_MAX_MB) -> dict:
     """:func:`read_results` without filling in the evidence items (:meth:`Audit.from_json` builds them once)."""
+    if not isinstance(max_mb, numbers.Real) or isinstance(max_mb, bool) or not max_mb > 0:
+        raise InputError(f"max_mb must be a positive number of megabytes, got {max_mb!r}.")
     if isinstance(source, Mapping):
         d = dict(source)
     else:
+        _check_size(source, label, max_mb)
         try:
             d = json.loads(_json_source(source))
         except json.JSONDecodeError as exc:
             raise InputError(f"{label} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+        except RecursionError:
+            raise InputError(f"{label} nests its values too deeply to be an autopdp results.json.") from None
     schema = d.get("schema") if isinstance(d, dict) else None
     if schema not in (JSON_SCHEMA, *OLD_JSON_SCHEMAS):
         raise InputError(f"{label} is not an autopdp audit (schema {schema!r}, expected {JSON_SCHEMA!r}).")
@@ -1015,9 +1105,12 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
                 raise column_error("pairs (--pairs) feature", f, frame.names, "data's features")
     features = []
     kinds = resolve_categorical(frame, config.categorical_features, config.integer_as_categorical)
+    levels: dict[str, int] = {}
     for name in names:
         position = frame.names.index(name)
         col = pd.Series(frame.column(position), dtype=object)
+        if kinds[position]:
+            levels[name] = int(col.nunique(dropna=True))
         if col.isna().all():
             notes.append(f"Feature {name!r} has all values missing in the data and was skipped (the model is "
                          "still given its missing values).")
@@ -1031,14 +1124,109 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     if not features:
         raise InputError("every feature is constant in the data: there is nothing to audit.")
     _reject_infinite(frame, kinds)
+    _check_pair_count(config, features)
     adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(probe_rows(frame)).data,
                            missing=describe_missing(frame))
+    _check_memory(config, frame, features, {f: levels.get(f) for f in features}, max(1, len(adapter.targets)))
     _check_labels(y, model, adapter)
     for name, other in compare.items():
         _check_comparison(name, other, model, frame)
     return _Inputs(full=full, frame=frame, y=y, y_pd=y_pd, weights_full=weights_full, weights=weights,
                    target_name=target_name, names=names, features=features, adapter=adapter, rng=rng,
                    notes=tuple(notes))
+
+
+def pair_count(pairs, n_features: int) -> int:
+    """How many 2D PDs the config's ``pairs`` asks for among ``n_features`` audited features."""
+    every = n_features * (n_features - 1) // 2
+    if pairs is True:
+        return every
+    if not pairs:
+        return 0
+    if isinstance(pairs, str):  # "top:N"
+        return min(int(pairs.split(":", 1)[1]), every)
+    return len(pairs)
+
+
+def _check_pair_count(config: AuditConfig, features: list) -> None:
+    """More 2D PDs than ``max_pairs`` is an error before any PD is computed, naming the count."""
+    count = pair_count(config.pairs, len(features))
+    if count > config.max_pairs:
+        what = {True: f"every pair of the {len(features):,} features"}.get(config.pairs, "the pairs asked for")
+        raise InputError(
+            f"pairs (--pairs) asks for {count:,} 2D PDs ({what}), above max_pairs ({config.max_pairs:,}); "
+            f"use --pairs top:N (pairs = \"top:N\") with N at most {config.max_pairs:,}, e.g. top:"
+            f"{min(config.max_pairs, 20)}, name the pairs, or raise max_pairs.")
+
+
+def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dict, n_targets: int) -> None:
+    """Each array that grows with the input (one PD's ICE curves, the out-of-distribution check's model) fits in
+    ``max_batch_mb``, checked before any work; the augmented rows are batched to it by the engine."""
+    from .trust.ood import support_bytes, support_width
+    from .trust.surrogate import BYTES_PER_CELL, MIN_ROWS as SURROGATE_MIN_ROWS, surrogate_width
+
+    cap = float(config.max_batch_mb) * 1e6
+    hint = "or raise max_batch_mb"
+
+    def axis(f, resolution):
+        n = levels.get(f)
+        return resolution if n is None else min(n, config.max_levels)
+
+    rows = frame.n_rows
+    ice_rows = rows if config.subsample is None else min(rows, config.subsample)
+    if features:  # every 1D PD keeps its ICE curves: all of them together
+        cells = sum(axis(f, config.grid_resolution) for f in features)
+        need = 8.0 * ice_rows * cells * n_targets
+        if need > cap:
+            raise InputError(
+                f"the ICE curves of the {len(features):,} 1D PDs ({ice_rows:,} rows x {cells:,} grid points in all x "
+                f"{n_targets} target(s)) need {need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); "
+                f"lower subsample or grid_resolution, audit fewer features, {hint}.")
+    n_pairs = pair_count(config.pairs, len(features))
+    if n_pairs:  # the 2D PDs' ICE surfaces (std_rows rows; every row when std_rows = 0), held until the noise tests ran
+        sizes = sorted((axis(f, config.grid_resolution_2d) for f in features), reverse=True)[:2]
+        cells = sizes[0] * sizes[-1]
+        rows_2d = min(config.std_rows, rows) if config.std_rows else rows
+        need = 8.0 * n_pairs * rows_2d * cells * n_targets
+        if need > cap:
+            raise InputError(
+                f"the ICE surfaces of the {n_pairs:,} 2D PDs ({rows_2d:,} rows x up to {cells:,} cells x {n_targets} "
+                f"target(s) each) need {need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); "
+                f"lower std_rows or grid_resolution_2d, fewer pairs (--pairs top:N), {hint}.")
+    categorical = {f: "categorical" if levels.get(f) is not None else "numeric" for f in features}
+    if "correlation" in config.criteria_2d and pair_count(config.pairs, len(features)):
+        # the test of independence of two categorical features tabulates every level against every level
+        if isinstance(config.pairs, tuple):
+            candidates = [p for p in config.pairs if levels.get(p[0]) and levels.get(p[1])]
+        else:  # every pair, or a top:N screen not yet known: the two with the most levels
+            most = sorted((f for f in features if levels.get(f)), key=lambda f: -levels[f])[:2]
+            candidates = [tuple(most)] if len(most) == 2 else []
+        for a, b in candidates:
+            need = 24.0 * levels[a] * levels[b]  # the table, its expected counts and a temporary
+            if need > cap:
+                raise InputError(
+                    f"the association test of {a!r} x {b!r} ({levels[a]:,} x {levels[b]:,} levels) needs "
+                    f"{need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); leave an ID-like "
+                    f"column out (features), leave 'correlation' out of criteria_2d, list the pairs, {hint}.")
+    if "surrogate_importance" in config.criteria_2d and features:
+        width = surrogate_width(frame, categorical, max_levels=config.max_levels)
+        need = float(BYTES_PER_CELL * min(rows, SURROGATE_MIN_ROWS) * width)  # wider designs sample fewer rows
+        if need > cap:
+            raise InputError(
+                f"the surrogate model of {len(features):,} features needs {need / 1e6:,.0f} MB on its "
+                f"{min(rows, SURROGATE_MIN_ROWS):,} fewest rows ({width:,} columns: a "
+                f"categorical feature takes one per level, up to max_levels = {config.max_levels}), above max_batch_mb "
+                f"({config.max_batch_mb:,.0f} MB); audit fewer features (features), lower max_levels, leave "
+                f"'surrogate_importance' out of criteria_2d {hint}.")
+    if "ood_share" in config.utilities and features:
+        width = support_width(frame, categorical, config.max_levels)
+        need = support_bytes(min(rows, 4000), width)
+        if need > cap:
+            raise InputError(
+                f"the out-of-distribution check of {len(features):,} features needs {need / 1e6:,.0f} MB ({width:,} "
+                f"embedded columns: a categorical feature takes one per level, up to max_levels = {config.max_levels}), "
+                f"above max_batch_mb ({config.max_batch_mb:,.0f} MB); audit fewer features (features), lower "
+                f"max_levels, leave 'ood_share' out of utilities {hint}.")
 
 
 @dataclass(frozen=True, eq=False)

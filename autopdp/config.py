@@ -12,12 +12,19 @@ from .errors import InputError
 from .scores.utilities import UTILITY_IDS
 from .scores.utilities.monotonicity import DIRECTIONS
 
-__all__ = ["AuditConfig", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "TEMPLATE_KEYS", "load_toml", "parse_pairs"]
+__all__ = ["AuditConfig", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "TEMPLATE_KEYS", "MAX_GRID_RESOLUTION",
+           "MAX_GRID_RESOLUTION_2D", "MAX_LEVELS_LIMIT", "load_toml", "parse_pairs"]
 
 CRITERIA_2D = ("correlation", "importance", "interaction", "intersection", "surrogate_importance")
 #: The sign-off decisions a reviewer can record.
 DECISIONS = ("approve", "approve with conditions", "reject")
 SIGN_OFF_KEYS = ("name", "role", "date", "decision", "conditions", "statement")
+#: Largest ``grid_resolution``: grid points of a 1D PD (each one a prediction of every row taking part).
+MAX_GRID_RESOLUTION = 1000
+#: Largest ``grid_resolution_2d``: grid points per axis of a 2D PD (its cells are the square of it).
+MAX_GRID_RESOLUTION_2D = 200
+#: Largest ``max_levels``: levels a categorical feature keeps in its grid and in the out-of-distribution check.
+MAX_LEVELS_LIMIT = 1000
 
 
 def parse_pairs(value):
@@ -79,18 +86,25 @@ class AuditConfig:
     """Settings of :func:`autopdp.audit`.
 
     Grids
-        ``grid_resolution`` (1D, default 20), ``grid_resolution_2d`` (default 10),
+        ``grid_resolution`` (1D, default 20, at most :data:`MAX_GRID_RESOLUTION`),
+        ``grid_resolution_2d`` (default 10, at most :data:`MAX_GRID_RESOLUTION_2D`),
         ``percentiles``, ``grid_method`` ("quantile" or "uniform").
     Work
         ``pairs``: which 2D PDs to compute: true/"all" (every pair),
         false/"none", "top:N" (the N pairs whose features have the largest
         geometric mean of 1D PD importance, screened before any 2D PD is
         computed) or a list of pairs (``[["age", "hours"]]`` or
-        ``"age:hours,a:b"``).  ``features`` (restrict to these columns),
+        ``"age:hours,a:b"``).  ``max_pairs`` (default 1000): the most 2D PDs a
+        run computes; more (e.g. ``pairs = "all"`` on 50 or more features) is an
+        error before any work, naming the count and suggesting ``top:N``.  ``features`` (restrict to these columns),
         ``max_rows`` (row subsample for every PD; None = all rows),
         ``max_rows_2d`` (row subsample for the 2D PDs on the brute-force path,
         default 500; the report gives their Monte-Carlo error), ``subsample``
-        (ICE curves kept per 1D PD, default 1000), ``max_batch_mb``, ``method``
+        (ICE curves kept per 1D PD, default 1000), ``max_batch_mb`` (default 256:
+        the most memory, in MB, one array that grows with the input may take: a
+        batch of augmented rows, the ICE curves of all PDs, the out-of-distribution
+        model, the surrogate's design (fitted on fewer rows when wide); a run
+        that would need more is refused before any work), ``method``
         ("auto": the exact tree path when it applies, else brute force;
         "brute"; "tree"; "recursion") and ``std_rows`` (see
         :func:`autopdp.partial_dependence`).  On the tree path every PD, its
@@ -101,8 +115,9 @@ class AuditConfig:
         ``categorical_features``, ``categories`` ({feature: [levels in
         order]}: an ordinal order, so monotonicity, Lipschitz and the gate's
         ``monotonic`` rules apply to that categorical feature), ``integer_as_categorical``, ``max_levels``
-        (categorical features with more levels keep the most frequent ones,
-        default 50, noted in the report).
+        (categorical features with more levels keep the most frequent ones, in
+        the grids and in the out-of-distribution check, which pools the rest as
+        one level; default 50, at most 1000, noted in the report).
     Scoring
         ``utilities`` (ids to run), ``loss`` ("l2" or "l1"),
         ``expected_monotonic`` ({feature: "increasing"|"decreasing"|"none"}),
@@ -143,6 +158,7 @@ class AuditConfig:
     percentiles: tuple = (0.05, 0.95)
     grid_method: str = "quantile"
     pairs: Any = True
+    max_pairs: int = 1000
     features: tuple | None = None
     max_rows: int | None = None
     max_rows_2d: int | None = 500
@@ -203,15 +219,20 @@ class AuditConfig:
         self._check()
 
     def _check(self):
-        def positive_int(key, allow_none=False, minimum=1):
+        def positive_int(key, allow_none=False, minimum=1, maximum=None):
             v = getattr(self, key)
             if v is None and allow_none:
                 return
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < minimum:
                 raise InputError(f"config key {key!r} must be an integer >= {minimum}, got {v!r}.")
+            if maximum is not None and v > maximum:
+                cells = f" (a 2D PD of {v * v:,} cells)" if key == "grid_resolution_2d" else ""
+                raise InputError(f"config key {key!r} is {v:,}{cells}, above its limit of {maximum:,}; "
+                                 f"use at most {maximum:,}.")
 
-        positive_int("grid_resolution", minimum=2)
-        positive_int("grid_resolution_2d", minimum=2)
+        positive_int("grid_resolution", minimum=2, maximum=MAX_GRID_RESOLUTION)
+        positive_int("grid_resolution_2d", minimum=2, maximum=MAX_GRID_RESOLUTION_2D)
+        positive_int("max_pairs")
         positive_int("top_k")
         positive_int("noise_draws", minimum=20)
         positive_int("max_noise_draws", minimum=20)
@@ -232,7 +253,7 @@ class AuditConfig:
         positive_int("max_rows_2d", allow_none=True)
         positive_int("subsample", allow_none=True)
         positive_int("integer_as_categorical", minimum=0)
-        positive_int("max_levels", minimum=2)
+        positive_int("max_levels", minimum=2, maximum=MAX_LEVELS_LIMIT)
         if self.loss not in ("l2", "l1"):
             raise InputError(f"config key 'loss' must be 'l2' or 'l1', got {self.loss!r}.")
         if self.grid_method not in ("quantile", "uniform"):

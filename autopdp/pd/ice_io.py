@@ -29,7 +29,8 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["ICE_SCHEMA", "ICE_FILE", "ice_parquet_bytes", "ice_sidecar_name", "read_ice", "read_ice_weights"]
+__all__ = ["ICE_SCHEMA", "ICE_FILE", "ICE_MAX_MB", "ice_parquet_bytes", "ice_sidecar_name", "read_ice",
+           "read_ice_weights"]
 
 ICE_SCHEMA = "autopdp.ICE/1"
 #: The sidecar's file name beside results.json (``--ice`` on the command line).
@@ -99,31 +100,43 @@ def ice_sidecar_name(name) -> str:
     return text
 
 
-def read_ice(source) -> dict:
+#: The most an ICE sidecar may hold once decompressed (MB) unless the reader is given ``max_mb``.
+ICE_MAX_MB = 1024
+
+
+def read_ice(source, max_mb: float = ICE_MAX_MB) -> dict:
     """``{(model name, features): (individual, ice_rows)}`` from an ICE sidecar (a path or its bytes).
 
     ``individual`` has the shape of :attr:`PDResult.individual`; ``ice_rows`` is None when the
-    curves are of every row in order.
+    curves are of every row in order.  A file that decompresses to more than ``max_mb`` is refused
+    before it is read; the index's counts and shapes are checked against the curves the file holds.
     """
-    table, meta = _read(source)
+    table, meta = _read(source, max_mb)
     ice = table.column("ice").combine_chunks()
     values = ice.flatten().to_numpy(zero_copy_only=False)
     offsets = ice.offsets.to_numpy()
     rows = table.column("row").to_numpy()
     out = {}
-    for item in meta["index"]:
-        n = item["targets"] * item["rows"]
-        a, b = offsets[item["start"]], offsets[item["start"] + n]
-        individual = values[a:b].reshape(item["targets"], item["rows"], *item["grid_shape"])
-        ice_rows = rows[item["start"]:item["start"] + item["rows"]].copy() if item["sampled"] else None
-        out[(item["model"], tuple(item["features"]))] = (individual.copy(), ice_rows)
+    try:
+        for item in meta["index"]:
+            n = int(item["targets"]) * int(item["rows"])
+            start = int(item["start"])
+            if n < 0 or start < 0 or start + n >= offsets.size:
+                raise ValueError(f"the index names curves {start}..{start + n} of {offsets.size - 1}")
+            a, b = offsets[start], offsets[start + n]
+            individual = values[a:b].reshape(item["targets"], item["rows"], *item["grid_shape"])
+            ice_rows = rows[start:start + int(item["rows"])].copy() if item["sampled"] else None
+            out[(item["model"], tuple(item["features"]))] = (individual.copy(), ice_rows)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"the ICE file {_name(source)} does not hold together ({str(exc)[:200]}); write it again "
+                         "with autopdp.") from None
     return out
 
 
-def read_ice_weights(source) -> tuple[np.ndarray, np.ndarray] | None:
+def read_ice_weights(source, max_mb: float = ICE_MAX_MB) -> tuple[np.ndarray, np.ndarray] | None:
     """``(rows, weights)``: the sample weight of each data row the sidecar has a curve of (rows ascending), or
     None when the audit was unweighted (or the file predates the ``weight`` column)."""
-    table, _ = _read(source)
+    table, _ = _read(source, max_mb)
     if "weight" not in table.column_names or table.column("weight").null_count == table.num_rows:
         return None
     rows = table.column("row").to_numpy()
@@ -132,13 +145,29 @@ def read_ice_weights(source) -> tuple[np.ndarray, np.ndarray] | None:
     return rows, weights[first]
 
 
-def _read(source):
-    """The sidecar's Arrow table and its ``autopdp`` metadata (an InputError for anything else)."""
+def _name(source) -> str:
+    return "(bytes)" if isinstance(source, (bytes, bytearray)) else repr(str(source))
+
+
+def _read(source, max_mb: float = ICE_MAX_MB):
+    """The sidecar's Arrow table and its ``autopdp`` metadata (an InputError for anything else); its
+    decompressed size (the Parquet footer's) is checked against ``max_mb`` before the data is read."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    where = pa.BufferReader(source) if isinstance(source, (bytes, bytearray)) else str(Path(source))
     try:
-        table = pq.read_table(pa.BufferReader(source) if isinstance(source, (bytes, bytearray)) else str(Path(source)))
+        footer = pq.ParquetFile(where).metadata
+        size = sum(footer.row_group(i).total_byte_size for i in range(footer.num_row_groups))
+        if isinstance(source, (bytes, bytearray)):
+            where = pa.BufferReader(source)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InputError(f"cannot read the ICE file {source if not isinstance(source, bytes) else '(bytes)'}: {exc}") from None
+    if size > float(max_mb) * 1e6:
+        raise InputError(f"the ICE file {_name(source)} holds {size / 1e6:,.0f} MB once decompressed, above max_mb "
+                         f"({float(max_mb):,.4g} MB); pass a larger max_mb if the file is yours.")
+    try:
+        table = pq.read_table(where)
     except (OSError, pa.ArrowInvalid) as exc:
         raise InputError(f"cannot read the ICE file {source if not isinstance(source, bytes) else '(bytes)'}: {exc}") from None
     meta = json.loads((table.schema.metadata or {}).get(b"autopdp", b"{}"))

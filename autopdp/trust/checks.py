@@ -181,7 +181,8 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     curves: dict[tuple, dict] = {r.features: {} for r in results}
     kinds = {r.features[0]: r.kinds[0] for r in results if r.ndim == 1}
     loss = config.loss
-    support = SupportModel(frame, kinds, random_state=random_state) if "ood_share" in wanted and kinds else None
+    support = SupportModel(frame, kinds, random_state=random_state, max_levels=config.max_levels,
+                           max_mb=config.max_batch_mb) if "ood_share" in wanted and kinds else None
     exact_ale = _exact_ale_curves(model, frame, results, config) if "ale_divergence" in wanted else {}
     stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds) if "stratpd" in wanted and y is not None else {}
     for r in results:
@@ -260,5 +261,6 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     surrogate = None
     if "surrogate_importance" in config.criteria_2d and kinds:
         preds = adapter(frame.data) if predictions is None else predictions
-        surrogate = fit_surrogate(preds[:, 0], frame, kinds, random_state=random_state)
+        surrogate = fit_surrogate(preds[:, 0], frame, kinds, random_state=random_state,
+                                  max_levels=config.max_levels, max_mb=config.max_batch_mb)
     return out, surrogate, curves

@@ -8,7 +8,9 @@ space of the moved features only.  Numeric features are taken as rank scores
 (the empirical distribution function scaled to sd 1, ``sqrt(12) (F(x) - 1/2)``,
 so a skewed feature's long tail does not stretch the distances; missing values
 at the median); a categorical feature is its one-hot levels scaled by 1/sqrt 2,
-so two different levels are 1 apart.  Distances below are in these units
+so two different levels are 1 apart (beyond ``max_levels`` levels, the most frequent
+are kept, as in the feature's grid, and the rest pooled into one level: an ID
+column never makes a levels x levels matrix).  Distances below are in these units
 ("sd" of the scores).
 
 1. **The cell against the data (plane check).**  The distance from g to its
@@ -61,7 +63,7 @@ import pandas as pd
 from ..pd.data import Frame
 from ..errors import InputError
 
-__all__ = ["SupportModel", "OODMeasure", "OOD_OK", "OOD_MOSTLY", "ood_verdict"]
+__all__ = ["SupportModel", "OODMeasure", "OOD_OK", "OOD_MOSTLY", "ood_verdict", "level_codes", "support_bytes", "support_width"]
 
 NUMERIC, CATEGORICAL = 0, 1
 RIDGE = 1e-8
@@ -113,6 +115,53 @@ class OODMeasure:
     own_share: float
 
 
+_POOLED = object()  # the level of a categorical feature's rare levels, pooled beyond max_levels
+
+
+def level_codes(values, max_levels: int | None) -> tuple[np.ndarray, list]:
+    """Each row's level code and the levels: missing is a level of its own; beyond ``max_levels`` levels
+    the most frequent ``max_levels`` are kept (the grid's rule, :mod:`autopdp.pd.grids`) and the rest
+    pooled into one level (:data:`_POOLED` in the list), so the embedding never has a column per level of an ID."""
+    s = pd.Series(values, dtype=object)
+    if max_levels is not None:
+        counts = s.dropna().value_counts(sort=True)
+        if counts.size > max_levels:
+            keep = {v: i for i, v in enumerate(counts.index[:max_levels].tolist())}
+            pooled = len(keep)
+            missing = pooled + 1
+            codes = np.array([missing if x is None or (isinstance(x, float) and np.isnan(x)) else keep.get(x, pooled)
+                              for x in s.tolist()], dtype=np.int64)
+            levels = list(keep) + [_POOLED]
+            if (codes == missing).any():
+                levels.append(np.nan)
+            return codes, levels
+    codes, uniques = pd.factorize(s, use_na_sentinel=False)
+    return codes, list(uniques.tolist())
+
+
+def support_width(frame: Frame, kinds: dict, max_levels: int | None) -> int:
+    """Columns of the out-of-distribution check's embedding: 1 per numeric feature, per categorical feature its
+    levels (at most ``max_levels`` kept, one pooled, one missing)."""
+    width = 0
+    for name, kind in kinds.items():
+        if kind == "numeric":
+            width += 1
+            continue
+        s = pd.Series(frame.column(frame.names.index(name)), dtype=object)
+        levels = int(s.nunique(dropna=True))
+        if max_levels is not None and levels > max_levels:
+            levels = max_levels + 1
+        width += levels + int(s.isna().any())
+    return width
+
+
+def support_bytes(rows: int, width: int) -> float:
+    """Memory of the check's model on ``rows`` rows and ``width`` embedded columns: the embedding and its
+    centred copy (rows x width), the covariance, its eigenvectors and the precision matrix (width x width, twice
+    for a temporary)."""
+    return 8.0 * (2 * rows * width + 4 * width * width)
+
+
 class _RankScores:
     """A numeric feature mapped to its rank scores: its empirical distribution function, scaled to sd 1.
 
@@ -147,6 +196,12 @@ class SupportModel:
         The plane check's distance is to the k-th nearest row.
     max_rows : int, default 4000
         Rows taking part; more rows are sampled down to this many.
+    max_levels : int, optional
+        A categorical feature with more levels keeps its ``max_levels`` most frequent ones (as its PD grid
+        does) and pools the rest into one level, so no matrix grows with the levels of an ID column.
+    max_mb : float, optional
+        Refuse (InputError, before any work) when the check's model would take more than this many MB
+        (:func:`support_bytes`); the audit passes ``max_batch_mb``.
     quantile : float, default 0.99
         Real rows are outside an edge at the rate ``1 - quantile``.
     random_state : int
@@ -163,7 +218,8 @@ class SupportModel:
     """
 
     def __init__(self, frame: Frame, kinds: dict, *, k: int = 5, max_rows: int = 4000, quantile: float = 0.99,
-                 random_state: int = 0, calibration_rows: int = 1000):
+                 random_state: int = 0, calibration_rows: int = 1000, max_levels: int | None = None,
+                 max_mb: float | None = None):
         if not isinstance(calibration_rows, (int, np.integer)) or calibration_rows < 100:
             raise InputError(f"calibration_rows must be an integer of at least 100, got {calibration_rows!r}.")
         if not isinstance(k, (int, np.integer)) or k < 1:
@@ -178,9 +234,19 @@ class SupportModel:
         missing = [f for f in kinds if f not in frame.names]
         if missing:
             raise InputError(f"the out-of-distribution check got features the data does not have: {missing}.")
+        if max_levels is not None and (not isinstance(max_levels, (int, np.integer)) or max_levels < 2):
+            raise InputError(f"max_levels must be an integer of at least 2 or None, got {max_levels!r}.")
         n = frame.n_rows
         if n < 2:
             raise InputError("the out-of-distribution check needs at least two rows.")
+        if max_mb is not None:
+            width = support_width(frame, kinds, max_levels)
+            need = support_bytes(min(n, int(max_rows)), width)
+            if need > float(max_mb) * 1e6:
+                raise InputError(
+                    f"the out-of-distribution check of these {len(kinds)} features needs {need / 1e6:,.0f} MB "
+                    f"({width:,} embedded columns), above max_batch_mb ({float(max_mb):,.0f} MB); audit fewer "
+                    "features (features), lower max_levels, leave 'ood_share' out of utilities or raise max_batch_mb.")
         self.sampled = n > max_rows
         if self.sampled:
             rng = np.random.default_rng(random_state)
@@ -209,13 +275,13 @@ class SupportModel:
                 self.values[name] = (z, np.argsort(z, kind="stable"))
                 start += 1
             else:
-                codes, uniques = pd.factorize(pd.Series(v, dtype=object), use_na_sentinel=False)
+                codes, uniques = level_codes(v, max_levels)
                 codes = codes[self.rows]
                 onehot = np.zeros((m, len(uniques)))
                 onehot[np.arange(m), codes] = np.sqrt(0.5)
                 blocks.append(onehot)
                 self.cols[name] = (CATEGORICAL, np.arange(start, start + len(uniques)),
-                                   {u: i for i, u in enumerate(uniques.tolist())})
+                                   {u: i for i, u in enumerate(uniques) if u is not _POOLED})
                 self.values[name] = (codes.astype(float), None)
                 start += len(uniques)
         if not blocks:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..pd.data import Frame
 
-__all__ = ["Surrogate", "fit_surrogate"]
+__all__ = ["Surrogate", "fit_surrogate", "surrogate_width"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Surrogate:
     fidelity: float  # R^2 against the model's predictions
 
 
-def _basis(values, kind, n_knots):
+def _basis(values, kind, n_knots, max_levels=None):
     if kind == "numeric":
         from sklearn.preprocessing import SplineTransformer
 
@@ -41,15 +41,53 @@ def _basis(values, kind, n_knots):
             # quantile knots that floating point cannot separate (values a few subnormals apart): a linear term
             return (x - x.mean())[:, None]
         return basis
-    codes, _ = pd.factorize(pd.Series(values, dtype=object).fillna("__missing__"))
-    return np.eye(codes.max() + 1)[codes]
+    from .ood import level_codes
+
+    codes, levels = level_codes(values, max_levels)  # beyond max_levels the rare levels are pooled into one
+    onehot = np.zeros((codes.size, len(levels)))
+    onehot[np.arange(codes.size), codes] = 1.0
+    return onehot
+
+
+def surrogate_width(frame: Frame, kinds: dict, n_knots: int = 6, max_levels: int | None = None) -> int:
+    """Columns of the surrogate's design: ``n_knots + 2`` per numeric feature, per categorical feature its
+    levels (at most ``max_levels`` kept, one pooled, one missing)."""
+    from .ood import support_width
+
+    numeric = sum(1 for k in kinds.values() if k == "numeric")
+    return numeric * (n_knots + 2) + support_width(frame, {f: k for f, k in kinds.items() if k != "numeric"},
+                                                    max_levels)
+
+
+#: Bytes per row and design column the fit takes (the blocks, the design, the ridge fit's copy).
+BYTES_PER_CELL = 24
+#: The fewest rows the surrogate is fitted on; a design too wide for this many rows in ``max_mb`` is refused.
+MIN_ROWS = 1000
+
+
+def surrogate_rows(width: int, max_rows: int, max_mb: float | None) -> int:
+    """Rows the surrogate is fitted on: ``max_rows``, fewer where the design would not fit in ``max_mb``."""
+    if max_mb is None:
+        return max_rows
+    return min(max_rows, int(float(max_mb) * 1e6 // (BYTES_PER_CELL * max(width, 1))))
 
 
 def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots: int = 6, max_rows: int = 20000,
-                  random_state: int = 0) -> Surrogate:
-    """Fit the additive surrogate to ``predictions`` (one per row of ``frame``)."""
+                  random_state: int = 0, max_levels: int | None = None, max_mb: float | None = None) -> Surrogate:
+    """Fit the additive surrogate to ``predictions`` (one per row of ``frame``); a categorical feature with more
+    than ``max_levels`` levels keeps the most frequent (its grid's rule) and pools the rest.  ``max_mb``: the
+    design's memory cap; wider designs are fitted on fewer sampled rows (at least :data:`MIN_ROWS`, else an
+    InputError before any work)."""
     from sklearn.linear_model import RidgeCV
 
+    from ..errors import InputError
+
+    if max_mb is not None:
+        width = surrogate_width(frame, kinds, n_knots, max_levels)
+        max_rows = surrogate_rows(width, max_rows, max_mb)
+        if max_rows < min(MIN_ROWS, frame.n_rows):
+            raise InputError(f"the surrogate model's design has {width:,} columns: {MIN_ROWS:,} rows of it need "
+                             f"{BYTES_PER_CELL * MIN_ROWS * width / 1e6:,.0f} MB, above max_batch_mb ({max_mb:,.0f} MB).")
     n = frame.n_rows
     rows = np.arange(n)
     if n > max_rows:
@@ -57,7 +95,7 @@ def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots
     names = [name for name in frame.names if name in kinds]
     blocks = []
     for name in names:
-        b = _basis(frame.column(frame.names.index(name))[rows], kinds[name], n_knots)
+        b = _basis(frame.column(frame.names.index(name))[rows], kinds[name], n_knots, max_levels)
         blocks.append(b - b.mean(axis=0))
     design = np.hstack(blocks)
     y = np.asarray(predictions, dtype=float)[rows]
