@@ -322,8 +322,12 @@ def _cmd_gate(args) -> int:
     policy = GatePolicy.from_toml(args.policy)
     if policy.needs_champion and not args.champion:
         raise InputError("the policy sets champion limits (max_similarity); pass --champion PATH.")
-    cfg = _with_flags(policy.audit_config(_config(args.config, model_name=Path(args.model).name,
-                                                  dataset_name=Path(args.data).name)), args)
+    base, reset = policy.without_loosening(_config(args.config, model_name=Path(args.model).name,
+                                                   dataset_name=Path(args.data).name))
+    for key in reset:  # the policy decides: a --config cannot loosen the gate
+        print(f"autopdp gate: --config key {key!r} ignored: the gate decides with the policy's [audit] value or the "
+              f"default ({getattr(base, key)!r}); set it in the policy to change it.", file=sys.stderr)
+    cfg = _with_flags(policy.audit_config(base), args)
     templates = _templates(args, cfg, formats)
     load_notes: list = []
     with _loading(load_notes):

@@ -100,6 +100,43 @@ def _check_keys(table, allowed, where: str):
             raise InputError(f"unknown policy key {where + '.' + k if where else k!r}; known keys here: {', '.join(allowed)}.")
 
 
+#: a key that only modifies another rule -> the key(s) that make that rule (one of them must be set)
+FEATURE_MODIFIERS = {"max_monotonicity": ("monotonic",), "lipschitz": ("max_lipschitz",)}
+IMPORTANCE_MODIFIERS = {"forbidden_top_k": ("forbidden",), "min_importance": ("required",),
+                        "required_top_k": ("required",)}
+#: the AuditConfig keys the gate's verdict rests on (the scores it re-computes and its evidence mode): a --config
+#: cannot set them for the gate; only the policy's [audit] table can (else the defaults hold)
+DECISION_KEYS = ("materiality", "significance", "multiple_testing", "noise_draws", "max_noise_draws", "loss",
+                 "lipschitz_scale")
+
+
+def _check_rules(features: Mapping, imp: Mapping, champ: Mapping) -> None:
+    """Every modifier key has the rule it modifies, and the policy defines at least one check."""
+    n_rules = 0
+    for name, table in features.items():
+        for key, needs in FEATURE_MODIFIERS.items():
+            if key in table and not any(table.get(k) not in (None, "none") for k in needs):
+                what = ' = "increasing" or "decreasing"' if needs == ("monotonic",) else " = LIMIT"
+                raise InputError(
+                    f"policy key 'features.{name}.{key}' modifies a rule the policy does not set: add "
+                    f"'features.{name}.{needs[0]}'{what} (or remove the key).")
+        n_rules += sum(1 for k in ("max_lipschitz", "max_incidence", "max_similarity", "max_slope", "min_importance")
+                       if k in table)
+        n_rules += table.get("monotonic") not in (None, "none")
+    for key, needs in IMPORTANCE_MODIFIERS.items():
+        if key in imp and not imp.get(needs[0]):
+            raise InputError(f"policy key 'importance.{key}' modifies a rule the policy does not set: add "
+                             f"'importance.{needs[0]}' = [FEATURE, ...] (or remove the key).")
+    n_rules += bool(imp.get("forbidden")) + bool(imp.get("required")) + ("max_similarity" in champ)
+    if not n_rules:
+        raise InputError(_no_check_message())
+
+
+def _no_check_message() -> str:
+    return ("the policy defines no check, so the gate could only pass; add at least one rule, e.g. the table "
+            "[features.age] with the line monotonic = \"increasing\" (see the gate section of docs/user-guide.md).")
+
+
 @dataclass(frozen=True)
 class FeaturePolicy:
     monotonic: str | None = None
@@ -161,6 +198,7 @@ class GatePolicy:
         audit_keys = dict(data.get("audit") or {})
         if audit_keys:
             AuditConfig.from_dict(audit_keys)  # unknown or mistyped audit keys are errors now, named
+        _check_rules(data.get("features") or {}, imp, champ)
         return cls(
             features=feats,
             forbidden=_names(imp["forbidden"], "importance.forbidden") if "forbidden" in imp else (),
@@ -211,6 +249,17 @@ class GatePolicy:
             for name in group:
                 if name not in known:
                     raise InputError(f"policy key {key!r} names {name!r}, which is not a feature of the data.{hint(name)}")
+
+    def without_loosening(self, base: AuditConfig) -> tuple[AuditConfig, list[str]]:
+        """``base`` (a --config's settings) with the keys the gate's verdict rests on (:data:`DECISION_KEYS`) put
+        back to the defaults where they differ and the policy does not set them, and the keys so reset.
+
+        The policy decides: its ``[audit]`` table (applied by :meth:`audit_config`) and its rules win over a
+        --config, and a --config cannot make the gate's evidence looser (e.g. ``materiality = 1000``).
+        """
+        default = AuditConfig()
+        reset = [k for k in DECISION_KEYS if k not in self.audit and getattr(base, k) != getattr(default, k)]
+        return (base.replace(**{k: getattr(default, k) for k in reset}) if reset else base), reset
 
     def audit_config(self, base: AuditConfig | None = None) -> AuditConfig:
         """The audit settings the gate needs: declared directions and bounds added to ``base``."""
@@ -602,4 +651,6 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
                     f"{name}: importance rank {r_ if r_ else 'n/a'}; required within the top {policy.required_top_k}.",
                     "importance",
                 ))
+    if not checks:  # a policy built directly (not parsed) with no rule: the gate fails closed
+        raise InputError(_no_check_message())
     return GateResult(checks=tuple(checks), provenance=gate_provenance(audit, policy, champ))
