@@ -83,7 +83,7 @@ SIGN_OFF_FLAGS = {"sign_off_name": "name", "sign_off_role": "role", "sign_off_da
 
 
 def _with_flags(cfg, args):
-    """Flags win over the config file: report texts, the sign-off fields and --pairs."""
+    """Flags win over the config file: report texts, the sign-off fields, --pairs and --keep-points."""
     changes = {}
     for key in ("title", "model_name", "model_version", "reviewer"):
         value = getattr(args, key, None)
@@ -91,6 +91,8 @@ def _with_flags(cfg, args):
             changes[key] = value
     if getattr(args, "pairs", None) is not None:
         changes["pairs"] = args.pairs
+    if getattr(args, "keep_points", None):
+        changes["keep_points"] = True
     sign = {field: getattr(args, flag) for flag, field in SIGN_OFF_FLAGS.items() if getattr(args, flag, None) is not None}
     if sign:
         changes["sign_off"] = {**dict(cfg.sign_off or {}), **sign}
@@ -421,6 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--pairs", default=None, metavar="all|none|top:N|a:b,c:d",
                        help="2D PDs to compute: every pair (default), none, the N pairs whose features have the largest "
                             "geometric mean of 1D PD importance (a screen that needs no 2D PD), or the pairs listed")
+        p.add_argument("--keep-points", action="store_true", default=None,
+                       help="write a sample of up to 400 raw data rows into results.json and draw them on the 2D "
+                            "PDs (config key keep_points; default: only binned counts, no row of the data)")
         r = p.add_argument_group("report texts and sign-off (override the config file)")
         r.add_argument("--title", help="report title")
         r.add_argument("--model-name", help="model name on the cover (default: the model file's name)")

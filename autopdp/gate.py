@@ -198,8 +198,7 @@ class GatePolicy:
         audit_keys = dict(data.get("audit") or {})
         if audit_keys:
             AuditConfig.from_dict(audit_keys)  # unknown or mistyped audit keys are errors now, named
-        _check_rules(data.get("features") or {}, imp, champ)
-        return cls(
+        policy = cls(
             features=feats,
             forbidden=_names(imp["forbidden"], "importance.forbidden") if "forbidden" in imp else (),
             forbidden_top_k=_int(imp.get("forbidden_top_k", DEFAULT_FORBIDDEN_TOP_K), "importance.forbidden_top_k"),
@@ -211,6 +210,8 @@ class GatePolicy:
             audit=audit_keys,
             decide=decide,
         )
+        _check_rules(data.get("features") or {}, imp, champ)
+        return policy
 
     @classmethod
     def from_toml(cls, path) -> "GatePolicy":

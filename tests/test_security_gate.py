@@ -95,3 +95,112 @@ def test_a_policy_built_directly_with_no_rule_fails_closed():
     with pytest.raises(InputError, match="defines no check"):
         gate(a, GatePolicy())
     assert gate(a, {"features": {"a": {"monotonic": "increasing"}}}).passed
+
+
+# ---------------------------------------------------------------- no raw rows in the record
+from pathlib import Path  # noqa: E402
+
+from autopdp import Audit  # noqa: E402
+from autopdp.report.figures import plot_pd_2d  # noqa: E402
+
+V1_FILE = Path(__file__).with_name("data") / "results_v1.json"
+
+
+def _customers():
+    rng = np.random.default_rng(7)
+    n = 200
+    X = pd.DataFrame({"cust": [f"CUST-{i:05d}-{rng.integers(10**6)}" for i in range(n)],
+                      "income": rng.normal(50000, 9000, n) + rng.uniform(0, 1, n) * 1e-3,
+                      "age": rng.uniform(18, 80, n), "region": rng.choice(["north", "south", "east"], n)})
+
+    def model(d):
+        return 0.001 * d["income"].to_numpy() + 0.1 * d["age"].to_numpy() + (d["region"] == "south").to_numpy()
+
+    return X, model
+
+
+@pytest.fixture(scope="module")
+def customer_audits():
+    X, model = _customers()
+    pairs = [("income", "age"), ("cust", "income"), ("region", "age")]
+    cfg = AuditConfig(grid_resolution=8, grid_resolution_2d=6, pairs=pairs, utilities=("monotonicity",))
+    return X, audit(model, X, config=cfg), audit(model, X, config=cfg.replace(keep_points=True))
+
+
+def _raw_values(X):
+    floats = {repr(float(v)) for c in ("income", "age") for v in X[c]}
+    return set(X["cust"]), floats
+
+
+def test_poc_results_json_and_html_carry_no_raw_rows_by_default(customer_audits, tmp_path):
+    X, plain, _ = customer_audits
+    ids, floats = _raw_values(X)
+    text = plain.to_json()
+    plain.to_html(tmp_path / "report.html")
+    html = (tmp_path / "report.html").read_text()
+    assert "points" not in json.loads(text)["data_summary"]
+    for published in (text, html):
+        assert not [v for v in floats if v in published]  # no raw float at full precision
+        # an ID string appears only as a level of cust's own PD grid (max_levels of them), never as a row
+        grid_levels = {str(v) for v in plain.pd("cust").grid[0]}
+        assert {v for v in ids if v in published} <= grid_levels
+    assert {v for v in ids if v in text} != ids
+
+
+def test_keep_points_writes_the_sample_rows_and_says_so(customer_audits, tmp_path):
+    X, _, kept = customer_audits
+    ids, floats = _raw_values(X)
+    text = kept.to_json()
+    assert kept.config.keep_points and ids <= {v for v in ids if v in text} and floats <= {v for v in floats if v in text}
+    assert set(json.loads(text)["data_summary"]["points"]) == {"cust", "income", "age", "region"}
+
+
+def test_occupancy_counts_the_rows_in_each_cell_of_the_2d_grid(customer_audits):
+    X, plain, _ = customer_audits
+    by = {tuple(o["features"]): np.asarray(o["counts"]) for o in plain.data_summary["occupancy"]}
+    assert set(by) == {r.features for r in plain.results_2d}
+    r = plain.pd(("income", "age"))
+    counts = by[("income", "age")]
+    assert counts.shape == (len(r.grid[0]), len(r.grid[1])) and counts.sum() == len(X)
+    gi, ga = np.asarray(r.grid[0], float), np.asarray(r.grid[1], float)
+    i = np.abs(X["income"].to_numpy()[:, None] - gi).argmin(axis=1)  # the nearest grid point, by brute force
+    j = np.abs(X["age"].to_numpy()[:, None] - ga).argmin(axis=1)
+    expected = np.zeros_like(counts)
+    np.add.at(expected, (i, j), 1)
+    assert (counts == expected).all()
+    # a categorical axis: rows whose level the grid kept, per level
+    rr = plain.pd(("region", "age"))
+    reg = by[("region", "age")].sum(axis=1)
+    assert dict(zip(map(str, rr.grid[0]), reg.tolist())) == X["region"].value_counts().to_dict()
+    # cust keeps 50 of its 200 levels: only their rows are counted
+    assert by[("cust", "income")].sum() == 50
+    # the record round-trips and the heatmap draws the counts: one dot per occupied cell
+    again = Audit.from_json(plain.to_json())
+    assert again.data_summary["occupancy"] == json.loads(plain.to_json())["data_summary"]["occupancy"]
+    svg = plot_pd_2d(r, occupancy=counts)
+    assert "dot area" in svg and svg != plot_pd_2d(r)
+
+
+def test_keep_points_must_be_a_bool_and_the_flag_sets_it():
+    with pytest.raises(InputError, match="keep_points"):
+        AuditConfig(keep_points="yes")
+    from autopdp.cli import _with_flags, build_parser
+
+    args = build_parser().parse_args(["report", "--model", "m.skops", "--data", "d.csv", "--target", "y", "--out", "o",
+                                      "--keep-points"])
+    assert _with_flags(AuditConfig(), args).keep_points
+    args = build_parser().parse_args(["report", "--model", "m.skops", "--data", "d.csv", "--target", "y", "--out", "o"])
+    assert not _with_flags(AuditConfig(), args).keep_points
+
+
+def test_an_older_results_json_with_points_still_loads_and_draws_them(tmp_path):
+    old = Audit.from_json(V1_FILE.read_text())
+    assert "points" in old.data_summary and "occupancy" not in old.data_summary
+    from autopdp.report.context import _data_overlay
+
+    pair = old.results_2d[0].features
+    overlay = _data_overlay(old, pair)
+    assert list(overlay) == ["points"] and len(overlay["points"][0]) == len(old.data_summary["points"][pair[0]]) > 0
+    assert plot_pd_2d(old.results_2d[0], **overlay) != plot_pd_2d(old.results_2d[0])
+    old.to_html(tmp_path / "old.html")
+    assert "Heatmap of the 2D partial dependence" in (tmp_path / "old.html").read_text()
