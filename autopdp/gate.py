@@ -35,6 +35,11 @@ rule (monotonicity, Lipschitz, incidence, slope, similarity) fails only when its
 exceeds the limit and the violation is material and clear of noise, by the findings'
 tests (:mod:`autopdp.scores.evidence`); each check's ``proof`` gives that evidence.
 With ``decide = "limits"`` the raw score against the limit decides.
+
+The policy decides: a policy must define at least one check (a key that only modifies a rule the
+policy does not set is refused, naming both), its ``[audit]`` table and rules win over a --config,
+and the settings the verdict rests on (:data:`DECISION_KEYS`) come from the policy or the defaults,
+never from a --config (:meth:`GatePolicy.without_loosening`).
 """
 
 from __future__ import annotations
@@ -545,6 +550,21 @@ def _adjust_gate_proofs(proofs: list[dict], config) -> None:
         p["significant"] = bool(q <= config.significance)
 
 
+def _warn_if_loosened(config, policy) -> None:
+    """A warning naming the keys the verdict rests on where the audit's settings are not the policy's (its
+    ``[audit]`` value, else the default): the CLI runs the audit with the policy's; in Python, run it with
+    ``policy.audit_config(policy.without_loosening(config)[0])``."""
+    import warnings
+
+    default = AuditConfig()
+    differ = [f"{k} = {getattr(config, k)!r} (the policy's: {policy.audit.get(k, getattr(default, k))!r})"
+              for k in DECISION_KEYS if getattr(config, k) != policy.audit.get(k, getattr(default, k))]
+    if differ:
+        warnings.warn("the gate decides on an audit whose settings differ from the policy's: " + "; ".join(differ)
+                      + "; run the audit with policy.audit_config(policy.without_loosening(config)[0]).",
+                      UserWarning, stacklevel=3)
+
+
 def gate(audit, policy, *, champion: str | None = None) -> GateResult:
     """Check ``audit`` against ``policy`` (a :class:`GatePolicy`, dict or TOML path).
 
@@ -559,6 +579,7 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
         policy = GatePolicy.from_dict(policy)
     elif not isinstance(policy, GatePolicy):
         policy = GatePolicy.from_toml(policy)
+    _warn_if_loosened(audit.config, policy)
     names = [r.features[0] for r in audit.results_1d]
     champ = champion_name(audit, champion) if (policy.needs_champion or champion is not None) else None
     policy.check_features(list(audit.metadata.get("data", {}).get("feature_names", names)) or names)

@@ -204,3 +204,17 @@ def test_an_older_results_json_with_points_still_loads_and_draws_them(tmp_path):
     assert plot_pd_2d(old.results_2d[0], **overlay) != plot_pd_2d(old.results_2d[0])
     old.to_html(tmp_path / "old.html")
     assert "Heatmap of the 2D partial dependence" in (tmp_path / "old.html").read_text()
+
+
+def test_python_gate_warns_when_the_audits_decision_settings_are_not_the_policys():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=100)})
+    policy = {"features": {"a": {"monotonic": "increasing"}}}
+    loose = audit(lambda d: d["a"].to_numpy(), X, config=AuditConfig(pairs=False, grid_resolution=5, materiality=1000.0))
+    with pytest.warns(UserWarning, match=r"materiality = 1000.0 \(the policy's: 0.05\)"):
+        gate(loose, policy)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gate(loose, {**policy, "audit": {"materiality": 1000.0}})  # the policy itself set it: no warning
