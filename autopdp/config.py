@@ -234,7 +234,8 @@ class AuditConfig:
                 raise InputError(f"config key {key!r} must be a number" + (f" between {lo} and {hi}" if hi else f" >= {lo}")
                                  + f", got {v!r}.")
         if not isinstance(self.keep_points, bool):
-            raise InputError(f"config key 'keep_points' (--keep-points) must be true or false, got {self.keep_points!r}.")
+            raise InputError(f"config key 'keep_points' (--keep-points) must be true or false, "
+                             f"got {self.keep_points!r}.")
         if self.multiple_testing not in ("bh", "holm"):
             raise InputError(f"config key 'multiple_testing' must be 'bh' or 'holm', got {self.multiple_testing!r}.")
         positive_int("max_rows", allow_none=True)

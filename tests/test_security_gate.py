@@ -151,7 +151,8 @@ def test_keep_points_writes_the_sample_rows_and_says_so(customer_audits, tmp_pat
     X, _, kept = customer_audits
     ids, floats = _raw_values(X)
     text = kept.to_json()
-    assert kept.config.keep_points and ids <= {v for v in ids if v in text} and floats <= {v for v in floats if v in text}
+    assert kept.config.keep_points
+    assert all(v in text for v in ids) and all(v in text for v in floats)
     assert set(json.loads(text)["data_summary"]["points"]) == {"cust", "income", "age", "region"}
 
 
@@ -210,7 +211,8 @@ def test_python_gate_warns_when_the_audits_decision_settings_are_not_the_policys
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"a": rng.normal(size=100)})
     policy = {"features": {"a": {"monotonic": "increasing"}}}
-    loose = audit(lambda d: d["a"].to_numpy(), X, config=AuditConfig(pairs=False, grid_resolution=5, materiality=1000.0))
+    cfg = AuditConfig(pairs=False, grid_resolution=5, materiality=1000.0)
+    loose = audit(lambda d: d["a"].to_numpy(), X, config=cfg)
     with pytest.warns(UserWarning, match=r"materiality = 1000.0 \(the policy's: 0.05\)"):
         gate(loose, policy)
     import warnings
