@@ -327,8 +327,9 @@ def _cmd_gate(args) -> int:
     base, reset = policy.without_loosening(_config(args.config, model_name=Path(args.model).name,
                                                    dataset_name=Path(args.data).name))
     for key in reset:  # the policy decides: a --config cannot loosen the gate
+        now = "the default bound" if key.startswith("lipschitz.") else repr(getattr(base, key))
         print(f"autopdp gate: --config key {key!r} ignored: the gate decides with the policy's [audit] value or the "
-              f"default ({getattr(base, key)!r}); set it in the policy to change it.", file=sys.stderr)
+              f"default ({now}); set it in the policy to change it.", file=sys.stderr)
     cfg = _with_flags(policy.audit_config(base), args)
     templates = _templates(args, cfg, formats)
     load_notes: list = []

@@ -265,7 +265,15 @@ class GatePolicy:
         """
         default = AuditConfig()
         reset = [k for k in DECISION_KEYS if k not in self.audit and getattr(base, k) != getattr(default, k)]
-        return (base.replace(**{k: getattr(default, k) for k in reset}) if reset else base), reset
+        changes = {k: getattr(default, k) for k in reset}
+        # a max_lipschitz rule without the policy's own bound is scored with the audit's bound: never a --config's
+        bounds = dict(base.lipschitz)
+        unbounded = [n for n, fp in self.features.items() if fp.max_lipschitz is not None and fp.lipschitz is None
+                     and n in bounds and "lipschitz" not in self.audit]
+        if unbounded:
+            changes["lipschitz"] = {n: b for n, b in bounds.items() if n not in unbounded}
+            reset += [f"lipschitz.{n}" for n in unbounded]
+        return (base.replace(**changes) if changes else base), reset
 
     def audit_config(self, base: AuditConfig | None = None) -> AuditConfig:
         """The audit settings the gate needs: declared directions and bounds added to ``base``."""

@@ -56,6 +56,10 @@ def test_the_policys_own_audit_keys_win_over_config():
     base, reset = policy.without_loosening(AuditConfig(materiality=1000.0, loss="l1", grid_resolution=7))
     assert reset == ["loss"] and base.loss == "l2" and base.grid_resolution == 7
     assert policy.audit_config(base).materiality == 0.2
+    # a --config bound for a feature whose max_lipschitz rule has no bound of the policy's own is dropped
+    policy = GatePolicy.from_dict({"features": {"a": {"max_lipschitz": 0.01}, "b": {"monotonic": "increasing"}}})
+    base, reset = policy.without_loosening(AuditConfig(lipschitz={"a": 1e9, "b": 2.0}))
+    assert reset == ["lipschitz.a"] and dict(base.lipschitz) == {"b": 2.0}
     # a --config equal to the defaults is not reported
     assert policy.without_loosening(AuditConfig())[1] == []
 
