@@ -97,9 +97,10 @@ class Audit:
         Model, data (rows, features), versions and ``provenance`` (input files with their sha256, target,
         positive class, seed, a content hash of the data as loaded, platform; see :mod:`autopdp.provenance`).
     data_summary : mapping
-        ``distributions`` (per feature: histogram on the grid's range, or rows
-        per level) and ``points`` (the values of a fixed random sample of up to
-        400 rows per feature), which the report draws under the PDs.
+        Binned summaries the report draws under the PDs, no row of the data: ``distributions``
+        (per feature: histogram on the grid's range, or rows per level) and ``occupancy`` (per 2D
+        PD, ``features`` and the rows in each cell of its grid).  Only with ``keep_points=True``
+        also ``points`` (the raw values of a fixed random sample of up to 400 rows per feature).
     run : mapping
         Date, timings per stage (``scoring`` and ``trust`` run side by side, so their times
         overlap) and (from the CLI) the command line: the only part that differs between runs.
@@ -1612,7 +1613,8 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
             "the trust checks (OOD share, ALE, StratPD, surrogate) and the data plots under the PDs are unweighted."
         )
     notes = list(dict.fromkeys(notes))  # one line per distinct note
-    data_summary = summarise_data(data.frame, pds.res1, np.random.default_rng(random_state))
+    data_summary = summarise_data(data.frame, pds.res1, np.random.default_rng(random_state), results_2d=pds.res2,
+                                  keep_points=config.keep_points)
     timings["total"] = time.perf_counter() - started
     metadata = audit_metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight)
     run = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "timings_s": timings}

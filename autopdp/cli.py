@@ -83,7 +83,7 @@ SIGN_OFF_FLAGS = {"sign_off_name": "name", "sign_off_role": "role", "sign_off_da
 
 
 def _with_flags(cfg, args):
-    """Flags win over the config file: report texts, the sign-off fields and --pairs."""
+    """Flags win over the config file: report texts, the sign-off fields, --pairs and --keep-points."""
     changes = {}
     for key in ("title", "model_name", "model_version", "reviewer"):
         value = getattr(args, key, None)
@@ -91,6 +91,8 @@ def _with_flags(cfg, args):
             changes[key] = value
     if getattr(args, "pairs", None) is not None:
         changes["pairs"] = args.pairs
+    if getattr(args, "keep_points", None):
+        changes["keep_points"] = True
     sign = {field: getattr(args, flag) for flag, field in SIGN_OFF_FLAGS.items() if getattr(args, flag, None) is not None}
     if sign:
         changes["sign_off"] = {**dict(cfg.sign_off or {}), **sign}
@@ -351,8 +353,13 @@ def _cmd_gate(args) -> int:
     policy = GatePolicy.from_toml(args.policy)
     if policy.needs_champion and not args.champion:
         raise InputError("the policy sets champion limits (max_similarity); pass --champion PATH.")
-    cfg = _with_flags(policy.audit_config(_config(args.config, model_name=Path(args.model).name,
-                                                  dataset_name=Path(args.data).name)), args)
+    base, reset = policy.without_loosening(_config(args.config, model_name=Path(args.model).name,
+                                                   dataset_name=Path(args.data).name))
+    for key in reset:  # the policy decides: a --config cannot loosen the gate
+        now = "the default bound" if key.startswith("lipschitz.") else repr(getattr(base, key))
+        print(f"autopdp gate: --config key {key!r} ignored: the gate decides with the policy's [audit] value or the "
+              f"default ({now}); set it in the policy to change it.", file=sys.stderr)
+    cfg = _with_flags(policy.audit_config(base), args)
     templates = _templates(args, cfg, formats)
     load_notes: list = []
     with _loading(load_notes):
@@ -447,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--pairs", default=None, metavar="all|none|top:N|a:b,c:d",
                        help="2D PDs to compute: every pair (default), none, the N pairs whose features have the largest "
                             "geometric mean of 1D PD importance (a screen that needs no 2D PD), or the pairs listed")
+        p.add_argument("--keep-points", action="store_true", default=None,
+                       help="write a sample of up to 400 raw data rows into results.json and draw them on the 2D "
+                            "PDs (config key keep_points; default: only binned counts, no row of the data)")
         r = p.add_argument_group("report texts and sign-off (override the config file)")
         r.add_argument("--title", help="report title")
         r.add_argument("--model-name", help="model name on the cover (default: the model file's name)")

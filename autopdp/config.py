@@ -141,6 +141,10 @@ class AuditConfig:
         cut-off needs them (sequential test); ``ice_variance_scale`` ("link",
         default: log-odds of probabilities, the decision function or the
         prediction; "response": the prediction's own scale).
+    Record
+        ``keep_points`` (default False): write the raw values of a random sample of up to 400 rows
+        per feature into results.json and draw them on the 2D PDs; off, the record holds only
+        binned counts (histograms, rows per 2D grid cell), no row of the data.
     Report
         ``title``, ``model_name``, ``model_version``, ``dataset_name``,
         ``reviewer`` (shown on the cover), ``sign_off``: a table with ``name``,
@@ -188,6 +192,8 @@ class AuditConfig:
     max_noise_draws: int = 100_000
     ice_variance_scale: str = "link"
     criteria_2d: tuple = CRITERIA_2D
+    #: write a sample of up to 400 raw rows (per feature) into results.json and draw them on the 2D PDs
+    keep_points: bool = False
     title: str = "Partial dependence validation report"
     model_name: str | None = None
     model_version: str | None = None
@@ -247,6 +253,9 @@ class AuditConfig:
             if not isinstance(v, numbers.Real) or isinstance(v, bool) or not (v >= lo) or (hi is not None and v > hi):
                 raise InputError(f"config key {key!r} must be a number" + (f" between {lo} and {hi}" if hi else f" >= {lo}")
                                  + f", got {v!r}.")
+        if not isinstance(self.keep_points, bool):
+            raise InputError(f"config key 'keep_points' (--keep-points) must be true or false, "
+                             f"got {self.keep_points!r}.")
         if self.multiple_testing not in ("bh", "holm"):
             raise InputError(f"config key 'multiple_testing' must be 'bh' or 'holm', got {self.multiple_testing!r}.")
         positive_int("max_rows", allow_none=True)

@@ -35,6 +35,11 @@ rule (monotonicity, Lipschitz, incidence, slope, similarity) fails only when its
 exceeds the limit and the violation is material and clear of noise, by the findings'
 tests (:mod:`autopdp.scores.evidence`); each check's ``proof`` gives that evidence.
 With ``decide = "limits"`` the raw score against the limit decides.
+
+The policy decides: a policy must define at least one check (a key that only modifies a rule the
+policy does not set is refused, naming both), its ``[audit]`` table and rules win over a --config,
+and the settings the verdict rests on (:data:`DECISION_KEYS`) come from the policy or the defaults,
+never from a --config (:meth:`GatePolicy.without_loosening`).
 """
 
 from __future__ import annotations
@@ -98,6 +103,43 @@ def _check_keys(table, allowed, where: str):
     for k in table:
         if k not in allowed:
             raise InputError(f"unknown policy key {where + '.' + k if where else k!r}; known keys here: {', '.join(allowed)}.")
+
+
+#: a key that only modifies another rule -> the key(s) that make that rule (one of them must be set)
+FEATURE_MODIFIERS = {"max_monotonicity": ("monotonic",), "lipschitz": ("max_lipschitz",)}
+IMPORTANCE_MODIFIERS = {"forbidden_top_k": ("forbidden",), "min_importance": ("required",),
+                        "required_top_k": ("required",)}
+#: the AuditConfig keys the gate's verdict rests on (the scores it re-computes and its evidence mode): a --config
+#: cannot set them for the gate; only the policy's [audit] table can (else the defaults hold)
+DECISION_KEYS = ("materiality", "significance", "multiple_testing", "noise_draws", "max_noise_draws", "loss",
+                 "lipschitz_scale")
+
+
+def _check_rules(features: Mapping, imp: Mapping, champ: Mapping) -> None:
+    """Every modifier key has the rule it modifies, and the policy defines at least one check."""
+    n_rules = 0
+    for name, table in features.items():
+        for key, needs in FEATURE_MODIFIERS.items():
+            if key in table and not any(table.get(k) not in (None, "none") for k in needs):
+                what = ' = "increasing" or "decreasing"' if needs == ("monotonic",) else " = LIMIT"
+                raise InputError(
+                    f"policy key 'features.{name}.{key}' modifies a rule the policy does not set: add "
+                    f"'features.{name}.{needs[0]}'{what} (or remove the key).")
+        n_rules += sum(1 for k in ("max_lipschitz", "max_incidence", "max_similarity", "max_slope", "min_importance")
+                       if k in table)
+        n_rules += table.get("monotonic") not in (None, "none")
+    for key, needs in IMPORTANCE_MODIFIERS.items():
+        if key in imp and not imp.get(needs[0]):
+            raise InputError(f"policy key 'importance.{key}' modifies a rule the policy does not set: add "
+                             f"'importance.{needs[0]}' = [FEATURE, ...] (or remove the key).")
+    n_rules += bool(imp.get("forbidden")) + bool(imp.get("required")) + ("max_similarity" in champ)
+    if not n_rules:
+        raise InputError(_no_check_message())
+
+
+def _no_check_message() -> str:
+    return ("the policy defines no check, so the gate could only pass; add at least one rule, e.g. the table "
+            "[features.age] with the line monotonic = \"increasing\" (see the gate section of docs/user-guide.md).")
 
 
 @dataclass(frozen=True)
@@ -164,7 +206,7 @@ class GatePolicy:
         refuse_template_keys(audit_keys, "policy key", "audit.")  # a policy never chooses a template (code)
         if audit_keys:
             AuditConfig.from_dict(audit_keys)  # unknown or mistyped audit keys are errors now, named
-        return cls(
+        policy = cls(
             features=feats,
             forbidden=_names(imp["forbidden"], "importance.forbidden") if "forbidden" in imp else (),
             forbidden_top_k=_int(imp.get("forbidden_top_k", DEFAULT_FORBIDDEN_TOP_K), "importance.forbidden_top_k"),
@@ -176,6 +218,8 @@ class GatePolicy:
             audit=audit_keys,
             decide=decide,
         )
+        _check_rules(data.get("features") or {}, imp, champ)
+        return policy
 
     @classmethod
     def from_toml(cls, path) -> "GatePolicy":
@@ -214,6 +258,25 @@ class GatePolicy:
             for name in group:
                 if name not in known:
                     raise InputError(f"policy key {key!r} names {name!r}, which is not a feature of the data.{hint(name)}")
+
+    def without_loosening(self, base: AuditConfig) -> tuple[AuditConfig, list[str]]:
+        """``base`` (a --config's settings) with the keys the gate's verdict rests on (:data:`DECISION_KEYS`) put
+        back to the defaults where they differ and the policy does not set them, and the keys so reset.
+
+        The policy decides: its ``[audit]`` table (applied by :meth:`audit_config`) and its rules win over a
+        --config, and a --config cannot make the gate's evidence looser (e.g. ``materiality = 1000``).
+        """
+        default = AuditConfig()
+        reset = [k for k in DECISION_KEYS if k not in self.audit and getattr(base, k) != getattr(default, k)]
+        changes = {k: getattr(default, k) for k in reset}
+        # a max_lipschitz rule without the policy's own bound is scored with the audit's bound: never a --config's
+        bounds = dict(base.lipschitz)
+        unbounded = [n for n, fp in self.features.items() if fp.max_lipschitz is not None and fp.lipschitz is None
+                     and n in bounds and "lipschitz" not in self.audit]
+        if unbounded:
+            changes["lipschitz"] = {n: b for n, b in bounds.items() if n not in unbounded}
+            reset += [f"lipschitz.{n}" for n in unbounded]
+        return (base.replace(**changes) if changes else base), reset
 
     def audit_config(self, base: AuditConfig | None = None) -> AuditConfig:
         """The audit settings the gate needs: declared directions and bounds added to ``base``."""
@@ -501,6 +564,21 @@ def _adjust_gate_proofs(proofs: list[dict], config) -> None:
         p["significant"] = bool(q <= config.significance)
 
 
+def _warn_if_loosened(config, policy) -> None:
+    """A warning naming the keys the verdict rests on where the audit's settings are not the policy's (its
+    ``[audit]`` value, else the default): the CLI runs the audit with the policy's; in Python, run it with
+    ``policy.audit_config(policy.without_loosening(config)[0])``."""
+    import warnings
+
+    default = AuditConfig()
+    differ = [f"{k} = {getattr(config, k)!r} (the policy's: {policy.audit.get(k, getattr(default, k))!r})"
+              for k in DECISION_KEYS if getattr(config, k) != policy.audit.get(k, getattr(default, k))]
+    if differ:
+        warnings.warn("the gate decides on an audit whose settings differ from the policy's: " + "; ".join(differ)
+                      + "; run the audit with policy.audit_config(policy.without_loosening(config)[0]).",
+                      UserWarning, stacklevel=3)
+
+
 def gate(audit, policy, *, champion: str | None = None) -> GateResult:
     """Check ``audit`` against ``policy`` (a :class:`GatePolicy`, dict or TOML path).
 
@@ -515,6 +593,7 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
         policy = GatePolicy.from_dict(policy)
     elif not isinstance(policy, GatePolicy):
         policy = GatePolicy.from_toml(policy)
+    _warn_if_loosened(audit.config, policy)
     names = [r.features[0] for r in audit.results_1d]
     champ = champion_name(audit, champion) if (policy.needs_champion or champion is not None) else None
     policy.check_features(list(audit.metadata.get("data", {}).get("feature_names", names)) or names)
@@ -608,4 +687,6 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
                     f"{name}: importance rank {r_ if r_ else 'n/a'}; required within the top {policy.required_top_k}.",
                     "importance",
                 ))
+    if not checks:  # a policy built directly (not parsed) with no rule: the gate fails closed
+        raise InputError(_no_check_message())
     return GateResult(checks=tuple(checks), provenance=gate_provenance(audit, policy, champ))

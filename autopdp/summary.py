@@ -17,7 +17,7 @@ from .pd.grids import bin_edges
 from .pd.result import _scalar
 from .provenance import content_sha256, library_versions, platform_info
 
-__all__ = ["audit_metadata", "describe_model", "summarise_data", "target_name_of"]
+__all__ = ["audit_metadata", "describe_model", "occupancy_2d", "summarise_data", "target_name_of"]
 
 
 def target_name_of(y) -> str | None:
@@ -59,10 +59,18 @@ def _short(v) -> Any:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def summarise_data(frame: Frame, results_1d, rng, n_points: int = 400, bins: int = 30) -> dict:
-    """Histograms and a point sample per feature, for drawing data under the PDs."""
+def summarise_data(frame: Frame, results_1d, rng, n_points: int = 400, bins: int = 30, *, results_2d=(),
+                   keep_points: bool = False) -> dict:
+    """What the report draws under the PDs, as binned summaries of the data (no row of it).
+
+    ``distributions``: per feature, a histogram on the grid's range (numeric) or rows per level;
+    ``occupancy``: per 2D PD, the rows in each cell of its own grid (numeric values go to the nearest grid
+    point, so rows beyond the grid's ends count in its end cells; a level the grid lacks and a missing value
+    count nowhere).  With ``keep_points`` also ``points``: a random sample of up to ``n_points`` rows' values
+    per feature, raw data, written only when asked (config key ``keep_points``, flag ``--keep-points``).
+    """
     distributions, points = {}, {}
-    rows = sample_rows(frame.n_rows, n_points, rng)
+    rows = sample_rows(frame.n_rows, n_points, rng) if keep_points else None
     rows = np.arange(frame.n_rows) if rows is None else rows
     for r in results_1d:
         name = r.features[0]
@@ -72,13 +80,44 @@ def summarise_data(frame: Frame, results_1d, rng, n_points: int = 400, bins: int
             g = np.asarray(r.grid[0], dtype=float)
             counts, edges = np.histogram(v[np.isfinite(v)], bins=bin_edges(float(g.min()), float(g.max()), bins))
             distributions[name] = {"kind": "numeric", "edges": edges, "counts": counts}
-            points[name] = [None if not np.isfinite(x) else float(x) for x in v[rows]]
+            if keep_points:
+                points[name] = [None if not np.isfinite(x) else float(x) for x in v[rows]]
         else:
             distributions[name] = {
                 "kind": "categorical", "levels": [_scalar(x) for x in r.grid[0]], "counts": np.asarray(r.counts),
             }
-            points[name] = [_scalar(x) if not (isinstance(x, float) and np.isnan(x)) else None for x in values[rows]]
-    return {"distributions": distributions, "points": points}
+            if keep_points:
+                points[name] = [_scalar(x) if not (isinstance(x, float) and np.isnan(x)) else None
+                                for x in values[rows]]
+    occupancy = [{"features": list(r.features), "counts": occupancy_2d(frame, r)} for r in results_2d]
+    out = {"distributions": distributions, "occupancy": occupancy}
+    if keep_points:
+        out["points"] = points
+    return out
+
+
+def _cells(values, grid, kind) -> np.ndarray:
+    """Each value's cell on one axis of a PD's grid (-1: none)."""
+    if kind == "numeric":
+        v = np.asarray(values, dtype=float)
+        g = np.asarray(grid, dtype=float)
+        if g.size == 1:
+            return np.where(np.isfinite(v), 0, -1)
+        cell = np.searchsorted((g[1:] + g[:-1]) / 2.0, v, side="right")  # nearest grid point
+        return np.where(np.isfinite(v), cell, -1)
+    lookup = {level: i for i, level in enumerate(np.asarray(grid, dtype=object).tolist())}
+    return np.array([lookup.get(x, -1) if not (isinstance(x, float) and np.isnan(x)) else -1
+                     for x in np.asarray(values, dtype=object).tolist()], dtype=np.int64)
+
+
+def occupancy_2d(frame: Frame, result) -> np.ndarray:
+    """Rows of ``frame`` in each cell of a 2D PD's grid (shape: the grid's), an integer array."""
+    shape = tuple(len(g) for g in result.grid)
+    axes = [_cells(frame.column(frame.names.index(f)), result.grid[k], result.kinds[k])
+            for k, f in enumerate(result.features)]
+    ok = (axes[0] >= 0) & (axes[1] >= 0)
+    flat = np.ravel_multi_index((axes[0][ok], axes[1][ok]), shape)
+    return np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape)
 
 
 def audit_metadata(model, compare: dict, data, pds, scored, outside, config, random_state, sample_weight) -> dict:

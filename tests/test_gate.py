@@ -245,7 +245,7 @@ def test_a_declared_direction_on_a_flat_pd_does_not_flip_with_the_holdout():
     def f(d):
         return d["x1"].to_numpy() * d["x2"].to_numpy()
 
-    policy = {"features": {"x1": {"monotonic": "increasing", "max_monotonicity": 0.0}}}
+    policy = {"features": {"x1": {"monotonic": "increasing", "max_monotonicity": 0.0}}, "audit": {"materiality": 0.0}}
     raw, evidence = [], []
     for seed in range(20):
         rng = np.random.default_rng(seed)

@@ -260,11 +260,22 @@ def _pd_figure(audit, features, uid=None, target_index=None):
             alt += f", with the {_g_label(uid, score)} overlaid"
         alt += ", grey ICE curves and the data distribution underneath."
     else:
-        pts = audit.data_summary.get("points", {})
-        points = (pts.get(r.features[0], []), pts.get(r.features[1], [])) if pts else None
-        svg = _plot(plot_pd_2d, r, target_index=t, points=points, ood=ood)
-        alt = f"Heatmap of the 2D partial dependence of {what} on {name} with data rows shown as dots."
+        svg = _plot(plot_pd_2d, r, target_index=t, ood=ood, **_data_overlay(audit, r.features))
+        alt = f"Heatmap of the 2D partial dependence of {what} on {name} with where the data lies shown as dots."
     return svg, alt, t
+
+
+def _data_overlay(audit, features) -> dict:
+    """Where the data lies on a 2D PD: its ``occupancy`` (rows per grid cell), else the raw ``points`` of an
+    audit run with ``keep_points`` (or an older results.json that has them), else nothing."""
+    summary = audit.data_summary or {}
+    for item in summary.get("occupancy") or ():
+        if tuple(item.get("features", ())) == tuple(features):
+            return {"occupancy": item.get("counts")}
+    pts = summary.get("points") or {}
+    if pts:
+        return {"points": (pts.get(features[0], []), pts.get(features[1], []))}
+    return {}
 
 
 #: an ALE or StratPD gap of at least this many prediction standard deviations is a caution in the trust column
@@ -821,9 +832,7 @@ def comparison_context(audit, base_name: str = "model", top: int = 5) -> dict:
             if other is None:
                 continue
             diff = dataclasses.replace(res, average=np.asarray(res.average) - np.asarray(other.average))
-            pts = audit.data_summary.get("points", {})
-            svg = plot_pd_2d(diff, points=(pts.get(res.features[0], []), pts.get(res.features[1], [])),
-                             title=f"{base_name} minus {worst}")
+            svg = plot_pd_2d(diff, title=f"{base_name} minus {worst}", **_data_overlay(audit, res.features))
             pair_figures.append(_figure(
                 svg, f"{_label(res.features)}: difference between the surfaces of {base_name} and {worst}.",
                 f"Heatmap of the difference between two models' 2D partial dependence on {_label(res.features)}.",

@@ -256,9 +256,15 @@ def _ticks(ax_set_ticks, ax_set_labels, result, axis):
         ax_set_labels([text(v) for v in np.asarray(grid, dtype=object)[::step]])
 
 
-def plot_pd_2d(result, *, target_index=0, points=None, title=None, ood=None, width=5.2, height=4.0) -> str:
-    """Heatmap of a 2D PD with the data points overlaid (regions without data stay visible) and
-    hatching over cells where most augmented rows are unrealistic."""
+def plot_pd_2d(result, *, target_index=0, points=None, occupancy=None, title=None, ood=None, width=5.2,
+               height=4.0) -> str:
+    """Heatmap of a 2D PD with where the data lies overlaid and hatching over cells where most augmented
+    rows are unrealistic.
+
+    ``occupancy`` (rows per grid cell, the grid's shape) draws a dot on each cell with data, its area
+    growing with the rows there; a cell without a dot has no data row.  ``points`` (raw values per axis,
+    only from an audit run with ``keep_points``) scatters the rows themselves instead.
+    """
     f = np.asarray(result.average[target_index], dtype=float)
     with _figure(width, height) as fig:
         ax = fig.add_subplot(111)
@@ -274,7 +280,14 @@ def plot_pd_2d(result, *, target_index=0, points=None, title=None, ood=None, wid
                     first = False
         cb = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
         cb.set_label(_ylabel(result, target_index))
-        if points is not None and len(points[0]):
+        counts = None if occupancy is None else np.asarray(occupancy, dtype=float)
+        if counts is not None and counts.shape == f.shape and counts.sum() > 0:
+            ii, jj = np.nonzero(counts > 0)
+            share = counts[ii, jj] / counts.max()
+            ax.scatter(ii, jj, s=4 + 60 * np.sqrt(share), c="white", edgecolors="black", linewidths=0.4, alpha=0.8,
+                       label="data rows (dot area ~ rows in the cell; no dot: none)")
+            ax.legend(loc="upper right", fontsize=7, framealpha=0.7)
+        elif points is not None and len(points[0]):
             rng = np.random.default_rng(0)
             px = _axis_coordinates(points[0], result, 0, rng)
             py = _axis_coordinates(points[1], result, 1, rng)
