@@ -140,7 +140,7 @@ def test_cli_exits_3_on_a_stage_failure_and_writes_the_list(files, tmp_path, mon
 
 
 def test_gate_exits_3_on_a_stage_failure_even_when_the_checks_pass(files, tmp_path, monkeypatch):
-    (tmp_path / "policy.toml").write_text("[features.a]\nmax_monotonicity = 1e9\n")
+    (tmp_path / "policy.toml").write_text("[features.a]\nmonotonic = \"increasing\"\nmax_monotonicity = 1e9\n")
     monkeypatch.setattr(scoring_module, "score_slope", _boom)
     args = _args(files, tmp_path / "g", "gate") + ["--policy", str(tmp_path / "policy.toml")]
     assert main(args) == 3
