@@ -1288,6 +1288,28 @@ def test_poc_results_json_and_html_carry_no_raw_rows_by_default(customer_audits,
     assert {v for v in ids if v in text} != ids
 
 
+def test_identifier_levels_are_named_in_the_notes_and_outside_medians_are_rounded(customer_audits):
+    """The two places a single row's value can still reach the record: the kept levels of an ID-like
+    categorical (said in the notes, with what to do) and the median of the rows beyond a grid's end (an odd
+    count's median is one row's value: recorded to 4 significant digits, where the PD is evaluated)."""
+    X, plain, _ = customer_audits
+    note = next(n for n in plain.notes if n.startswith("'cust' has 200 levels"))
+    assert f"{plain.config.max_levels} of the kept levels are held by a single row each" in note
+    assert "the config's `features`" in note
+    assert not any("'region'" in n and "single row" in n for n in plain.notes)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=302)
+    x[:31] = 10 + rng.uniform(size=31)
+    a = audit(lambda d: d["x"].to_numpy() ** 2, pd.DataFrame({"x": x}),
+              config=AuditConfig(pairs=False, utilities=("monotonicity",), percentiles=(0.0, 0.9)))
+    beyond = x[x > np.asarray(a.pd("x").grid[0], dtype=float).max()]
+    exact = float(np.median(beyond))
+    assert beyond.size == 31 and exact in set(x.tolist())  # an odd count: the exact median is one row's value
+    above = [o for o in a.metadata["outside_grid"] if o["side"] == "above"]
+    assert above and above[0]["median"] == float(f"{exact:.4g}") != exact
+    assert repr(exact) not in a.to_json()
+
+
 def test_keep_points_writes_the_sample_rows_and_says_so(customer_audits, tmp_path):
     X, _, kept = customer_audits
     ids, floats = _raw_values(X)

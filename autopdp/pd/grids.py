@@ -220,6 +220,11 @@ def _categorical_grid(frame: Frame, position: int, max_levels: int | None = None
             f"{frame.names[position]!r} has {observed.size:,} levels; its grid keeps the {max_levels} most frequent "
             f"({share:.0%} of the rows)."
         )
+        single = int((counts.iloc[:max_levels] == 1).sum())
+        if single:
+            note += (f" {single} of the kept levels are held by a single row each: if {frame.names[position]!r} "
+                     "identifies rows (an ID, a name), those levels are values of individual rows and the report "
+                     "publishes them; leave it out of the audit (the config's `features`).")
         observed = np.asarray(kept, dtype=object)
     if isinstance(dtype, pd.CategoricalDtype):
         present = set(observed.tolist())

@@ -3,7 +3,8 @@
 A numeric grid spans its ``percentiles`` (5%-95% by default), so up to 5% of
 the rows lie beyond each end.  For every numeric 1D PD whose rows beyond an
 end make up at least ``min_share`` (default 1%) of the data, the PD is
-evaluated once more at the median of those rows' values and compared with the
+evaluated once more at the median of those rows' values (to 4 significant
+digits: the record carries no row's value to every digit) and compared with the
 PD at the grid's end.  When the difference is material (at least
 ``materiality`` times the standard deviation of the predictions) the report
 says that the plotted curve misses a change of the model beyond its grid;
@@ -53,6 +54,12 @@ class OutsideGrid:
         return f"{self.feature}: {self.share:.1%} of the rows lie {where} value {_f(self.edge)}; {verdict}."
 
 
+def _rounded(v: float) -> float:
+    """The median to 4 significant digits, where the PD is evaluated and as recorded: with an odd count the
+    exact median is one row's value, which the record should not carry to every digit."""
+    return float(f"{v:.4g}")
+
+
 def _f(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
@@ -79,7 +86,7 @@ def outside_grid(model, frame, results_1d, *, prediction_std, materiality: float
         for side, mask, edge_i in (("below", v < g[0], 0), ("above", v > g[-1], -1)):
             share = float(mask.mean())
             if share >= min_share:
-                found.append((r, side, share, float(np.median(v[mask])), edge_i))
+                found.append((r, side, share, _rounded(float(np.median(v[mask]))), edge_i))
     if not found:
         return []
     custom = {}
