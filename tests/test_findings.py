@@ -318,7 +318,8 @@ def test_rows_outside_the_grid_are_reported_with_the_pd_there():
     top = float(a.pd("x").grid[0][-1])
     above = out[("x", "above")]
     assert above["share"] == pytest.approx(float((X["x"] > top).mean()), rel=0, abs=1e-12)
-    assert above["median"] == pytest.approx(float(np.median(X["x"][X["x"] > top])), rel=0, abs=1e-12)
+    # the median to 4 significant digits (the record carries no row's value to every digit)
+    assert above["median"] == float(f"{float(np.median(X['x'][X['x'] > top])):.4g}")
     # the step beyond the grid's top: the PD there is 2 higher than at the top grid value, and that is material
     assert above["pd_beyond"] - above["pd_edge"] == pytest.approx(2.0, abs=1e-9)
     assert above["material"] and not out[("x", "below")]["material"]
