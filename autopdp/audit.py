@@ -1414,7 +1414,7 @@ def _level_notes(evidence) -> list[str]:
         diff = e.details.get("mean_difference", float("nan"))
         direction = "below" if diff > 0 else "above"
         verdict = ("a material difference clear of noise" if e.passed else
-                   "not material" if not e.material else "not distinguishable from noise")
+                   "not material" if not e.material else "not shown to be material")
         out.append(
             f"Overall level: {name}'s predictions average {fmt(abs(diff))} {direction} this model's over the rows "
             f"({verdict}; {e.test}, p {'<=' if e.p_value <= 1e-6 else '='} {e.p_value:.2g}). The per-feature "

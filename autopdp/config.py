@@ -130,13 +130,15 @@ class AuditConfig:
         grid point; "none": the paper's uncentred eq. 12), ``top_k`` (plots per criterion in
         the curated selection), ``criteria_2d``.
     Findings (see :mod:`autopdp.scores.significance`)
-        A PDP is selected under a criterion only when its score is material,
-        at least ``materiality`` (default 0.05) times the standard deviation
-        of the model's predictions (``min_association``, default 0.3, for the
-        correlation criterion), and clear of noise: its p-value, adjusted
-        across the PDPs of the criterion by ``multiple_testing`` ("bh":
-        Benjamini-Hochberg, default; "holm"), is at most ``significance``
-        (default 0.05).  ``noise_draws`` (default 200) first Monte-Carlo draws,
+        A PDP is selected under a criterion only when its score is material
+        with confidence: a one-sided minimum-effect test rejects "the score is
+        at most ``materiality`` (default 0.05) times the standard deviation of
+        the model's predictions" (``min_association``, default 0.3, for the
+        correlation criterion, whose test is of independence), its p-value
+        adjusted across the PDPs of the criterion by ``multiple_testing``
+        ("bh": Benjamini-Hochberg, default; "holm") at most ``significance``
+        (default 0.05).  The tests are of the fitted model: the Monte-Carlo
+        error of averaging over the audit rows, not a refit of the learner.  ``noise_draws`` (default 200) first Monte-Carlo draws,
         more (up to ``max_noise_draws``, default 100,000) where the multiple-testing
         cut-off needs them (sequential test); ``ice_variance_scale`` ("link",
         default: log-odds of probabilities, the decision function or the

@@ -206,7 +206,8 @@ def test_methodology_is_written_from_the_run():
     text = brute.to_html()
     assert "3 1D PDs: 3 by brute force" in text and "a random sample of 100 rows" in text
     # the tests table names each criterion's null and the draws this run used
-    assert "the PD is monotone" in text and "Monte-Carlo" in text
+    assert "gap to the best monotone curve is at most the materiality threshold" in text
+    assert "Monte-Carlo minimum-effect test" in text
 
 
 def test_each_criterion_names_the_null_and_test_it_ran():
@@ -220,8 +221,8 @@ def test_each_criterion_names_the_null_and_test_it_ran():
     X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "d": rng.normal(size=n),
                       "e": rng.normal(size=n), **{f"c{i}": rng.choice(["u", "v", "w"], n) for i in range(5)}})
 
-    def model(d):  # d's PD rises by about twice its noise (from the rows' d * e): a p between the floor and 0.1
-        return (0.3 * d.a + 0.3 * d.b + 0.3 * (d.c0 == "u") + d.d * (0.1 + d.e)).to_numpy(dtype=float)
+    def model(d):  # d: its importance above the threshold by about twice its noise (the rows' d * e): a p between the floor and 0.1
+        return (0.3 * d.a + 0.3 * d.b + 0.3 * (d.c0 == "u") + d.d * (0.16 + d.e)).to_numpy(dtype=float)
 
     y = (model(X) + rng.normal(size=n) > 0.5).astype(int)
     a = audit(model, X, y, config=AuditConfig(grid_resolution=8, grid_resolution_2d=4))
@@ -229,9 +230,9 @@ def test_each_criterion_names_the_null_and_test_it_ran():
     assert rows["correlation"]["test"] == "Spearman's rank test, one-way ANOVA F test, or Pearson's chi-squared test"
     assert all("draws" not in r["test"] and "ICE rows" not in r["test"] and "cell standard errors" not in r["test"]
                for r in rows.values())
-    assert rows["ice_variance"]["test"] == ("one-sided z-test of the rows' mean squared departure from the average "
-                                            "centred curve")
-    assert rows["importance"]["null"] == "at least one of the two features' PDs is flat"
+    assert rows["ice_variance"]["test"] == ("one-sided minimum-effect z-test of the rows' mean squared departure from "
+                                            "the average centred curve against the threshold squared")
+    assert rows["importance"]["null"] == "at least one of the two features' importances is at most the materiality threshold"
     one = {f: a.evidence["importance_1d"][(f,)] for f in "ad"}
     assert one["a"].p_value < one["d"].p_value < 0.1 and one["a"].draws != one["d"].draws  # the premise
     pair = a.evidence["importance"][("a", "d")]

@@ -58,8 +58,20 @@ def fast_lipschitz_fit_1d(f: np.ndarray, x: np.ndarray, bound: float) -> np.ndar
 
 
 # ------------------------------------------------------------------ null statistics per criterion (1D)
-def _draw_monotonicity(score, noise: NoiseModel, w, loss, declared, rng):
-    g = np.asarray(score.comparison, dtype=float).ravel()
+def at_threshold(curve, fit, value: float, threshold: float) -> np.ndarray:
+    """The least favourable curve of the minimum-effect null "the effect is at most ``threshold``": the observed
+    curve's departure from ``fit`` (its null fit: the best monotone curve, the closest bounded curve, a flat
+    line, the additive part) shrunk until the statistic, homogeneous in that departure, equals the threshold.
+    With ``threshold`` 0 (materiality 0) it is ``fit`` itself: the plain noise test."""
+    curve = np.asarray(curve, dtype=float)
+    fit = np.asarray(fit, dtype=float)
+    if not (np.isfinite(value) and value > 0 and np.isfinite(threshold) and threshold > 0):
+        return fit
+    return fit + (curve - fit) * min(1.0, float(threshold) / float(value))
+
+
+def _draw_monotonicity(score, noise: NoiseModel, w, loss, declared, rng, centre=None):
+    g = np.asarray(score.comparison if centre is None else centre, dtype=float).ravel()
     dirs = [score.details.get("direction")] if declared else ["increasing", "decreasing"]
 
     def draw(n):
@@ -78,8 +90,8 @@ def _draw_monotonicity(score, noise: NoiseModel, w, loss, declared, rng):
     return draw
 
 
-def _draw_lipschitz(score, noise: NoiseModel, result, w, loss, rng):
-    g = np.asarray(score.comparison, dtype=float).ravel()
+def _draw_lipschitz(score, noise: NoiseModel, result, w, loss, rng, centre=None):
+    g = np.asarray(score.comparison if centre is None else centre, dtype=float).ravel()
     x = axis_positions(result, 0)
     bound = float(score.details["bound"][0])
 
@@ -93,23 +105,26 @@ def _draw_lipschitz(score, noise: NoiseModel, result, w, loss, rng):
     return draw
 
 
-def _draw_slope(noise: NoiseModel, result, rng):
+def _draw_slope(noise: NoiseModel, result, rng, centre=None):
     x = axis_positions(result, 0)
     if x is None or x.size < 2 or x[-1] == x[0]:
         return None
     du = np.diff((x - x[0]) / (x[-1] - x[0]))
+    base = 0.0 if centre is None else np.asarray(centre, dtype=float).ravel()
 
     def draw(n):
-        e = noise.draw(n, rng).reshape(n, -1)
+        e = base + noise.draw(n, rng).reshape(n, -1)
         with np.errstate(divide="ignore", invalid="ignore"):
             s = np.abs(np.diff(e, axis=-1)) / du
         return np.max(np.where(np.isfinite(s), s, 0.0), axis=-1)
     return draw
 
 
-def _draw_flatness(noise: NoiseModel, kind, weights, rng):
+def _draw_flatness(noise: NoiseModel, kind, weights, rng, centre=None):
+    base = 0.0 if centre is None else np.asarray(centre, dtype=float).ravel()
+
     def draw(n):
-        return flatness(noise.draw(n, rng).reshape(n, -1), kind, axis=-1, weights=weights)
+        return flatness(base + noise.draw(n, rng).reshape(n, -1), kind, axis=-1, weights=weights)
     return draw
 
 
@@ -168,16 +183,26 @@ def why_sentence(e: Evidence, adjusted: float, significant: bool, config, *, rea
         return f"untested: the {stat} {_num(e.value)} is material, but its noise test could not be run ({reason or 'no noise estimate'})."
     test = f"; {e.test}" if e.test else ""
     noise = f"; noise level {_num(e.noise_level)}" if np.isfinite(e.noise_level) else ""
+    conf = f"{1 - config.significance:.0%}"
+    tested = f"p = {_p(e.p_value)}, {label}-adjusted {_p(adjusted)}"
+    if not (np.isfinite(e.threshold) and e.threshold > 0):  # materiality 0: the plain noise test
+        if not significant:
+            return (f"not distinguishable from noise: the {stat} {_num(e.value)} has {tested} > "
+                    f"{config.significance:g}{noise}{test}.")
+        return (f"clear of noise (the {stat} {_num(e.value)}; {tested} <= {config.significance:g}{noise}{test}); "
+                "the test is of this fitted model, against the Monte-Carlo error of averaging over the audit rows.")
     if not significant:
-        return (f"not distinguishable from noise: the {stat} {_num(e.value)} has p = {_p(e.p_value)}, "
-                f"{label}-adjusted {_p(adjusted)} > {config.significance:g}{noise}{test}.")
-    return (f"material (the {stat} {_num(e.value)} >= threshold {_num(e.threshold)}) and clear of noise "
-            f"(p = {_p(e.p_value)}, {label}-adjusted {_p(adjusted)} <= {config.significance:g}{noise}{test}).")
+        return (f"not shown to be material: the {stat} {_num(e.value)} is at or above the threshold "
+                f"{_num(e.threshold)}, but not with {conf} confidence (test of 'at most the threshold': {tested} > "
+                f"{config.significance:g}{noise}{test}).")
+    return (f"material with {conf} confidence: the {stat} {_num(e.value)} exceeds the threshold {_num(e.threshold)} "
+            f"(test of 'at most the threshold': {tested} <= {config.significance:g}{noise}{test}); the test is of "
+            "this fitted model, against the Monte-Carlo error of averaging over the audit rows.")
 
 
 _PAIR_UNTESTED = "one feature's importance could not be tested"
 #: The null of a pair's importance tests (intersection-union: a finding only when both features' tests reject).
-_PAIR_NULL = "at least one of the two features' PDs is flat"
+_PAIR_NULL = "at least one of the two features' importances is at most the materiality threshold"
 _SURROGATE_NOT_MATERIAL = "one of the two features' surrogate importances is below the threshold."
 
 
@@ -390,7 +415,12 @@ def _flat_test(criterion, r, t, value, thr, noise, kind, weights, budget, tol, *
                      reason="no ICE curves or standard errors for this PD")
     if not (np.isfinite(thr) and value >= thr):
         return _item(criterion, r.features, value, thr, p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
-    test = budget.test(value, _draw_flatness(noise, kind, weights, _rng(r.features, f"{criterion}{t}{rng_salt}")), tol)
+    curve = np.asarray(r.average[t], dtype=float).ravel()
+    wv = np.full(curve.size, 1.0 / curve.size) if weights is None else np.asarray(weights, dtype=float).ravel()
+    level = float(np.sum(wv * curve) / np.sum(wv)) if np.sum(wv) > 0 else float(np.mean(curve))
+    centre = at_threshold(curve, np.full(curve.size, level), value, thr)
+    test = budget.test(value, _draw_flatness(noise, kind, weights, _rng(r.features, f"{criterion}{t}{rng_salt}"),
+                                             centre), tol)
 
     def build(res):
         return _item(criterion, r.features, value, thr, p=res[0].p_value, noise=res[0].noise_level,
@@ -424,13 +454,16 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evid
                      reason="no ICE curves or standard errors for this PD")
     rng = _rng(r.features, uid)
     cap = None
+    curve = np.asarray(r.average[t], dtype=float).ravel()
     if uid == "monotonicity":
-        draw = _draw_monotonicity(s, noise, w, cfg.loss, bool(s.details.get("declared")), rng)
+        centre = at_threshold(curve, np.asarray(s.comparison, dtype=float).ravel(), s.value, thr)
+        draw = _draw_monotonicity(s, noise, w, cfg.loss, bool(s.details.get("declared")), rng, centre)
     elif uid == "lipschitz":
-        draw = _draw_lipschitz(s, noise, r, w, cfg.loss, rng)
+        centre = at_threshold(curve, np.asarray(s.comparison, dtype=float).ravel(), s.value, thr)
+        draw = _draw_lipschitz(s, noise, r, w, cfg.loss, rng, centre)
         cap = LIPSCHITZ_MAX_DRAWS
     elif uid == "slope":
-        draw = _draw_slope(noise, r, rng)
+        draw = _draw_slope(noise, r, rng, at_threshold(curve, np.zeros_like(curve), s.value, thr))
     else:
         return _item(uid, r.features, s.value, thr, statistic=statistic, reason=f"no noise test for {uid}")
     if draw is None:
@@ -502,11 +535,11 @@ def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
                      reason="the rows' spread has no standard error", details={"scale": scale_name})
     if s.value <= tol_scale or se <= 0:
         p = 1.0 if s.value <= tol_scale else ANALYTIC_P_FLOOR
-    else:
-        p = analytic_p(stats.norm.sf(mean / se))
+    else:  # the minimum-effect null: mean square at most the threshold's square
+        p = analytic_p(stats.norm.sf((mean - thr * thr) / se))
     return _item("ice_variance", r.features, s.value, thr, p=p, statistic=statistic,
                  test=f"{TESTS['ice_variance'][1]} over {rows:,} ICE rows",
-                 details={"scale": scale_name, "z": float(mean / se) if se > 0 else None})
+                 details={"scale": scale_name, "z": float((mean - thr * thr) / se) if se > 0 else None})
 
 
 def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evidence:
@@ -588,9 +621,11 @@ def _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget) -> Evidence:
                      reason="neither PD kept ICE curves or standard errors")
     wv = np.asarray(w, dtype=float)
     rng = _rng(r.features, uid)
+    diff = np.asarray(r.average[t], dtype=float).ravel() - _other_curve(other, s.target, r)
+    centre = at_threshold(diff, np.zeros_like(diff), shape_gap, thr) if np.isfinite(diff).all() else 0.0
 
     def draw(n):
-        return _weighted_sd(noise.draw(n, rng).reshape(n, -1), wv) if wv.sum() > 0 else np.zeros(n)
+        return _weighted_sd(centre + noise.draw(n, rng).reshape(n, -1), wv) if wv.sum() > 0 else np.zeros(n)
     test = budget.test(shape_gap, draw, tol)
 
     def build(res):
@@ -598,6 +633,14 @@ def _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget) -> Evidence:
                      statistic=statistic, details={**details, "noise": how},
                      test=f"{TESTS['similarity'][1]} ({how}), {res[0].draws:,} draws")
     return _Pending([test], build)
+
+
+def _other_curve(other, target, r) -> np.ndarray:
+    """The comparison model's PD for ``target`` on ``r``'s grid (NaN when it has none)."""
+    try:
+        return np.asarray(other.average[other.target_index(target)], dtype=float).ravel()
+    except (AttributeError, ValueError, TypeError):
+        return np.full(int(np.prod(r.grid_shape)), np.nan)
 
 
 def _paired_noise(r, t, other, target, sample_weight):
@@ -712,7 +755,7 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
                 crit["interaction"][r.features] = _item("interaction", r.features, stat[t], thr, statistic=statistic,
                                                         reason="no standard errors for this 2D PD (std_rows=0)")
                 continue
-            base = _additive_fit(avg[t], *mw)
+            base = at_threshold(avg[t], _additive_fit(avg[t], *mw), stat[t], thr)
             rng = _rng(r.features, "interaction")
 
             def draw(n, base=base, noise=noise, r=r, mw=mw, rng=rng):

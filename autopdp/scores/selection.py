@@ -12,7 +12,7 @@ Intersection (paper section 4.3)
     several criteria come first.
 Selection
     The ``top_k`` of every ranking among the PDPs that are findings under that
-    criterion (material and clear of noise, see :mod:`autopdp.scores.significance`),
+    criterion (material with confidence, see :mod:`autopdp.scores.significance`),
     duplicates merged with their reasons kept ("monotonicity #1,
     lipschitz #2"); 1D items first, each group ordered by best rank, then by
     number of reasons.  The rank is the PDP's place in the full ranking, which

@@ -1,15 +1,25 @@
 """Noise tests and materiality: when a score is a finding a validator can defend.
 
 A PDP enters the curated selection under a criterion only when its score is
+**material with confidence**: a one-sided minimum-effect test suited to the
+statistic rejects the null "the score is at most the materiality threshold"
+(``materiality``, default 0.05, times the standard deviation of the model's
+predictions, on the criterion's own scale), with the multiple comparisons
+across the PDPs of that criterion controlled (Benjamini-Hochberg false
+discovery rate by default, Holm's family-wise error as an option).  An effect
+exactly at the threshold is then a finding at most at the nominal level, and
+one well above it keeps its power.  The null draws are centred on the least
+favourable curve: the observed PD's departure from its null fit (the best
+monotone curve, the bounded curve, a flat line, the additive surface) shrunk
+until the statistic equals the threshold (:func:`autopdp.scores.evidence.at_threshold`);
+with ``materiality = 0`` this is the plain noise test of the fit itself.  The
+association criterion keeps its independence test with ``min_association``
+(0-1 scale) as its materiality.
 
-(a) **distinguishable from noise**: a test suited to the statistic rejects the
-    criterion's stated null hypothesis, with the multiple comparisons across the
-    PDPs of that criterion controlled (Benjamini-Hochberg false discovery rate by
-    default, Holm's family-wise error as an option); and
-(b) **material on the model's own output scale**: the score is at least
-    ``materiality`` (default 0.05) times the standard deviation of the model's
-    predictions on the data (for the association criterion, at least
-    ``min_association`` on its 0-1 scale).
+**What is tested**: the fitted model.  Every null is conditional on the model
+as fitted and on the audit rows' distribution; the noise is the Monte-Carlo
+error of averaging over those rows.  Whether a refit of the same learner on
+another sample would show the pattern (learner variance) is not tested here.
 
 A material score whose test could not be run is **untested** (never "noise"):
 it is not a finding, and the report says it was not tested and why.
@@ -80,22 +90,34 @@ STOP_EXCEEDANCES = 10
 
 #: each criterion's null hypothesis and test, as the evidence and the methodology state them
 TESTS = {
-    "monotonicity": ("the PD is monotone", "Monte-Carlo: the best monotone fit plus PD noise, refitted"),
-    "lipschitz": ("the PD's slopes stay within the bound", "Monte-Carlo: the bounded fit plus PD noise, refitted"),
-    "slope": ("the PD is flat", "Monte-Carlo: a flat PD plus PD noise"),
-    "importance": ("the PD is flat", "Monte-Carlo: a flat PD plus PD noise"),
+    "monotonicity": ("the PD's gap to the best monotone curve is at most the materiality threshold",
+                     "Monte-Carlo minimum-effect test: the best monotone fit plus the PD's departure from it shrunk "
+                     "to the threshold, plus PD noise, refitted"),
+    "lipschitz": ("the PD's gap to the closest slope-bounded curve is at most the materiality threshold",
+                  "Monte-Carlo minimum-effect test: the bounded fit plus the PD's departure from it shrunk to the "
+                  "threshold, plus PD noise, refitted"),
+    "slope": ("the PD's steepest slope is at most the materiality threshold",
+              "Monte-Carlo minimum-effect test: the PD shrunk until its steepest slope is the threshold, plus PD noise"),
+    "importance": ("the PD's importance is at most the materiality threshold",
+                   "Monte-Carlo minimum-effect test: the PD shrunk towards flat until its importance is the threshold, "
+                   "plus PD noise"),
     "incidence": (
         "the model is calibrated within the feature's bins (mean observed = mean predicted), and the PD equals "
         "the model's mean prediction over each bin's rows (the feature is independent of the others)",
         "wild bootstrap (random signs) of the rows' residuals per bin (calibration) and of the rows' departures "
         "from the PD (dependence), Bonferroni over the two",
     ),
-    "similarity": ("the two models' PDs have the same shape (they may differ by a constant)",
-                   "Monte-Carlo: paired noise of the per-row difference of the two models' ICE curves"),
-    "ice_variance": ("every row's centred ICE curve is the same (an additive effect on this scale)",
-                     "one-sided z-test of the rows' mean squared departure from the average centred curve"),
-    "interaction": ("the 2D PD is additive (row + column effects)",
-                    "Monte-Carlo: the additive part of the surface plus the PD's noise"),
+    "similarity": ("the two models' PDs differ in shape by at most the materiality threshold (they may differ by a "
+                   "constant)",
+                   "Monte-Carlo minimum-effect test: the PDs' difference shrunk to the threshold, plus the paired "
+                   "noise of the per-row difference of the two models' ICE curves"),
+    "ice_variance": ("the centred ICE curves' spread is at most the materiality threshold (an additive effect on "
+                     "this scale when it is 0)",
+                     "one-sided minimum-effect z-test of the rows' mean squared departure from the average centred "
+                     "curve against the threshold squared"),
+    "interaction": ("the 2D PD's interaction is at most the materiality threshold (additive when it is 0)",
+                    "Monte-Carlo minimum-effect test: the additive part of the surface plus its non-additive part "
+                    "shrunk to the threshold, plus the PD's noise"),
     "correlation": ("the two features are independent",
                     "Spearman's rank test, one-way ANOVA F test, or Pearson's chi-squared test"),
 }
