@@ -15,7 +15,8 @@ from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
 from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
 from .figures import draw_all, plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
-from .methodology import criterion_tests, importance_text, pd_method_text
+from .methodology import (adjustment_name, confidence_text, criterion_tests, finding_definition, importance_text,
+                          pd_method_text, tested_text)
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
 
 __all__ = ["build_context", "findings_context", "notebook_context", "outcome_summary", "TRUST_GAP_CAUTION"]
@@ -370,12 +371,13 @@ def _utility_sections(audit, top_k):
                 "findings nor noise."
             )
         elif tested and not plots:
-            thr = f" (at least {fmt(e_any.threshold)}, {audit.config.materiality:g} × the standard deviation of the " \
+            thr = f" ({fmt(e_any.threshold)}, {audit.config.materiality:g} × the standard deviation of the " \
                   "model's predictions on the statistic's scale)" \
                 if e_any is not None and np.isfinite(e_any.threshold) else ""
             none_text = (
-                f"No material finding under this criterion: no PDP's score is both material{thr} and clear of "
-                "sampling noise. The ranking below still lists every PDP."
+                "No material finding under this criterion: no PDP's effect is shown to exceed the materiality "
+                f"threshold{thr} with {confidence_text(audit.config.significance)} confidence after the "
+                f"{adjustment_name(audit.config)} adjustment. The ranking below still lists every PDP."
             )
         sections.append({
             "id": uid.replace(":", "-"), "uid": uid, "title": title_of(uid), "definition": UTILITY_DEFINITIONS.get(base, ""),
@@ -659,8 +661,10 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "outcome": outcome_summary(audit),
         "materiality": {
             "fraction": cfg.materiality, "min_association": cfg.min_association, "significance": cfg.significance,
-            "multiple_testing": "Benjamini-Hochberg" if cfg.multiple_testing == "bh" else "Holm",
-            "noise_draws": cfg.noise_draws,
+            "multiple_testing": adjustment_name(cfg), "noise_draws": cfg.noise_draws,
+            "confidence": confidence_text(cfg.significance),
+            "definition": finding_definition(cfg),
+            "tested": tested_text(audit),
         },
         "cautions": _cautions(audit),
         "surrogate": audit.metadata.get("surrogate"),

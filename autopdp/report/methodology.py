@@ -2,7 +2,9 @@
 
 One function per statement: how the PDs and their ICE curves were computed
 (per PD, from each result's own method and rows), how importance is defined,
-and each criterion's null hypothesis and test with the draws this run used.
+each criterion's null hypothesis and test with the draws this run used, what a
+finding is (with this run's materiality, significance and adjustment) and what
+the noise tests condition on (the fitted model and the audit rows).
 """
 
 from __future__ import annotations
@@ -12,7 +14,54 @@ from collections import Counter
 
 import numpy as np
 
-__all__ = ["pd_method_text", "importance_text", "criterion_tests"]
+__all__ = ["pd_method_text", "importance_text", "criterion_tests", "confidence_text", "adjustment_name",
+           "finding_definition", "tested_text"]
+
+
+def confidence_text(significance: float) -> str:
+    """The confidence a finding is stated with: 1 - significance, as a percentage ("95%" at 0.05)."""
+    return f"{round(100.0 * (1.0 - float(significance)), 6):g}%"
+
+
+def adjustment_name(config) -> str:
+    """The multiple-testing adjustment's name as the report writes it."""
+    return "Benjamini-Hochberg" if config.multiple_testing == "bh" else "Holm"
+
+
+def finding_definition(config) -> str:
+    """What a finding is, with this run's materiality, significance and adjustment (one sentence).
+
+    A finding requires rejecting "the effect is at most the materiality threshold" (a one-sided
+    minimum-effect test on the criterion's scale) at ``significance`` after the adjustment across the
+    PDPs of the criterion; the test is conditional on the fitted model (see :func:`tested_text`).
+    """
+    return (f"A PDP is a finding under a criterion only when its effect exceeds the materiality threshold "
+            f"({config.materiality:g} × the standard deviation of the model's predictions, on the criterion's scale; "
+            f"for the correlation criterion an association of {config.min_association:g} on its 0-1 scale) with "
+            f"{confidence_text(config.significance)} confidence after the {adjustment_name(config)} adjustment across "
+            f"the PDPs of the criterion, conditional on the fitted model: a one-sided test rejects \"the effect is at "
+            f"most the materiality threshold\" at adjusted p ≤ {config.significance:g}.")
+
+
+def _audit_rows_text(audit) -> str:
+    """The rows the PDs average over, as this run used them (the 1D PDs' rows; the 2D PDs' sample if other)."""
+    data = (audit.metadata or {}).get("data", {})
+    n1, n2 = int(data.get("rows_used_1d") or 0), int(data.get("rows_used_2d") or 0)
+    if not n1:
+        return "the audit rows"
+    text = f"the audit's {_rows_text(n1)}"
+    if audit.results_2d and n2 and n2 != n1:
+        text += f" ({n2:,} sampled for the 2D PDs)"
+    return text
+
+
+def tested_text(audit) -> str:
+    """What the noise tests test, what that does not establish, and what would test the learner."""
+    return (f"What was tested: the fitted model's partial dependences against the Monte-Carlo noise of averaging over "
+            f"{_audit_rows_text(audit)} (their ICE curves), a null conditional on the fitted model and on the "
+            f"distribution of the audit rows. That does not establish that a pattern is in the data-generating "
+            f"process or would survive a refit: refitting the same learner on resamples of the training data would "
+            f"test that (learner variance), not tested in this report.")
 
 
 def _rows_text(n: int) -> str:

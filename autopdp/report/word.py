@@ -553,10 +553,8 @@ def _summary(w, ctx):
            f"scored · {n['selected']} plots selected for review", bold=True)
     w.heading("Findings", 2)
     m = ctx["materiality"]
-    w.para(f"A PDP is a finding under a criterion only when its score is material (at least {m['fraction']} × the "
-           f"standard deviation of the model's predictions; association at least {m['min_association']}) and clear of "
-           f"sampling noise ({m['multiple_testing']}-adjusted p ≤ {m['significance']} across the PDPs of the "
-           f"criterion). Explained response: {ctx['outcome']}.")
+    w.para(f"{m['definition']} Explained response: {ctx['outcome']}.")
+    w.para(m["tested"])
     for f in ctx["findings"]:
         p = w.para()
         w.run(p, f"[{f['kind']}] ", bold=True)
@@ -569,7 +567,8 @@ def _summary(w, ctx):
             w.para("No finding shown, but material scores could not be tested for noise under: "
                    f"{', '.join(ctx['untested'])}; they are neither findings nor noise.")
         else:
-            w.para("No material finding under any criterion: no PDP's score is both material and clear of noise.")
+            w.para("No material finding under any criterion: no PDP's effect is shown to exceed the materiality "
+                   f"threshold with {m['confidence']} confidence.")
     elif ctx.get("untested"):
         w.para("Material scores that could not be tested for noise (neither findings nor noise): "
                f"{', '.join(ctx['untested'])}.", italic=True)
