@@ -122,7 +122,11 @@ def _canonical(model):
     f = np.asarray(model.factor, dtype=float)
     if f.ndim != 2 or not f.size:
         return model
-    lead = f[np.arange(f.shape[0]), np.argmax(np.abs(f), axis=1)]
+    # the sign of each row's product with a fixed, increasing, tie-free vector (the largest entry can tie between
+    # cells of a symmetric shape, and rounding then picks either)
+    probe = f @ (1.0 + np.sqrt(2.0) * np.arange(f.shape[1]) / max(f.shape[1], 1))
+    lead = np.where(np.abs(probe) > 1e-9 * np.linalg.norm(f, axis=1),
+                    probe, f[np.arange(f.shape[0]), np.argmax(np.abs(f), axis=1)])
     return dataclasses.replace(model, factor=f * np.where(lead < 0, -1.0, 1.0)[:, None])
 
 
