@@ -4,7 +4,7 @@ Policy (TOML)::
 
     [features.duration_months]
     monotonic = "increasing"     # "increasing" | "decreasing" | "none"
-    max_monotonicity = 0.02      # tolerated monotonicity score (default 0.005)
+    max_monotonicity = 0.02      # tolerated monotonicity score (default: materiality x prediction sd)
     lipschitz = 0.01             # slope bound l for this feature (feature units)
     max_lipschitz = 0.05         # tolerated Lipschitz score
     max_incidence = 0.10         # tolerated gap to the data's incidence
@@ -28,13 +28,16 @@ Policy (TOML)::
     [gate]
     decide = "evidence"          # "evidence" (default) | "limits"
 
-Scores are those of :mod:`autopdp.scores.utilities` (units of the prediction).  A check
-that cannot be measured (e.g. monotonicity of an unordered categorical, incidence
-without a target) fails: the gate fails closed.  With ``decide = "evidence"`` a shape
-rule (monotonicity, Lipschitz, incidence, slope, similarity) fails only when its score
-exceeds the limit and the violation is material and clear of noise, by the findings'
-tests (:mod:`autopdp.scores.evidence`); each check's ``proof`` gives that evidence.
-With ``decide = "limits"`` the raw score against the limit decides.
+Scores are those of :mod:`autopdp.scores.utilities` (units of the prediction); a limit is in the same units.
+``max_monotonicity`` left out is ``materiality`` x the standard deviation of the model's predictions (on the
+prediction's own scale, never an absolute number).  A check that cannot be measured (e.g. monotonicity of an
+unordered categorical, incidence without a target) fails: the gate fails closed.  With ``decide = "evidence"``
+a monotonicity, Lipschitz, slope or similarity limit is tested as a minimum-effect null, "the violation is at
+most the limit" (:mod:`autopdp.gate_tests`): the check fails only when the violation exceeds the limit with
+confidence (one-sided, at ``significance``, Holm across the policy's tested checks), or exceeds it with no noise
+model to test it (fails closed).  Incidence and the importance rules have no such test in the gate: their raw
+score against the limit decides.  Each limit check's ``proof`` gives the bound, its source, the observed value,
+the p-value and the decision.  With ``decide = "limits"`` the raw score against the limit decides every rule.
 
 The policy decides: a policy must define at least one check (a key that only modifies a rule the
 policy does not set is refused, naming both), its ``[audit]`` table and rules win over a --config,
@@ -56,13 +59,13 @@ import numpy as np
 from ._io import atomic_write_text
 from .config import AuditConfig, load_toml
 from .errors import InputError
+from .gate_tests import default_bound, lipschitz_test, monotonicity_test, run_limit_tests, similarity_test, slope_test
 from .scores.utilities import score_lipschitz, score_monotonicity
 from .scores.utilities.monotonicity import DIRECTIONS
 
 __all__ = ["GatePolicy", "FeaturePolicy", "GateCheck", "GateResult", "gate", "champion_name", "CHAMPION"]
 
 CHAMPION = "champion"
-DEFAULT_MAX_MONOTONICITY = 0.005
 DEFAULT_MIN_IMPORTANCE = 0.001
 DEFAULT_FORBIDDEN_TOP_K = 5
 
@@ -145,7 +148,8 @@ def _no_check_message() -> str:
 @dataclass(frozen=True)
 class FeaturePolicy:
     monotonic: str | None = None
-    max_monotonicity: float = DEFAULT_MAX_MONOTONICITY
+    #: None: the default limit, materiality x the prediction sd (on the prediction's own scale)
+    max_monotonicity: float | None = None
     lipschitz: float | None = None
     max_lipschitz: float | None = None
     max_incidence: float | None = None
@@ -166,8 +170,8 @@ class GatePolicy:
     required_top_k: int | None = None
     champion_max_similarity: float | None = None
     audit: Mapping[str, Any] = field(default_factory=dict)
-    #: "evidence" (default): a shape rule fails when its score exceeds the limit and is a material finding clear
-    #: of noise; "limits": on the raw score against the absolute limit alone
+    #: "evidence" (default): a limit with a noise test fails when the score exceeds it with confidence (a one-sided
+    #: minimum-effect test, :mod:`autopdp.gate_tests`); "limits": on the raw score against the limit alone
     decide: str = "evidence"
     #: the policy file it was read from: path, bytes and sha256 (None when built from a dict)
     source: Mapping[str, Any] | None = None
@@ -471,97 +475,82 @@ def _fmt(v) -> str:
     return f"{float(v):.6g}"
 
 
-def _limit_check(check, feature, measured, threshold, *, reason="", evidence=None, relation="<=", what=None) -> GateCheck:
+def _limit_check(check, feature, measured, threshold, *, reason="", evidence=None, relation="<=", what=None,
+                 note="") -> GateCheck:
     name = f"{check}[{feature}]"
     label = what or check
+    note = f" ({note})" if note else ""
     if measured is None or not np.isfinite(measured):
         return GateCheck(name, check, feature, None, threshold, relation, False,
                          f"{feature}: {label} could not be measured ({reason or 'no score'}); the gate fails closed.", evidence)
     ok = measured <= threshold + 1e-12 if relation == "<=" else measured >= threshold - 1e-12
     verb = "within" if ok else "exceeds" if relation == "<=" else "below"
     if relation == "<=":
-        message = f"{feature}: {label} {_fmt(measured)} {verb} the allowed {_fmt(threshold)}."
+        message = f"{feature}: {label} {_fmt(measured)} {verb} the allowed {_fmt(threshold)}{note}."
     else:
         message = f"{feature}: {label} {_fmt(measured)} {'meets' if ok else 'is below'} the required {_fmt(threshold)}."
     return GateCheck(name, check, feature, float(measured), float(threshold), relation, bool(ok), message, evidence)
 
 
-def _decided(check: GateCheck, proof: dict | None, decide: str) -> GateCheck:
-    """A limit check decided on the evidence: an exceeded limit fails only when the score is a material finding
-    clear of noise (``proof``: material, significant, p_value, test); "limits" keeps the raw verdict."""
-    if decide == "limits" or check.passed or check.measured is None or proof is None:
+#: the rules whose limit the gate tests (a minimum-effect test, :mod:`autopdp.gate_tests`); incidence has no such
+#: test after the audit (its noise is the rows' observed outcomes, which the audit does not keep)
+TESTED = ("monotonicity", "lipschitz", "slope", "similarity")
+
+
+def _bound(audit, t: int, explicit) -> tuple[float, str, str]:
+    """The limit a rule is held to: the policy's (``explicit``), else materiality x the prediction sd."""
+    if explicit is not None:
+        return float(explicit), "policy", "the policy's limit"
+    value, how = default_bound(audit, t)
+    return value, "default", how
+
+
+def _decided(check: GateCheck, proof: dict | None, decide: str, source: str, rule: str,
+             materiality_threshold: float = float("nan")) -> GateCheck:
+    """A limit check decided by ``decide``: "limits" on the raw score; "evidence" by its minimum-effect test
+    (``proof`` from :func:`autopdp.gate_tests.run_limit_tests`; None: the rule has no such test and the raw
+    score decides).  The proof carries the bound, its source, the observed value, the p-value and the decision."""
+    measured = check.measured
+    exceeds = bool(measured is not None and not check.passed)
+    base = {"bound": float(check.threshold), "bound_source": source, "bound_rule": rule,
+            "observed": measured, "exceeds": exceeds, "p_value": float("nan"), "adjusted_p": float("nan"),
+            "significant": False, "untested": False, "test": "", "null": "", "draws": 0}
+    raw = decide == "limits" or proof is None
+    proof = {**base, **(proof or {}), "decide": decide, "bound_source": source, "bound_rule": rule}
+    proof["material"] = proof["exceeds"]  # kept for older readers of gate.json: now "the limit is exceeded"
+    proof["materiality_threshold"] = float(materiality_threshold)
+    if measured is None:  # could not be measured: failed closed by _limit_check
+        proof.update(decision="fail", why="not measured: the gate fails closed")
         return dataclasses.replace(check, proof=proof)
-    if proof.get("material") and proof.get("significant"):
-        message = (f"{check.message[:-1]}, and the violation is material (>= {_fmt(proof.get('materiality_threshold'))}) "
-                   f"and clear of noise (p = {_fmt(proof.get('p_value'))}; {proof.get('test')}).")
+    if raw:
+        proof["decision"] = "pass" if check.passed else "fail"
+        if not proof["test"]:
+            proof["test"] = ("none: gate.decide = 'limits' (the raw score against the limit)" if decide == "limits"
+                             else "none: no minimum-effect test for this rule in the gate (the raw score decides)")
+        proof["why"] = "within the limit" if check.passed else "the raw score exceeds the limit"
+        message = check.message
+        if decide != "limits" and not check.passed:
+            message = f"{check.message[:-1]} (no noise test for this rule: the raw score decides)."
         return dataclasses.replace(check, message=message, proof=proof)
-    why = ("not material (below " + _fmt(proof.get("materiality_threshold")) + ")" if not proof.get("material") else
-           "untested (its noise test could not be run)" if proof.get("untested") else
-           f"within sampling noise (p = {_fmt(proof.get('p_value'))}, adjusted {_fmt(proof.get('adjusted_p'))})")
-    message = (f"{check.message[:-1]}, but the violation is {why}: passes (gate.decide = 'evidence'; "
-               "set it to 'limits' to fail on the raw score).")
-    if proof.get("untested"):
-        message = (f"{check.message[:-1]} and its noise test could not be run: the gate fails closed.")
-        return dataclasses.replace(check, message=message, proof=proof)
+    if not proof["exceeds"]:
+        proof.update(decision="pass", why="within the limit", p_value=1.0, adjusted_p=1.0)
+        return dataclasses.replace(check, passed=True, proof=proof)
+    p, q, alpha = proof["p_value"], proof["adjusted_p"], proof.get("significance")
+    if proof["untested"]:
+        proof["why"] = "exceeds the limit and its noise test could not be run: fails closed"
+        message = (f"{check.message[:-1]} and its noise test could not be run (no ICE curves or standard errors): "
+                   "the gate fails closed.")
+        return dataclasses.replace(check, passed=False, message=message, proof=proof)
+    tested = f"p = {_fmt(p)}, {proof.get('multiple_testing', 'holm')}: adjusted {_fmt(q)}, at {_fmt(alpha)}"
+    if proof["significant"]:
+        proof["why"] = "exceeds the limit with confidence"
+        message = (f"{check.message[:-1]}, and it exceeds the limit with confidence, clear of noise (one-sided "
+                   f"minimum-effect test of 'at most {_fmt(check.threshold)}': {tested}).")
+        return dataclasses.replace(check, passed=False, message=message, proof=proof)
+    proof["why"] = "exceeds the limit within sampling noise"
+    message = (f"{check.message[:-1]}, but not with confidence ({tested}): within sampling noise of the limit, "
+               "passes (gate.decide = 'evidence'; set it to 'limits' to fail on the raw score).")
     return dataclasses.replace(check, passed=True, message=message, proof=proof)
-
-
-def _proof_of(e) -> dict | None:
-    """The evidence fields a gate verdict rests on."""
-    if e is None:
-        return None
-    return {"p_value": float(e.p_value), "adjusted_p": float(e.adjusted_p), "material": bool(e.material),
-            "significant": bool(e.significant), "untested": bool(e.untested),
-            "materiality_threshold": float(e.threshold), "test": e.test, "null": e.null, "why": e.why}
-
-
-def _gate_noise_test(audit, r, t, s, kind: str, n_checks: int = 1) -> dict | None:
-    """Test a score the gate re-scored with the policy's own direction or bound (the audit's evidence used the
-    audit's): the same null draws as :mod:`autopdp.scores.evidence`."""
-    from .scores.evidence import _draw_lipschitz, _draw_monotonicity, _rng
-    from .scores.significance import TESTS, pd_noise_model, sequential_p
-
-    if not s.available:
-        return None
-    sd = np.asarray(audit.metadata.get("prediction_std") or [np.nan], dtype=float)
-    thr = float(audit.config.materiality * sd[t]) if t < sd.size and np.isfinite(sd[t]) else float("nan")
-    material = bool(np.isfinite(thr) and s.value >= thr)
-    noise = pd_noise_model(r, t, getattr(audit, "sample_weight", None))
-    proof = {"p_value": float("nan"), "adjusted_p": float("nan"), "material": material, "significant": False,
-             "untested": False, "materiality_threshold": thr, "test": "", "null": TESTS[kind][0]}
-    if not material:
-        return proof
-    if noise is None:
-        proof["untested"] = True
-        return proof
-    w = np.asarray(r.density, dtype=float).ravel()
-    rng = _rng(r.features, f"gate-{kind}")
-    cfg = audit.config
-    # enough draws for the adjustment across the rule's checks (at most n_checks of them) to pass the top one
-    need = int(np.ceil(2.0 * max(n_checks, 1) / max(cfg.significance, 1e-12)))
-    if kind == "monotonicity":
-        draw = _draw_monotonicity(s, noise, w, cfg.loss, True, rng)
-        most = min(cfg.max_noise_draws, need)
-    else:
-        draw = _draw_lipschitz(s, noise, r, w, cfg.loss, rng)
-        most = min(cfg.max_noise_draws, need, 5000)
-    res = sequential_p(s.value, draw, first=cfg.noise_draws, most=max(cfg.noise_draws, most),
-                       tol=1e-9 * (thr / max(cfg.materiality, 1e-12) if np.isfinite(thr) and thr > 0 else 1.0))
-    proof.update(p_value=res.p_value, test=f"{TESTS[kind][1]} ({noise.source}), {res.draws:,} draws")
-    return proof
-
-
-def _adjust_gate_proofs(proofs: list[dict], config) -> None:
-    """Benjamini-Hochberg (or Holm) across the gate's own tests of one rule, in place."""
-    from .scores.significance import adjust_p_values
-
-    tested = [p for p in proofs if p is not None and p["material"] and np.isfinite(p["p_value"])]
-    if not tested:
-        return
-    adj = adjust_p_values(np.array([p["p_value"] for p in tested]), config.multiple_testing)
-    for p, q in zip(tested, adj):
-        p["adjusted_p"] = float(q)
-        p["significant"] = bool(q <= config.significance)
 
 
 def _warn_if_loosened(config, policy) -> None:
@@ -598,8 +587,20 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
     champ = champion_name(audit, champion) if (policy.needs_champion or champion is not None) else None
     policy.check_features(list(audit.metadata.get("data", {}).get("feature_names", names)) or names)
     checks: list[GateCheck] = []
-    pending: list[tuple] = []  # (rule, proof, check) decided once the gate's own tests are adjusted
-    loss = audit.config.loss
+    # limit checks in policy order: (check, LimitTest or None, bound source, how the bound was made)
+    limits: list[tuple] = []
+    loss, sw = audit.config.loss, getattr(audit, "sample_weight", None)
+
+    def held(kind, name, s, bound, source, rule, test, label, t):
+        check = _limit_check(kind, name, s.value if s else None, bound, reason=(s.reason if s else "") or
+                             f"{kind} was not run", evidence=kind, what=label, note=rule)
+        if s is not None and s.available and not np.isfinite(bound):
+            check = dataclasses.replace(check, passed=False, message=(
+                f"{name}: {label} {_fmt(s.value)}, but its default limit ({rule}) could not be computed; "
+                "the gate fails closed."))
+            test = None
+        limits.append((check, test if check.measured is not None else None, source, rule, t))
+
     for name, fp in policy.features.items():
         try:
             r = audit.pd(name)
@@ -609,47 +610,30 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
             continue
         w = r.density
         t = r.target_index(None)
-        ev = audit.evidence or {}
-
-        def audit_proof(uid):
-            return _proof_of(ev.get(uid, {}).get(r.features))
-
         if fp.monotonic not in (None, "none"):
             s = score_monotonicity(r, target_index=t, weights=w, directions=(fp.monotonic,), loss=loss)
-            proof = _gate_noise_test(audit, r, t, s, "monotonicity", len(policy.features))
-            pending.append(("monotonicity", proof, _limit_check(
-                "monotonicity", name, s.value, fp.max_monotonicity, reason=s.reason, evidence="monotonicity",
-                what=f"gap to the best {fp.monotonic} curve")))
+            bound, source, rule = _bound(audit, t, fp.max_monotonicity)
+            test = monotonicity_test(audit, r, t, s, bound, sw) if s.available and np.isfinite(bound) else None
+            held("monotonicity", name, s, bound, source, rule, test, f"gap to the best {fp.monotonic} curve", t)
         if fp.max_lipschitz is not None:
             if fp.lipschitz is not None:
                 s = score_lipschitz(r, target_index=t, weights=w, slopes=[fp.lipschitz], loss=loss)
             else:
                 s = audit.score(name, "lipschitz")
-            check = _limit_check("lipschitz", name, s.value, fp.max_lipschitz, reason=s.reason, evidence="lipschitz",
-                                 what="gap to the best slope-bounded curve")
-            if fp.lipschitz is not None:
-                pending.append(("lipschitz", _gate_noise_test(audit, r, t, s, "lipschitz", len(policy.features)), check))
-            else:
-                checks.append(_decided(check, audit_proof("lipschitz"), policy.decide))
+            test = lipschitz_test(audit, r, t, s, fp.max_lipschitz, sw) if s.available else None
+            held("lipschitz", name, s, fp.max_lipschitz, "policy", "the policy's limit", test,
+                 "gap to the best slope-bounded curve", t)
         if fp.max_incidence is not None:
             s = audit.utility_scores[r.features].get("incidence")
-            checks.append(_decided(_limit_check(
-                "incidence", name, s.value if s else None, fp.max_incidence,
-                reason=s.reason if s else "incidence was not run", evidence="incidence",
-                what="gap to the data's incidence"), audit_proof("incidence"), policy.decide))
+            held("incidence", name, s, fp.max_incidence, "policy", "the policy's limit", None,
+                 "gap to the data's incidence", t)
         if fp.max_slope is not None:
             s = audit.utility_scores[r.features].get("slope")
-            checks.append(_decided(_limit_check(
-                "slope", name, s.value if s else None, fp.max_slope, reason=s.reason if s else "slope was not run",
-                evidence="slope", what="slope"), audit_proof("slope"), policy.decide))
+            test = slope_test(audit, r, t, s.value, fp.max_slope, sw) if s is not None and s.available else None
+            held("slope", name, s, fp.max_slope, "policy", "the policy's limit", test, "slope", t)
         if fp.min_importance is not None:
             imp = float(audit.importance.loc[name].max())
             checks.append(_limit_check("importance_min", name, imp, fp.min_importance, relation=">=", what="importance"))
-    # the gate's own tests (re-scored with the policy's direction or bound): adjusted across each rule's checks
-    for rule in ("monotonicity", "lipschitz"):
-        _adjust_gate_proofs([proof for kind, proof, _ in pending if kind == rule], audit.config)
-    for kind, proof, check in pending:
-        checks.append(check if proof is None else _decided(check, proof, policy.decide))
     if policy.needs_champion:
         uid = f"similarity:{champ}"
         for name in names:
@@ -657,11 +641,26 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
             limit = fp.max_similarity if fp.max_similarity is not None else policy.champion_max_similarity
             if limit is None:
                 continue
+            r = audit.pd(name)
             s = audit.utility_scores[(name,)].get(uid)
-            checks.append(_decided(_limit_check(
-                "similarity", name, s.value if s else None, limit, reason=s.reason if s else "no champion model was given",
-                evidence=uid, what=f"gap to the champion's PD ({champ})" if champ else "gap to the champion's PD"),
-                _proof_of((audit.evidence or {}).get(uid, {}).get((name,))), policy.decide))
+            other = next((o for o in audit.comparisons.get(champ, ()) if tuple(o.features) == (name,)), None)
+            t = r.target_index(s.target) if s is not None and s.available else r.target_index(None)
+            test = similarity_test(audit, r, t, other, s, limit, sw) if s is not None and s.available else None
+            label = f"gap to the champion's PD ({champ})" if champ else "gap to the champion's PD"
+            check = _limit_check("similarity", name, s.value if s else None, limit,
+                                 reason=s.reason if s else "no champion model was given", evidence=uid, what=label,
+                                 note="the policy's limit")
+            limits.append((check, test if check.measured is not None else None, "policy", "the policy's limit", t))
+    # the gate's own tests: one family (Holm) across every noise-tested limit check of the policy
+    family = [test for _, test, *_ in limits if test is not None]
+    proofs = dict(zip(map(id, family), run_limit_tests(family, audit.config))) if policy.decide == "evidence" else {}
+    for check, test, source, rule, t in limits:
+        proof = proofs.get(id(test)) if test is not None else None
+        if proof is None and policy.decide == "evidence" and check.check in TESTED and check.measured is not None:
+            proof = {"untested": not check.passed, "test": "none: no noise model for this PD",
+                     "exceeds": not check.passed, "p_value": 1.0 if check.passed else float("nan"),
+                     "adjusted_p": 1.0 if check.passed else float("nan"), "significance": audit.config.significance}
+        checks.append(_decided(check, proof, policy.decide, source, rule, default_bound(audit, t)[0]))
     if policy.forbidden or policy.required:
         imp = audit.importance.max(axis=1).sort_values(ascending=False, kind="stable")
         rank = {f: i + 1 for i, f in enumerate(imp.index)}

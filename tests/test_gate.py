@@ -57,7 +57,7 @@ def test_policy_that_passes(world):
 FAILING = [
     ({"features": {"a": {"monotonic": "decreasing", "max_monotonicity": 0.01}}}, "monotonicity[a]"),
     ({"features": {"a": {"lipschitz": 0.001, "max_lipschitz": 0.001}}}, "lipschitz[a]"),
-    # a's bins are calibrated (the omitted group is independent of a): only the raw limit fails it
+    # a's bins are calibrated (the omitted group is independent of a); incidence is decided on the raw score
     ({"features": {"a": {"max_incidence": 0.0001}}, "gate": {"decide": "limits"}}, "incidence[a]"),
     ({"features": {"b": {"max_slope": 0.0001}}}, "slope[b]"),
     ({"features": {"c": {"min_importance": 0.5}}}, "importance_min[c]"),
@@ -227,14 +227,15 @@ def test_compare_ranks_the_feature_that_differs_first(world, tmp_path, capsys):
     assert html.index('id="comparison"') < html.index('id="summary"')
 
 
-def test_an_exceeded_limit_within_noise_passes_on_the_evidence_and_fails_on_limits(world):
+def test_an_incidence_limit_is_decided_on_the_raw_score(world):
+    """The gate has no minimum-effect test for incidence (its noise is the rows' outcomes, not kept by the audit):
+    an exceeded limit fails in both modes and says why (it used to pass as "not material": issue 29)."""
     policy = {"features": {"a": {"max_incidence": 0.0001}}}
     on_evidence = gate(world["audit"], policy)
     check = next(c for c in on_evidence.checks if c.name == "incidence[a]")
-    assert on_evidence.passed and check.passed
-    assert check.proof is not None and not (check.proof["material"] and check.proof["significant"])
-    assert "passes (gate.decide = 'evidence'" in check.message
-    assert check.to_dict()["proof"]["test"]
+    assert not on_evidence.passed and not check.passed
+    assert "the raw score decides" in check.message
+    assert check.to_dict()["proof"]["test"].startswith("none") and check.proof["bound"] == 0.0001
     on_limits = gate(world["audit"], {**policy, "gate": {"decide": "limits"}})
     assert not on_limits.passed
 
