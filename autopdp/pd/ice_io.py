@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import InputError
 
 __all__ = ["ICE_SCHEMA", "ICE_FILE", "ICE_MAX_MB", "ice_parquet_bytes", "ice_sidecar_name", "read_ice",
-           "read_ice_weights"]
+           "read_ice_weights", "read_ice_weight_totals", "SampledWeights"]
 
 ICE_SCHEMA = "autopdp.ICE/1"
 #: The sidecar's file name beside results.json (``--ice`` on the command line).
@@ -81,7 +81,11 @@ def ice_parquet_bytes(items, sample_weight=None) -> bytes:
         "ice": ice_col,
         "weight": weight_col,
     })
-    table = table.replace_schema_metadata({"autopdp": json.dumps({"schema": ICE_SCHEMA, "index": index})})
+    meta = {"schema": ICE_SCHEMA, "index": index}
+    if sample_weight is not None:  # aggregates of all rows' weights: the noise tests' design (no row's value)
+        sw = np.asarray(sample_weight, dtype=np.float64)
+        meta["weights"] = {"rows": int(sw.size), "total": float(sw.sum()), "total_of_squares": float(np.sum(sw * sw))}
+    table = table.replace_schema_metadata({"autopdp": json.dumps(meta)})
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
     return buf.getvalue()
@@ -131,6 +135,37 @@ def read_ice(source, max_mb: float = ICE_MAX_MB) -> dict:
         raise InputError(f"the ICE file {_name(source)} does not hold together ({str(exc)[:200]}); write it again "
                          "with autopdp.") from None
     return out
+
+
+class SampledWeights(np.ndarray):
+    """The sample weights of an audit read back from its ICE sidecar: each row's weight where the sidecar has a
+    curve of it, NaN elsewhere, with the aggregates of all rows the noise tests need (``total``,
+    ``total_of_squares``): the ICE rows' inclusion probabilities and the effective rows follow from them."""
+
+    def __new__(cls, values, total: float, total_of_squares: float):
+        obj = np.asarray(values, dtype=float).view(cls)
+        obj.total = float(total)
+        obj.total_of_squares = float(total_of_squares)
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.total = getattr(obj, "total", float("nan"))
+        self.total_of_squares = getattr(obj, "total_of_squares", float("nan"))
+
+
+def read_ice_weight_totals(source, max_mb: float = ICE_MAX_MB) -> dict | None:
+    """``{"rows", "total", "total_of_squares"}`` of the audit's sample weights as the sidecar records them (None:
+    unweighted, or a sidecar written before they were recorded)."""
+    _, meta = _read(source, max_mb)
+    got = (meta or {}).get("weights") if isinstance(meta, dict) else None
+    if not isinstance(got, dict):
+        return None
+    try:
+        out = {"rows": int(got["rows"]), "total": float(got["total"]),
+               "total_of_squares": float(got["total_of_squares"])}
+    except (KeyError, TypeError, ValueError):
+        return None
+    return out if out["total"] > 0 and out["total_of_squares"] > 0 and out["rows"] > 0 else None
 
 
 def read_ice_weights(source, max_mb: float = ICE_MAX_MB) -> tuple[np.ndarray, np.ndarray] | None:

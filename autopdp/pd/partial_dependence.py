@@ -94,7 +94,40 @@ def _sample_weight(sample_weight, n):
     return w
 
 
-def _ice_rows(subsample, n, random_state):
+def certainty_rows(weights, k: int) -> np.ndarray:
+    """The rows an ICE sample of ``k`` rows takes with certainty: those whose weight is at least the mean weight
+    per remaining draw (``w_i >= W_rest / k_rest``, repeated until no row qualifies), i.e. every row that a
+    sample with probability proportional to weight would take with probability 1.  Empty without weights (or
+    with equal weights).  The other kept rows are a uniform sample of the rest;
+    :func:`autopdp.scores.significance.kept_inclusion` gives each kept row's probability of being kept."""
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    if w is None or w.size == 0 or k >= w.size:
+        return np.zeros(0 if w is None else w.size, dtype=bool)
+    sure = np.zeros(w.size, dtype=bool)
+    while True:
+        k_rest = k - int(sure.sum())
+        rest_total = float(w[~sure].sum())
+        if k_rest <= 0 or rest_total <= 0:
+            break
+        new = ~sure & (w * k_rest >= rest_total)
+        if not new.any():
+            break
+        sure |= new
+    return sure
+
+
+def _weighted_sample(n: int, k: int, weights, rng) -> np.ndarray:
+    """``k`` rows of ``n``: every row of :func:`certainty_rows` and a uniform sample of the rest (sorted)."""
+    sure = certainty_rows(weights, k) if weights is not None else np.zeros(n, dtype=bool)
+    if not sure.any():
+        return np.sort(rng.choice(n, size=k, replace=False))
+    rest = np.flatnonzero(~sure)
+    k_rest = max(k - int(sure.sum()), 0)
+    picked = rng.choice(rest, size=min(k_rest, rest.size), replace=False) if k_rest else np.array([], dtype=int)
+    return np.sort(np.concatenate([np.flatnonzero(sure), picked]).astype(np.intp))
+
+
+def _ice_rows(subsample, n, random_state, weights=None):
     if subsample is None:
         return None
     if isinstance(subsample, numbers.Integral) and not isinstance(subsample, bool):
@@ -107,8 +140,7 @@ def _ice_rows(subsample, n, random_state):
         raise InputError(f"subsample must be a positive number of rows or a fraction in (0, 1], got {subsample!r}.")
     if k >= n:
         return None
-    rng = np.random.default_rng(random_state)
-    return np.sort(rng.choice(n, size=k, replace=False))
+    return _weighted_sample(n, k, weights, np.random.default_rng(random_state))
 
 
 def _reject_infinite(frame: Frame, categorical: np.ndarray) -> None:
@@ -153,7 +185,7 @@ class _Setup:
             raise InputError(f"std must be True, False or None, got {std!r}.")
         # kind="average" asks for averages only: no ICE spread is computed unless std=True
         self.want_std = (kind != "average") if std is None else bool(std)
-        self.ice_rows = _ice_rows(subsample, self.frame.n_rows, random_state)
+        self.ice_rows = _ice_rows(subsample, self.frame.n_rows, random_state, self.sample_weight)
         self.centered = bool(centered)
         self.max_batch_bytes = float(max_batch_mb) * 1e6
         if max_levels is not None and (not isinstance(max_levels, numbers.Integral) or max_levels < 2):
@@ -192,7 +224,7 @@ class _Setup:
         if self.std_rows >= n:
             return np.arange(n)
         rng = np.random.default_rng(0 if self.random_state is None else self.random_state)  # same rows every run
-        return np.sort(rng.choice(n, size=self.std_rows, replace=False))
+        return _weighted_sample(n, self.std_rows, self.sample_weight, rng)
 
     def with_grid_resolution(self, grid_resolution) -> "_Setup":
         """The same setup with another grid resolution (grids are rebuilt)."""

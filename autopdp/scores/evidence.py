@@ -21,8 +21,8 @@ from .calibration import incidence_parts
 from .importance import flatness, interaction_statistic, marginal_weights
 from .scoring import _weights, grid_cells
 from .significance import (
-    ANALYTIC_P_FLOOR, TESTS, Evidence, NoiseModel, SequentialTest, adjust_p_values, analytic_p, pd_noise_model,
-    ice_row_weights, weighted_noise_factor,
+    ANALYTIC_P_FLOOR, EFFECTIVE_ROWS_FLOOR, TESTS, Evidence, NoiseModel, SequentialTest, adjust_p_values, analytic_p, pd_noise_model,
+    ice_row_weights, noise_gap_reason, weighted_noise_factor,
 )
 from .utilities import TRUST_IDS
 from .utilities.base import axis_positions, gap_of_draws
@@ -180,7 +180,10 @@ def why_sentence(e: Evidence, adjusted: float, significant: bool, config, *, rea
             return f"not material: {reason}"
         return (f"not material: the {stat} {_num(e.value)} is below the materiality threshold {_num(e.threshold)}.")
     if not np.isfinite(e.p_value):
-        return f"untested: the {stat} {_num(e.value)} is material, but its noise test could not be run ({reason or 'no noise estimate'})."
+        if np.isfinite(e.threshold) and e.threshold > 0:
+            return (f"untested: the {stat} {_num(e.value)} is at or above the threshold {_num(e.threshold)}, but its "
+                    f"test could not be run ({reason or 'no noise estimate'}).")
+        return f"untested: the {stat} {_num(e.value)}: its noise test could not be run ({reason or 'no noise estimate'})."
     test = f"; {e.test}" if e.test else ""
     noise = f"; noise level {_num(e.noise_level)}" if np.isfinite(e.noise_level) else ""
     conf = f"{1 - config.significance:.0%}"
@@ -363,7 +366,8 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
         t = int(np.nanargmax(imp)) if np.isfinite(imp).any() else 0
         imp_ev[r.features[0]] = _flat_test("importance", r, t, imp[t], threshold(t), noise_of(r, t), r.kinds[0],
                                            wimp, budget, tol_of(t),
-                                           statistic="importance (density-weighted sd of the PD)")
+                                           statistic="importance (density-weighted sd of the PD)",
+                                           sample_weight=inputs.sample_weight)
         for uid, s in utility_scores[r.features].items():
             if uid in TRUST_IDS:
                 continue
@@ -406,13 +410,14 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
     return evidence
 
 
-def _flat_test(criterion, r, t, value, thr, noise, kind, weights, budget, tol, *, statistic, rng_salt=""):
+def _flat_test(criterion, r, t, value, thr, noise, kind, weights, budget, tol, *, statistic, rng_salt="",
+               sample_weight=None):
     """A statistic that is 0 for a flat curve, tested against a flat curve plus the curve's noise."""
     if not np.isfinite(value):
         return _item(criterion, r.features, np.nan, thr, statistic=statistic, reason="no PD values.")
     if noise is None:
         return _item(criterion, r.features, value, thr, statistic=statistic,
-                     reason="no ICE curves or standard errors for this PD")
+                     reason=noise_gap_reason(r, t, sample_weight) or "no ICE curves or standard errors for this PD")
     if not (np.isfinite(thr) and value >= thr):
         return _item(criterion, r.features, value, thr, p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
     curve = np.asarray(r.average[t], dtype=float).ravel()
@@ -450,8 +455,9 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evid
                      details=details, reason=reason, material=False)
     noise = noise_of(r, t)
     if noise is None:
-        return _item(uid, r.features, s.value, thr, statistic=statistic,
-                     reason="no ICE curves or standard errors for this PD")
+        return _item(uid, r.features, s.value, thr, statistic=statistic, details=details,
+                     reason=noise_gap_reason(r, t, inputs.sample_weight)
+                     or "no ICE curves or standard errors for this PD")
     rng = _rng(r.features, uid)
     cap = None
     curve = np.asarray(r.average[t], dtype=float).ravel()
@@ -529,6 +535,11 @@ def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
                      statistic=statistic, details={"scale": scale_name})
     mean, se = float(d.get("mean_square", np.nan)), float(d.get("mean_square_se", np.nan))
     rows = int(d.get("ice_rows", 0))
+    n_eff = float(d.get("effective_rows", np.nan))
+    if np.isfinite(n_eff) and n_eff < EFFECTIVE_ROWS_FLOOR:
+        return _item("ice_variance", r.features, s.value, thr, statistic=statistic, details={"scale": scale_name},
+                     reason=f"the ICE rows weigh as {n_eff:.1f} effective rows, fewer than {EFFECTIVE_ROWS_FLOOR}: "
+                            "the z-test's normal approximation is not trusted")
     tol_scale = tol * (1.0 if not np.isfinite(thr) else max(thr, 1.0))
     if not np.isfinite(mean) or not np.isfinite(se):
         return _item("ice_variance", r.features, s.value, thr, statistic=statistic,
@@ -618,7 +629,7 @@ def _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget) -> Evidence:
     noise, how = _paired_noise(r, t, other, s.target, inputs.sample_weight)
     if noise is None:
         return _item(uid, r.features, shape_gap, thr, statistic=statistic, details=details,
-                     reason="neither PD kept ICE curves or standard errors")
+                     reason=how or "neither PD kept ICE curves or standard errors")
     wv = np.asarray(w, dtype=float)
     rng = _rng(r.features, uid)
     diff = np.asarray(r.average[t], dtype=float).ravel() - _other_curve(other, s.target, r)
@@ -658,14 +669,22 @@ def _paired_noise(r, t, other, target, sample_weight):
         if common.size >= 2:
             a = np.asarray(r.individual[t], dtype=float).reshape(rows_a.size, -1)[ia]
             b = np.asarray(other.individual[t2], dtype=float).reshape(rows_b.size, -1)[ib]
-            sw = None if sample_weight is None else np.asarray(sample_weight, dtype=float)[common]
-            from .significance import _n_eff
-            factor = weighted_noise_factor(a - b, sw, _n_eff(r, t))
+            from .significance import _effective_rows, _ice_design, gaussian_gap
+            design = _ice_design(r, sample_weight)
+            if design is None:
+                factor = weighted_noise_factor(a - b, None, _effective_rows(r, t, sample_weight))
+            else:
+                w, pi, total = design[0][ia], design[1][ia], design[2]
+                h = np.where(pi > 0, w / np.where(pi > 0, pi, 1.0), 0.0)
+                gap = gaussian_gap(_effective_rows(r, t, sample_weight), a - b, h, weighted=sample_weight is not None)
+                if gap:
+                    return None, gap
+                factor = weighted_noise_factor(a - b, w, pi=pi, total=total)
             return NoiseModel(factor=factor, shape=tuple(r.grid_shape),
                               source=f"paired on {common.size:,} rows"), f"paired on {common.size:,} rows"
     na, nb = pd_noise_model(r, t, sample_weight), pd_noise_model(other, t2, sample_weight)
     if na is None or nb is None:
-        return None, ""
+        return None, noise_gap_reason(r, t, sample_weight) or noise_gap_reason(other, t2, sample_weight)
     # unpaired: the two PDs' noise added as if independent
     return NoiseModel(factor=np.vstack([na.factor, nb.factor]), shape=tuple(r.grid_shape),
                       source="unpaired"), "unpaired: the two PDs' noise taken as independent"
@@ -752,8 +771,10 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
         if np.isfinite(thr) and stat[t] >= thr:
             noise = noise_of(r, t)
             if noise is None:
-                crit["interaction"][r.features] = _item("interaction", r.features, stat[t], thr, statistic=statistic,
-                                                        reason="no standard errors for this 2D PD (std_rows=0)")
+                crit["interaction"][r.features] = _item(
+                    "interaction", r.features, stat[t], thr, statistic=statistic,
+                    reason=noise_gap_reason(r, t, inputs.sample_weight)
+                    or "no standard errors for this 2D PD (std_rows=0)")
                 continue
             base = at_threshold(avg[t], _additive_fit(avg[t], *mw), stat[t], thr)
             rng = _rng(r.features, "interaction")

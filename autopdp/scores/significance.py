@@ -79,6 +79,12 @@ __all__ = [
     "noise_level",
     "ADJUSTMENTS",
     "ANALYTIC_P_FLOOR",
+    "EFFECTIVE_ROWS_FLOOR",
+    "COCHRAN_FACTOR",
+    "noise_gap_reason",
+    "gaussian_gap",
+    "skewness_of_departures",
+    "kept_inclusion",
     "TESTS",
 ]
 
@@ -253,52 +259,197 @@ def _n_eff(result, target_index: int) -> float:
     return float(max(result.n_rows, 1))
 
 
+#: Below this many effective rows (``W**2 / sum w**2``) a PD's mean is not trusted to be Gaussian: untested.
+EFFECTIVE_ROWS_FLOOR = 30
+#: Cochran's rule for the normal approximation of a mean (Cochran 1977, *Sampling Techniques*, 2.15): the
+#: effective rows must exceed this times the squared skewness of the rows' departures.
+COCHRAN_FACTOR = 25
+
+
+def kept_inclusion(w_kept: np.ndarray, total: float, n: int) -> np.ndarray:
+    """The kept ICE rows' probabilities of being kept, from their own weights, the total weight of all ``n`` rows
+    and how many were kept (:func:`autopdp.pd.partial_dependence.certainty_rows`: a row taken with certainty is
+    always among the kept ones, so the rows not kept are not needed)."""
+    w = np.asarray(w_kept, dtype=float)
+    k = w.size
+    if k >= n:
+        return np.ones(k)
+    sure = np.zeros(k, dtype=bool)
+    while True:
+        k_rest = k - int(sure.sum())
+        rest_total = float(total) - float(w[sure].sum())
+        if k_rest <= 0 or rest_total <= 0:
+            break
+        new = ~sure & (w * k_rest >= rest_total)
+        if not new.any():
+            break
+        sure |= new
+    pi = np.ones(k)
+    rest = n - int(sure.sum())
+    pi[~sure] = max(k - int(sure.sum()), 0) / rest if rest else 0.0
+    return pi
+
+
+def _ice_design(result, sample_weight):
+    """``(w, pi, total)`` of the rows whose ICE curves ``result`` kept: their sample weights (ones when
+    unweighted), their probabilities of being kept (:func:`kept_inclusion`) and the total weight of the rows
+    the PD averages over; ``None`` when the weights do not match the rows.  ``sample_weight`` may be an
+    audit's weights read back from its ICE sidecar (:class:`autopdp.pd.ice_io.SampledWeights`: NaN for rows
+    without curves, with the total weight of all rows)."""
+    m = np.asarray(result.individual).shape[1]
+    rows = result.ice_rows
+    if sample_weight is None:
+        n = int(max(result.n_rows, m))
+        return np.ones(m), np.full(m, 1.0 if rows is None else m / n), float(n)
+    sw = np.asarray(sample_weight, dtype=float)
+    total = getattr(sample_weight, "total", None)
+    if total is None:
+        if not np.isfinite(sw).all():
+            return None
+        total = float(sw.sum())
+    if rows is None:
+        return (sw, np.ones(m), float(total)) if sw.shape[0] == m and np.isfinite(sw).all() else None
+    rows = np.asarray(rows)
+    if rows.max(initial=-1) >= sw.shape[0]:
+        return None
+    w = sw[rows]
+    if not (np.isfinite(w).all() and np.isfinite(total) and total > 0):
+        return None
+    return w, kept_inclusion(w, total, sw.shape[0]), float(total)
+
+
 def ice_row_weights(result, sample_weight) -> np.ndarray | None:
-    """The sample weights of the rows whose ICE curves ``result`` kept (None: unweighted)."""
+    """The weights that make the kept ICE rows stand for all rows (None: unweighted): each row's sample weight
+    over its probability of being kept (Horvitz-Thompson), so a heavy row kept with certainty counts once and a
+    sampled light row for the rows it stands for."""
     if sample_weight is None or result.individual is None:
         return None
-    sw = np.asarray(sample_weight, dtype=float)
-    rows = result.ice_rows
-    m = np.asarray(result.individual).shape[1]
-    if rows is None:
-        return sw if sw.shape[0] == m else None
-    rows = np.asarray(rows)
-    return sw[rows] if rows.max(initial=-1) < sw.shape[0] else None
+    design = _ice_design(result, sample_weight)
+    if design is None:
+        return None
+    w, pi, _ = design
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(pi > 0, w / np.where(pi > 0, pi, 1.0), 0.0)
 
 
-def weighted_noise_factor(curves: np.ndarray, w: np.ndarray | None, n_eff_all: float | None = None) -> np.ndarray:
+def weighted_noise_factor(curves: np.ndarray, w: np.ndarray | None, n_eff_all: float | None = None, *,
+                          pi: np.ndarray | None = None, total: float | None = None) -> np.ndarray:
     """Factor of the covariance of the weighted mean of ``curves`` (rows x cells), see module docs.
 
-    ``n_eff_all``: the effective row count of the mean being described, when the
-    curves are a subsample of its rows (the covariance is scaled to it).
+    With ``pi`` (each kept row's probability of being kept) and ``total`` (the total weight of all rows):
+    the Horvitz-Thompson estimate ``sum w_i**2 / pi_i (c_i - m)(c_i - m)^T / total**2``, right for a sample
+    that keeps every heavy row.  Otherwise ``n_eff_all`` (the effective rows of the mean being described)
+    scales the kept rows' covariance by the ratio of kept to all effective rows, up or down.
     """
     c = np.asarray(curves, dtype=float)
     m = c.shape[0]
     w = np.ones(m) if w is None else np.asarray(w, dtype=float)
-    W = float(w.sum())
-    mean = (w @ c) / W
-    dev = (w[:, None] * (c - mean)) / W
-    n_eff_kept = W * W / float(np.sum(w * w))
-    # unbiased weighted covariance: divide by 1 - sum w^2 / W^2 = 1 - 1 / n_eff
-    correction = 1.0 / max(1.0 - 1.0 / n_eff_kept, 1e-12)
-    scale = correction
-    if n_eff_all is not None and np.isfinite(n_eff_all) and n_eff_all > n_eff_kept:
-        scale *= n_eff_kept / n_eff_all
+    if pi is not None and total is not None and np.isfinite(total) and total > 0:
+        pi = np.asarray(pi, dtype=float)
+        h = np.where(pi > 0, w / np.where(pi > 0, pi, 1.0), 0.0)
+        mean = (h @ c) / float(h.sum())
+        n_eff_h = float(h.sum()) ** 2 / float(np.sum(h * h))
+        dev = (np.sqrt(np.where(pi > 0, w * w / np.where(pi > 0, pi, 1.0), 0.0))[:, None] * (c - mean)) / total
+        scale = 1.0 / max(1.0 - 1.0 / n_eff_h, 1e-12)
+    else:
+        W = float(w.sum())
+        mean = (w @ c) / W
+        dev = (w[:, None] * (c - mean)) / W
+        n_eff_kept = W * W / float(np.sum(w * w))
+        # unbiased weighted covariance: divide by 1 - sum w^2 / W^2 = 1 - 1 / n_eff
+        scale = 1.0 / max(1.0 - 1.0 / n_eff_kept, 1e-12)
+        if n_eff_all is not None and np.isfinite(n_eff_all) and n_eff_all > 0:
+            scale *= n_eff_kept / n_eff_all
     _, s, vt = np.linalg.svd(dev, full_matrices=False)
     keep = s > s.max(initial=0.0) * 1e-12 if s.size else s > 0
     return (s[keep, None] * vt[keep]) * np.sqrt(scale)
 
 
+def _effective_rows(result, target_index: int, sample_weight) -> float:
+    """Effective rows of the PD's mean: from the sample weights when they match the rows, else its std/stderr."""
+    if sample_weight is not None:
+        total, squares = getattr(sample_weight, "total", None), getattr(sample_weight, "total_of_squares", None)
+        sw = np.asarray(sample_weight, dtype=float)
+        if total is not None and squares is not None and sw.shape[0] == result.n_rows and squares > 0:
+            return float(total * total / squares)
+        if np.isfinite(sw).all() and sw.shape[0] == result.n_rows and sw.sum() > 0:
+            return float(sw.sum() ** 2 / np.sum(sw * sw))
+    return _n_eff(result, target_index)
+
+
+def skewness_of_departures(curves: np.ndarray, h: np.ndarray) -> float:
+    """Skewness of the rows' departures along their main direction of variation (weights ``h``).
+
+    Each row's curve less its own mean over the cells (every statistic tested is unchanged by a constant
+    shift), less the weighted mean curve, projected on the first principal direction: the direction the PD's
+    noise mostly moves in.  0 when the departures do not vary."""
+    c = np.asarray(curves, dtype=float)
+    c = c - c.mean(axis=1, keepdims=True)
+    h = np.asarray(h, dtype=float)
+    hs = h / h.sum()
+    d = c - hs @ c
+    if not np.any(d):
+        return 0.0
+    _, s, vt = np.linalg.svd(np.sqrt(hs)[:, None] * d, full_matrices=False)
+    if s.size == 0 or s[0] <= 0:
+        return 0.0
+    z = d @ vt[0]
+    m2 = float(hs @ (z * z))
+    return 0.0 if m2 <= 0 else float(hs @ (z ** 3) / m2 ** 1.5)
+
+
+def noise_gap_reason(result, target_index: int, sample_weight=None) -> str:
+    """Why the PD's noise is not trusted to be Gaussian (the item is then untested), or "".
+
+    Two stated rules: fewer than :data:`EFFECTIVE_ROWS_FLOOR` effective rows (dominant weights or few rows),
+    and Cochran's rule: effective rows at most :data:`COCHRAN_FACTOR` x the squared skewness of the rows'
+    departures (a few rows far out on one side make the mean's error skewed and its estimated spread
+    correlated with it)."""
+    n_eff = _effective_rows(result, target_index, sample_weight)
+    curves = h = None
+    if result.individual is not None and np.asarray(result.individual).shape[1] >= 3:
+        design = _ice_design(result, sample_weight)
+        if design is not None:
+            w, pi, _ = design
+            h = np.where(pi > 0, w / np.where(pi > 0, pi, 1.0), 0.0)
+            ice = np.asarray(result.individual[target_index], dtype=float)
+            curves = ice.reshape(ice.shape[0], -1)
+    return gaussian_gap(n_eff, curves, h, weighted=sample_weight is not None)
+
+
+def gaussian_gap(n_eff: float, curves=None, h=None, *, weighted: bool = False) -> str:
+    """The rules of :func:`noise_gap_reason` for a mean over ``n_eff`` effective rows whose departures are
+    ``curves`` (rows x cells, weights ``h``; None: only the floor is checked)."""
+    if np.isfinite(n_eff) and n_eff < EFFECTIVE_ROWS_FLOOR:
+        why = "the sample weights leave" if weighted else "the PD averages over"
+        return (f"{why} {n_eff:.1f} effective rows, fewer than {EFFECTIVE_ROWS_FLOOR}: the PD's noise cannot be "
+                "taken as Gaussian")
+    if curves is None or h is None or np.asarray(h).sum() <= 0 or np.asarray(curves).shape[0] < 3:
+        return ""
+    g1 = skewness_of_departures(curves, h)
+    need = COCHRAN_FACTOR * g1 * g1
+    if np.isfinite(n_eff) and n_eff <= need:
+        return (f"the rows' ICE curves depart from the PD with skewness {g1:.2g}: by Cochran's rule the PD's noise "
+                f"is Gaussian only with more than {need:,.0f} effective rows ({COCHRAN_FACTOR} x skewness squared), "
+                f"and it averages over {n_eff:,.0f}")
+    return ""
+
+
 def pd_noise_model(result, target_index: int, sample_weight=None) -> NoiseModel | None:
-    """The Gaussian noise of ``result``'s PD for one target (see module docs); None when it cannot be estimated."""
+    """The Gaussian noise of ``result``'s PD for one target (see module docs); None when it cannot be estimated
+    or is not trusted to be Gaussian (:func:`noise_gap_reason` says why)."""
     shape = tuple(result.grid_shape)
+    if noise_gap_reason(result, target_index, sample_weight):
+        return None
     if result.individual is not None and np.asarray(result.individual).shape[1] >= 2:
         ice = np.asarray(result.individual[target_index], dtype=float)
         ice = ice.reshape(ice.shape[0], -1)
-        w = ice_row_weights(result, sample_weight)
-        if w is not None and (not np.isfinite(w).all() or np.count_nonzero(w > 0) < 2):
-            w = None
-        factor = weighted_noise_factor(ice, w, _n_eff(result, target_index))
+        design = _ice_design(result, sample_weight)
+        if design is not None and np.count_nonzero(design[0] > 0) >= 2:
+            w, pi, total = design
+            factor = weighted_noise_factor(ice, w, pi=pi, total=total)
+        else:
+            factor = weighted_noise_factor(ice, None, _n_eff(result, target_index))
         if np.isfinite(factor).all():
             return NoiseModel(factor=factor, shape=shape, source="ICE rows")
     se = np.asarray(result.stderr[target_index], dtype=float).ravel()
