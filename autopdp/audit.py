@@ -34,6 +34,7 @@ from .loading import column_error
 from .summary import audit_metadata, summarise_data, target_name_of
 from .pd.partial_dependence import _reject_infinite, feature_grids, partial_dependence
 from .pd.fastpath import plan_tree_path, shared_plans
+from .pd.margin import margin_link
 from .pd.response import make_adapter
 from .pd.trees import TreePathUnavailable
 from .trust.checks import trust_scores
@@ -1247,6 +1248,7 @@ class _PDs:
     fast_2d: bool  # the exact tree path applies
     tree_reason: str  # why it does not ("" when it does)
     notes: tuple
+    margin: Any = None  # the model's margin for the ICE-variance criterion (autopdp.pd.margin.MarginLink) or None
 
     @property
     def results(self) -> list:
@@ -1288,6 +1290,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     categorical = [r.features[0] for r in res1 if r.kinds[0] == "categorical"] or None
     custom_1d = {r.features[0]: list(r.grid[0]) if r.kinds[0] == "categorical" else r.grid[0] for r in res1}
     timings["pd_1d"] = time.perf_counter() - t0
+    margin = _margin(model, data, config, res1, common, n_jobs, timings)
 
     # ---- 2D PDs (on a row subsample, grids from all rows)
     res2: list[PDResult] = []
@@ -1348,7 +1351,23 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
         comparisons[name] = tuple(c1) + tuple(c2)
     timings["comparisons"] = time.perf_counter() - t0
     return _PDs(res1=res1, res2=res2, comparisons=comparisons, pairs=pairs, frame_2d=frame_2d, categorical=categorical,
-                fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes))
+                fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes), margin=margin)
+
+
+def _margin(model, data: _Inputs, config: AuditConfig, res1, common: dict, n_jobs, timings: dict):
+    """The model's margin on the 1D PDs' ICE rows and grids (:mod:`autopdp.pd.margin`), when the ICE-variance
+    criterion reads the link scale of probabilities and the model has a decision_function; else None."""
+    if "ice_variance" not in config.utilities or config.ice_variance_scale != "link" \
+            or config.ice_variance_centering == "none":
+        return None
+    t0 = time.perf_counter()
+    keep = ("percentiles", "grid_method", "integer_as_categorical", "max_batch_mb", "scheduler")
+    pd_kwargs = {k: common[k] for k in keep if k in common}
+    pd_kwargs.update(method="brute" if config.method == "brute" else "auto", n_jobs=n_jobs, progress=False)
+    margin = margin_link(model, data.adapter, data.frame, res1, pd_kwargs)
+    if margin is not None and margin.curves:
+        timings["margin_ice"] = time.perf_counter() - t0
+    return margin
 
 
 #: the per-PD notes of stage 1 on how a PD was computed; the audit words them per group of PDs (_method_notes)
@@ -1464,7 +1483,7 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
         prediction_std=predictions.std(axis=0), config=config,
         comparisons={k: {r.features: r for r in v} for k, v in comparisons.items()},
-        sample_weight=weights, predictions=predictions,
+        sample_weight=weights, predictions=predictions, link=pds.margin,
         comparison_predictions=_comparison_predictions(data, compare or {}, config, predictions.shape),
     )
 

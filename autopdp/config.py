@@ -141,7 +141,9 @@ class AuditConfig:
         error of averaging over the audit rows, not a refit of the learner.  ``noise_draws`` (default 200) first Monte-Carlo draws,
         more (up to ``max_noise_draws``, default 100,000) where the multiple-testing
         cut-off needs them (sequential test); ``ice_variance_scale`` ("link",
-        default: log-odds of probabilities, the decision function or the
+        default: log-odds of probabilities, from the model's margin when its
+        decision_function gives its probabilities, else of probabilities
+        clipped to [2**-53, 1 - 2**-53]; the decision function or the
         prediction; "response": the prediction's own scale).
     Record
         ``keep_points`` (default False): write the raw values of a random sample of up to 400 rows

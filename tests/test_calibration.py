@@ -84,7 +84,7 @@ def test_additive_logistic_is_additive_on_the_log_odds_but_not_on_probabilities(
     a = audit(model, X, y, config=AuditConfig(pairs=False, utilities=("ice_variance",)))
     assert not any(e.passed for e in a.evidence["ice_variance"].values())
     assert max(e.value for e in a.evidence["ice_variance"].values()) < 1e-9
-    assert a.score("a", "ice_variance").details["scale"] == "log-odds"
+    assert a.score("a", "ice_variance").details["scale"].startswith("log-odds (from the model's margin")
     prob = audit(model, X, y, config=AuditConfig(pairs=False, utilities=("ice_variance",),
                                                   ice_variance_scale="response"))
     assert prob.score("a", "ice_variance").value > 0.01  # the sigmoid alone spreads the probability curves

@@ -506,16 +506,20 @@ def _slope_materiality(s, thr: float):
 
 
 def _link_threshold(inputs, r, t, scale_name) -> float:
-    """The materiality threshold on the scale the ICE spread was measured on."""
+    """The materiality threshold on the scale the ICE spread was measured on: ``materiality`` x the sd of
+    the rows' predictions on that scale (the model's margin when the spread was measured on it)."""
     cfg = inputs.config
     pred = inputs.predictions
-    if pred is None or scale_name in ("prediction", "decision function", "share of predicted class") \
+    link = getattr(inputs, "link", None)
+    if link is not None and link.predictions is not None and scale_name == link.name:
+        col = np.asarray(link.predictions, dtype=float)[:, t]
+    elif pred is None or scale_name in ("prediction", "decision function", "share of predicted class") \
             or scale_name.startswith("probability"):
         sd = np.asarray(inputs.prediction_std, dtype=float)
         return float(cfg.materiality * sd[t]) if t < sd.size and np.isfinite(sd[t]) and sd[t] > 0 else float("nan")
-    all_classes = bool(pred.shape[1] >= 3 and np.allclose(pred.sum(axis=1), 1.0, atol=1e-6))
-    linked, _ = link_scale(pred.T, r.response, all_classes=all_classes)
-    col = linked[t]
+    else:
+        all_classes = bool(pred.shape[1] >= 3 and np.allclose(pred.sum(axis=1), 1.0, atol=1e-6))
+        col = link_scale(pred.T, r.response, all_classes=all_classes)[0][t]
     col = col[np.isfinite(col)]
     sd = float(col.std()) if col.size > 1 else float("nan")
     return float(cfg.materiality * sd) if np.isfinite(sd) and sd > 0 else float("nan")
@@ -525,6 +529,7 @@ def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
     d = s.details or {}
     scale_name = d.get("scale", "prediction")
     statistic = f"spread of centred ICE curves on the {scale_name.split(' (')[0]} scale"
+    scale = {"scale": scale_name, **{k: d[k] for k in ("clipped_share", "margin_unavailable") if k in d}}
     if d.get("centering") == "none":
         return _item("ice_variance", r.features, s.value, thr_response, statistic="spread of uncentred ICE curves",
                      reason="the uncentred spread (centering='none') measures the rows' levels; it has no noise "
@@ -532,25 +537,25 @@ def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
     thr = _link_threshold(inputs, r, t, scale_name)
     if not (np.isfinite(thr) and s.value >= thr):
         return _item("ice_variance", r.features, s.value, thr, p=1.0 if np.isfinite(thr) else np.nan,
-                     statistic=statistic, details={"scale": scale_name})
+                     statistic=statistic, details=scale)
     mean, se = float(d.get("mean_square", np.nan)), float(d.get("mean_square_se", np.nan))
     rows = int(d.get("ice_rows", 0))
     n_eff = float(d.get("effective_rows", np.nan))
     if np.isfinite(n_eff) and n_eff < EFFECTIVE_ROWS_FLOOR:
-        return _item("ice_variance", r.features, s.value, thr, statistic=statistic, details={"scale": scale_name},
+        return _item("ice_variance", r.features, s.value, thr, statistic=statistic, details=scale,
                      reason=f"the ICE rows weigh as {n_eff:.1f} effective rows, fewer than {EFFECTIVE_ROWS_FLOOR}: "
                             "the z-test's normal approximation is not trusted")
     tol_scale = tol * (1.0 if not np.isfinite(thr) else max(thr, 1.0))
     if not np.isfinite(mean) or not np.isfinite(se):
         return _item("ice_variance", r.features, s.value, thr, statistic=statistic,
-                     reason="the rows' spread has no standard error", details={"scale": scale_name})
+                     reason="the rows' spread has no standard error", details=scale)
     if s.value <= tol_scale or se <= 0:
         p = 1.0 if s.value <= tol_scale else ANALYTIC_P_FLOOR
     else:  # the minimum-effect null: mean square at most the threshold's square
         p = analytic_p(stats.norm.sf((mean - thr * thr) / se))
     return _item("ice_variance", r.features, s.value, thr, p=p, statistic=statistic,
                  test=f"{TESTS['ice_variance'][1]} over {rows:,} ICE rows",
-                 details={"scale": scale_name, "z": float((mean - thr * thr) / se) if se > 0 else None})
+                 details={**scale, "z": float((mean - thr * thr) / se) if se > 0 else None})
 
 
 def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evidence:

@@ -36,8 +36,10 @@ class ScoringInputs:
     """What the utilities need besides the PD itself (shared by every PDP)."""
 
     def __init__(self, frame: Frame, y, is_classifier: bool, prediction_std: np.ndarray, config, comparisons,
-                 sample_weight=None, predictions=None, comparison_predictions=None):
+                 sample_weight=None, predictions=None, comparison_predictions=None, link=None):
         self.frame = frame
+        #: the model's margin as the ICE-variance link scale (:class:`autopdp.pd.margin.MarginLink`), or None
+        self.link = link
         #: the model's response on every row, (n_rows, n_targets) in the PDs' target order (None: not given)
         self.predictions = None if predictions is None else np.asarray(predictions, dtype=float)
         #: {name: (n_rows, n_targets)} the comparison models' responses on the same rows
@@ -163,8 +165,13 @@ def _score_utility(inputs: ScoringInputs, result, utility: str, cells, w) -> dic
         per = [score_slope(result, target_index=t) for t in targets]
     elif utility == "ice_variance":
         row_weights = ice_row_weights(result, inputs.sample_weight)
+        link = inputs.link
+        margin = None if link is None else link.curves.get(result.features)
+        note = "" if link is None or margin is not None else (link.reason or "")
         per = [score_ice_variance(result, target_index=t, weights=w, centering=cfg.ice_variance_centering,
-                                  scale=cfg.ice_variance_scale, row_weights=row_weights)
+                                  scale=cfg.ice_variance_scale, row_weights=row_weights, link_curves=margin,
+                                  link_name=None if margin is None else link.name,
+                                  margin_note=note)
                for t in targets]
     else:  # pragma: no cover - guarded by AuditConfig
         raise InputError(f"unknown utility {utility!r}")

@@ -33,9 +33,22 @@ Scale (``scale="link"``, the default)
     binary classifier, or one class against the rest), the centred
     log-probability of a multiclass model whose every class is explained (the
     softmax's linear scale), the decision function or regression prediction as
-    they are.  A model that gives probabilities of exactly 0 or 1 has no
-    log-odds there: its curves stay on the probability scale, and the details
-    say so.  ``scale="response"`` keeps the prediction's own scale.
+    they are.  Probabilities are never compared as they are:
+
+    - a model whose probabilities are the sigmoid or softmax of its
+      ``decision_function`` gives those link values from its margin
+      (:mod:`autopdp.pd.margin`, ``link_curves``), exact where a probability
+      rounds to 0 or 1;
+    - otherwise the probabilities are clipped to ``[EPS, 1 - EPS]`` first, with
+      ``EPS = 2**-53`` (about 1.1e-16, the gap between 1 and the largest float64
+      below it: the finest resolution a probability next to 1 has), so a
+      probability of exactly 0 or 1 is read as a log-odds of about -36.7 or
+      +36.7.  The scale's name says so and ``clipped_share`` gives the share of
+      the curves' values that were clipped.  Clipping keeps the scale finite; it
+      does not recover the margin a saturated probability lost, so a model with
+      many such values may still show a spread its margin would not.
+
+    ``scale="response"`` keeps the prediction's own scale.
 
 Rows and weights
     Every kept ICE row counts with its sample weight (when given); the score is
@@ -55,12 +68,14 @@ import numpy as np
 from .base import UtilityScore, not_applicable
 from ...errors import InputError
 
-__all__ = ["score_ice_variance", "centred_ice", "link_scale", "CENTERINGS", "SCALES"]
+__all__ = ["score_ice_variance", "centred_ice", "link_scale", "CENTERINGS", "SCALES", "EPS"]
 
 UTILITY = "ice_variance"
 CENTERINGS = ("mean", "first", "none")
 SCALES = ("link", "response")
 _PROBABILITY_RESPONSES = ("predict_proba",)
+#: probabilities are clipped to [EPS, 1 - EPS] before their log-odds: 2**-53, float64's resolution next to 1
+EPS = float(np.finfo(np.float64).epsneg)
 
 
 def _flat_weights(result, weights) -> np.ndarray:
@@ -73,23 +88,36 @@ def _flat_weights(result, weights) -> np.ndarray:
     return w / w.sum()
 
 
+#: what the scale's name says when probabilities were clipped
+CLIP_NOTE = (f"probabilities clipped to [{EPS:.2g}, 1 - {EPS:.2g}], float64's resolution next to 1: the model "
+             "gives probabilities of exactly 0 or 1, which have no log-odds")
+
+
+def clipped_share(values: np.ndarray) -> float:
+    """Share of the finite probabilities outside ``[EPS, 1 - EPS]`` (the ones :func:`link_scale` clips)."""
+    v = np.asarray(values, dtype=float)
+    finite = np.isfinite(v)
+    return float(((v < EPS) | (v > 1.0 - EPS))[finite].sum()) / max(int(finite.sum()), 1)
+
+
 def link_scale(values: np.ndarray, response: str, *, all_classes: bool) -> tuple[np.ndarray, str]:
     """``values`` (targets first) on the model's link scale, and the scale's name (see module docs).
 
     ``all_classes``: the targets are every class of the model (their probabilities sum to 1).
+    Probabilities are clipped to ``[EPS, 1 - EPS]``; the name says so when any value was.
     """
     v = np.asarray(values, dtype=float)
     if response not in _PROBABILITY_RESPONSES:
         return v, {"decision_function": "decision function", "crisp": "share of predicted class"}.get(
             response, "prediction")
-    finite = v[np.isfinite(v)]
-    if finite.size and (finite.min() <= 0.0 or finite.max() >= 1.0):
-        return v, "probability (the model gives probabilities of exactly 0 or 1, which have no log-odds)"
-    with np.errstate(divide="ignore", invalid="ignore"):
+    clipped = clipped_share(v) > 0
+    c = np.clip(v, EPS, 1.0 - EPS)
+    with np.errstate(invalid="ignore"):
         if all_classes and v.shape[0] >= 3:
-            logs = np.log(v)
-            return logs - logs.mean(axis=0, keepdims=True), "centred log-probability (the softmax's linear scale)"
-        return np.log(v) - np.log1p(-v), "log-odds"
+            logs = np.log(c)
+            why = f"{CLIP_NOTE}; " if clipped else ""
+            return logs - logs.mean(axis=0, keepdims=True), f"centred log-probability ({why}the softmax's linear scale)"
+        return np.log(c) - np.log1p(-c), f"log-odds ({CLIP_NOTE})" if clipped else "log-odds"
 
 
 def centred_ice(curves: np.ndarray, w: np.ndarray, centering: str) -> np.ndarray:
@@ -123,7 +151,8 @@ def ice_spread(curves: np.ndarray, w: np.ndarray, centering: str, row_weights=No
 
 
 def score_ice_variance(result, *, target_index: int, weights=None, centering: str = "mean", scale: str = "link",
-                       row_weights=None) -> UtilityScore:
+                       row_weights=None, link_curves=None, link_name: str | None = None,
+                       margin_note: str = "") -> UtilityScore:
     """Score the heterogeneity of ICE curves (see module docs).
 
     Parameters
@@ -139,6 +168,12 @@ def score_ice_variance(result, *, target_index: int, weights=None, centering: st
         The scale the curves are compared on (see module docs).
     row_weights : ndarray, optional
         Sample weights of the kept ICE rows.
+    link_curves : ndarray, optional
+        The ICE curves already on the link scale, shaped like ``result.individual`` (the model's margin,
+        :mod:`autopdp.pd.margin`), used with ``scale="link"`` instead of the probabilities' log-odds;
+        ``link_name`` names their scale.
+    margin_note : str, optional
+        Why the model's margin was not used (kept in the details when the probabilities were clipped).
     """
     if centering not in CENTERINGS:
         raise InputError(f"centering must be one of {', '.join(CENTERINGS)}, got {centering!r}.")
@@ -162,8 +197,14 @@ def score_ice_variance(result, *, target_index: int, weights=None, centering: st
     all_curves = np.asarray(result.individual, dtype=float)
     if all_curves.shape[1] < 2:
         return not_applicable(UTILITY, "fewer than two ICE curves: there is no spread.", target)
-    scale_name = "prediction"
-    if scale == "link":
+    scale_name, extra = "prediction", {}
+    if scale == "link" and link_curves is not None:
+        all_curves, scale_name = np.asarray(link_curves, dtype=float), str(link_name)
+    elif scale == "link":
+        if result.response in _PROBABILITY_RESPONSES:
+            share = clipped_share(all_curves[target_index])
+            if share > 0:
+                extra = {"clipped_share": share, **({"margin_unavailable": margin_note} if margin_note else {})}
         all_classes = bool(all_curves.shape[0] >= 3 and np.allclose(all_curves.sum(axis=0), 1.0, atol=1e-6))
         all_curves, scale_name = link_scale(all_curves, result.response, all_classes=all_classes)
     curves = all_curves[target_index].reshape(all_curves.shape[1], -1)
@@ -172,4 +213,4 @@ def score_ice_variance(result, *, target_index: int, weights=None, centering: st
     mean, se, n_eff = spread_parts(curves, w, centering, row_weights)
     return UtilityScore(utility=UTILITY, value=float(np.sqrt(mean)), target=target,
                         details={"centering": centering, "ice_rows": int(curves.shape[0]), "scale": scale_name,
-                                 "mean_square": mean, "mean_square_se": se, "effective_rows": n_eff})
+                                 "mean_square": mean, "mean_square_se": se, "effective_rows": n_eff, **extra})
