@@ -29,10 +29,8 @@ DEFINITION = (
 )
 TESTED = (
     "What was tested: the fitted model's partial dependences against the Monte-Carlo noise of averaging over the "
-    "audit's 300 rows (their ICE curves), a null conditional on the fitted model and on the distribution of the "
-    "audit rows. That does not establish that a pattern is in the data-generating process or would survive a refit: "
-    "refitting the same learner on resamples of the training data would test that (learner variance), not tested "
-    "in this report."
+    "audit's 300 rows, conditional on the fitted model; whether a refit of the same learner would show the same "
+    "patterns (learner variance) is not tested in this report."
 )
 #: the methodology chapter's own statements (HTML, PDF and Word render the same block)
 METHODOLOGY = (

@@ -449,7 +449,7 @@ def _findings(audit, selection=None):
                                         evidence=_evidence(audit, criterion, sel.features))
         out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence,
                     "trust": trust_text(audit, sel.features),
-                    "evidence": "; ".join(x for x in (evidence_text(e) for e in sel.evidence) if x)})
+                    "evidence": "; ".join(x for x in (evidence_text(e, with_test=False) for e in sel.evidence) if x)})
     return out
 
 

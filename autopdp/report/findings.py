@@ -100,8 +100,9 @@ def p_text(p) -> str:
     return f"{x:.2g}"
 
 
-def evidence_text(e) -> str:
-    """One line for a validator: score, materiality threshold, p-value and noise level of a finding.
+def evidence_text(e, *, with_test: bool = True) -> str:
+    """One line for a validator: score, materiality threshold, p-value and noise level of a finding (and the
+    test that gave the p-value, unless ``with_test`` is False: the summary, whose tests the methodology names).
 
     Never ends with a full stop, so lines joined with "; " read cleanly.
     """
@@ -123,7 +124,7 @@ def evidence_text(e) -> str:
         parts.append(f"adjusted p {p_text(e.adjusted_p)}")
     if np.isfinite(e.noise_level):
         parts.append(f"noise level {fmt(e.noise_level)}")
-    if getattr(e, "test", ""):
+    if with_test and getattr(e, "test", ""):
         parts.append(f"test: {e.test}")
     return ", ".join(parts).strip().rstrip(".")
 

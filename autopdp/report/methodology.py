@@ -58,10 +58,8 @@ def _audit_rows_text(audit) -> str:
 def tested_text(audit) -> str:
     """What the noise tests test, what that does not establish, and what would test the learner."""
     return (f"What was tested: the fitted model's partial dependences against the Monte-Carlo noise of averaging over "
-            f"{_audit_rows_text(audit)} (their ICE curves), a null conditional on the fitted model and on the "
-            f"distribution of the audit rows. That does not establish that a pattern is in the data-generating "
-            f"process or would survive a refit: refitting the same learner on resamples of the training data would "
-            f"test that (learner variance), not tested in this report.")
+            f"{_audit_rows_text(audit)}, conditional on the fitted model; whether a refit of the same learner would "
+            f"show the same patterns (learner variance) is not tested in this report.")
 
 
 def _rows_text(n: int) -> str:

@@ -97,33 +97,27 @@ STOP_EXCEEDANCES = 10
 #: each criterion's null hypothesis and test, as the evidence and the methodology state them
 TESTS = {
     "monotonicity": ("the PD's gap to the best monotone curve is at most the materiality threshold",
-                     "Monte-Carlo minimum-effect test: the best monotone fit plus the PD's departure from it shrunk "
-                     "to the threshold, plus PD noise, refitted"),
+                     "Monte-Carlo minimum-effect test: monotone fit + departure at the threshold + PD noise, "
+                     "refitted"),
     "lipschitz": ("the PD's gap to the closest slope-bounded curve is at most the materiality threshold",
-                  "Monte-Carlo minimum-effect test: the bounded fit plus the PD's departure from it shrunk to the "
-                  "threshold, plus PD noise, refitted"),
+                  "Monte-Carlo minimum-effect test: bounded fit + departure at the threshold + PD noise, refitted"),
     "slope": ("the PD's steepest slope is at most the materiality threshold",
-              "Monte-Carlo minimum-effect test: the PD shrunk until its steepest slope is the threshold, plus PD noise"),
+              "Monte-Carlo minimum-effect test: the PD shrunk to the threshold + PD noise"),
     "importance": ("the PD's importance is at most the materiality threshold",
-                   "Monte-Carlo minimum-effect test: the PD shrunk towards flat until its importance is the threshold, "
-                   "plus PD noise"),
+                   "Monte-Carlo minimum-effect test: the PD shrunk to the threshold + PD noise"),
     "incidence": (
         "the model is calibrated within the feature's bins (mean observed = mean predicted), and the PD equals "
         "the model's mean prediction over each bin's rows (the feature is independent of the others)",
         "wild bootstrap (random signs) of the rows' residuals per bin (calibration) and of the rows' departures "
         "from the PD (dependence), Bonferroni over the two",
     ),
-    "similarity": ("the two models' PDs differ in shape by at most the materiality threshold (they may differ by a "
-                   "constant)",
-                   "Monte-Carlo minimum-effect test: the PDs' difference shrunk to the threshold, plus the paired "
-                   "noise of the per-row difference of the two models' ICE curves"),
-    "ice_variance": ("the centred ICE curves' spread is at most the materiality threshold (an additive effect on "
-                     "this scale when it is 0)",
-                     "one-sided minimum-effect z-test of the rows' mean squared departure from the average centred "
-                     "curve against the threshold squared"),
-    "interaction": ("the 2D PD's interaction is at most the materiality threshold (additive when it is 0)",
-                    "Monte-Carlo minimum-effect test: the additive part of the surface plus its non-additive part "
-                    "shrunk to the threshold, plus the PD's noise"),
+    "similarity": ("the two models' PDs differ in shape (less a constant) by at most the materiality threshold",
+                   "Monte-Carlo minimum-effect test: the difference shrunk to the threshold + paired ICE noise"),
+    "ice_variance": ("the centred ICE curves' spread is at most the materiality threshold",
+                     "one-sided minimum-effect z-test of the rows' mean squared departure against the threshold "
+                     "squared"),
+    "interaction": ("the 2D PD's interaction is at most the materiality threshold",
+                    "Monte-Carlo minimum-effect test: additive part + the rest shrunk to the threshold + PD noise"),
     "correlation": ("the two features are independent",
                     "Spearman's rank test, one-way ANOVA F test, or Pearson's chi-squared test"),
 }
@@ -383,16 +377,14 @@ def skewness_of_departures(curves: np.ndarray, h: np.ndarray) -> float:
     Each row's curve less its own mean over the cells (every statistic tested is unchanged by a constant
     shift), less the weighted mean curve, projected on the first principal direction: the direction the PD's
     noise mostly moves in.  0 when the departures do not vary."""
-    c = np.asarray(curves, dtype=float)
-    c = c - c.mean(axis=1, keepdims=True)
+    raw = np.asarray(curves, dtype=float)
+    c = raw - raw.mean(axis=1, keepdims=True)
     h = np.asarray(h, dtype=float)
     hs = h / h.sum()
     d = c - hs @ c
-    if not np.any(d):
-        return 0.0
     _, s, vt = np.linalg.svd(np.sqrt(hs)[:, None] * d, full_matrices=False)
-    if s.size == 0 or s[0] <= 0:
-        return 0.0
+    if s.size == 0 or s[0] <= 1e-12 * max(float(np.abs(raw).max(initial=0.0)), 1e-300):
+        return 0.0  # the departures are floating-point zero: every row's curve is the mean curve shifted
     z = d @ vt[0]
     m2 = float(hs @ (z * z))
     return 0.0 if m2 <= 0 else float(hs @ (z ** 3) / m2 ** 1.5)
