@@ -211,3 +211,24 @@ def test_the_why_sentence_states_the_tested_claim_and_what_it_is_conditional_on(
     assert e.passed and e.why.startswith("material with 95% confidence: the importance")
     assert "test of 'at most the threshold'" in e.why and "this fitted model" in e.why
     assert e.null == "the PD's importance is at most the materiality threshold"
+
+
+def test_incidence_is_a_minimum_effect_test_too():
+    """A model whose probabilities are 0.05 too low in every bin: the calibration gap is 0.05. Against a threshold
+    of 0.025 its draws (centred on the gaps shrunk to 0.025) stay below 0.05; against 0.1 they centre on the
+    observed gaps themselves and reach 0.05 about half the time: no finding."""
+    from autopdp.scores.calibration import incidence_parts
+
+    rng = np.random.default_rng(0)
+    n, size = 20000, 5
+    cells = rng.integers(0, size, n)
+    p_true = 0.2 + 0.1 * cells
+    y = (rng.uniform(size=n) < p_true).astype(float)
+    common = dict(predicted=p_true - 0.05, observed=y, cells=cells, size=size, sample_weight=None,
+                  pd_curve=np.zeros(size), positions=None, grid_values=np.arange(size), kind="categorical",
+                  noise=None, is_classifier=True, loss="l2")
+    for threshold, low, high in ((0.025, 0.0, 0.001), (0.1, 0.2, 0.8), (0.0, 0.0, 0.001)):
+        parts = incidence_parts(**common, threshold=threshold)
+        assert abs(parts.calibration - 0.05) < 0.01
+        share = float(np.mean(parts.draw_calibration(2000, np.random.default_rng(1)) >= parts.calibration))
+        assert low <= share <= high, (threshold, share)

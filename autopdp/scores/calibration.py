@@ -33,7 +33,12 @@ two parts, and only one of them says anything against the model:
     noise.
 
 Both statistics are the standard utility (a density-weighted root-mean-square
-over the bins) of the per-bin gaps, on the scale of the prediction.
+over the bins) of the per-bin gaps, on the scale of the prediction.  Each is
+tested as a minimum-effect null (see :mod:`autopdp.scores.significance`):
+with a materiality threshold, the draws are centred on the observed per-bin
+gaps shrunk until their statistic equals the threshold, so a finding rejects
+"the gap is at most the threshold"; the zero-mean nulls above are the case of
+threshold 0.
 """
 
 from __future__ import annotations
@@ -113,8 +118,17 @@ def _interpolation(positions, grid_values, cells, kind):
     return ok, lo, np.clip(frac, 0.0, 1.0)
 
 
+def _shrunk(gaps, value: float, threshold: float) -> np.ndarray:
+    """The per-bin gaps scaled so that their statistic (homogeneous in them) equals ``threshold``: the least
+    favourable point of "the gap is at most the threshold" (zeros when the threshold is 0)."""
+    g = np.nan_to_num(np.asarray(gaps, dtype=float), nan=0.0)
+    if not (np.isfinite(value) and value > 0 and np.isfinite(threshold) and threshold > 0):
+        return np.zeros_like(g)
+    return g * min(1.0, float(threshold) / float(value))
+
+
 def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve, positions, grid_values, kind,
-                    noise, is_classifier: bool, loss: str) -> IncidenceParts:
+                    noise, is_classifier: bool, loss: str, threshold: float = 0.0) -> IncidenceParts:
     """The calibration and dependence statistics of one 1D PD and their null samplers (see module docs).
 
     Parameters
@@ -128,6 +142,9 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
     positions : (n_rows,) the feature's values as numbers (numeric features), else None
     grid_values, kind : the PD's grid and feature kind
     noise : NoiseModel of the PD, or None
+    threshold : the materiality threshold: each part's null draws are centred on its observed per-bin gaps
+        shrunk until the statistic equals it (the minimum-effect null "the gap is at most the threshold");
+        0 centres them on no gap (the plain test)
     """
     f = np.asarray(predicted, dtype=float)
     y = np.asarray(observed, dtype=float)
@@ -147,8 +164,10 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
 
     cal_noise = _BinNoise(bins, wr, resid * resid, row_draw_r, size)
 
+    centre_c = _shrunk(gap_c, calibration, threshold)
+
     def draw_calibration(n, rng):
-        return gap_of_draws(cal_noise.draw(n, rng), omega, loss)
+        return gap_of_draws(centre_c + cal_noise.draw(n, rng), omega, loss)
 
     # ---- dependence: mean prediction of the bin's rows against the PD at those rows' own values
     pdc = np.asarray(pd_curve, dtype=float).ravel()
@@ -177,8 +196,10 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
         np.add.at(A, (b2, hi2), w2 * fr2)
         A /= np.maximum(W2, 1e-300)[:, None]
 
+        centre_d = _shrunk(gap_d, dependence, threshold)
+
         def draw_dependence(n, rng):
-            d = dep_noise.draw(n, rng)
+            d = centre_d + dep_noise.draw(n, rng)
             if noise is not None:
                 d = d - noise.draw(n, rng).reshape(n, -1) @ A.T
             return gap_of_draws(d, omega2, loss)

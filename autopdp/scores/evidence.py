@@ -573,7 +573,8 @@ def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evide
     parts = incidence_parts(
         predicted=inputs.predictions[:, t], observed=yv, cells=cells, size=int(np.prod(r.grid_shape)),
         sample_weight=inputs.sample_weight, pd_curve=r.average[t], positions=positions, grid_values=r.grid[0],
-        kind=r.kinds[0], noise=noise, is_classifier=inputs.is_classifier, loss=cfg.loss)
+        kind=r.kinds[0], noise=noise, is_classifier=inputs.is_classifier, loss=cfg.loss,
+        threshold=thr if np.isfinite(thr) else 0.0)
     rng = _rng(r.features, "incidence")
     parts_of = [("calibration", parts.calibration, parts.draw_calibration),
                 ("dependence", parts.dependence, parts.draw_dependence)]

@@ -106,10 +106,10 @@ TESTS = {
     "importance": ("the PD's importance is at most the materiality threshold",
                    "Monte-Carlo minimum-effect test: the PD shrunk to the threshold + PD noise"),
     "incidence": (
-        "the model is calibrated within the feature's bins (mean observed = mean predicted), and the PD equals "
-        "the model's mean prediction over each bin's rows (the feature is independent of the others)",
-        "wild bootstrap (random signs) of the rows' residuals per bin (calibration) and of the rows' departures "
-        "from the PD (dependence), Bonferroni over the two",
+        "the model's calibration gap within the feature's bins (mean observed against mean predicted), and the "
+        "PD's gap to the model's mean prediction over each bin's rows, are each at most the materiality threshold",
+        "minimum-effect wild bootstrap (random signs) of the rows' residuals per bin (calibration) and of their "
+        "departures from the PD (dependence) around the gaps shrunk to the threshold, Bonferroni over the two",
     ),
     "similarity": ("the two models' PDs differ in shape (less a constant) by at most the materiality threshold",
                    "Monte-Carlo minimum-effect test: the difference shrunk to the threshold + paired ICE noise"),
