@@ -94,19 +94,23 @@ def _sample_weight(sample_weight, n):
     return w
 
 
-def certainty_rows(weights, k: int) -> np.ndarray:
+def certainty_rows(weights, k: int, total: float | None = None) -> np.ndarray:
     """The rows an ICE sample of ``k`` rows takes with certainty: those whose weight is at least the mean weight
     per remaining draw (``w_i >= W_rest / k_rest``, repeated until no row qualifies), i.e. every row that a
     sample with probability proportional to weight would take with probability 1.  Empty without weights (or
     with equal weights).  The other kept rows are a uniform sample of the rest;
-    :func:`autopdp.scores.significance.kept_inclusion` gives each kept row's probability of being kept."""
+    :func:`autopdp.scores.significance.kept_inclusion` gives each kept row's probability of being kept.
+
+    ``total``: the total weight of all rows when ``weights`` are only some of them (the kept rows: a row taken
+    with certainty is always among them, so the rule needs no other row's weight)."""
     w = None if weights is None else np.asarray(weights, dtype=float)
-    if w is None or w.size == 0 or k >= w.size:
+    if w is None or w.size == 0 or (total is None and k >= w.size):
         return np.zeros(0 if w is None else w.size, dtype=bool)
+    total = float(w.sum()) if total is None else float(total)
     sure = np.zeros(w.size, dtype=bool)
     while True:
         k_rest = k - int(sure.sum())
-        rest_total = float(w[~sure].sum())
+        rest_total = total - float(w[sure].sum())
         if k_rest <= 0 or rest_total <= 0:
             break
         new = ~sure & (w * k_rest >= rest_total)

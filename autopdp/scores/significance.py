@@ -264,20 +264,13 @@ def kept_inclusion(w_kept: np.ndarray, total: float, n: int) -> np.ndarray:
     """The kept ICE rows' probabilities of being kept, from their own weights, the total weight of all ``n`` rows
     and how many were kept (:func:`autopdp.pd.partial_dependence.certainty_rows`: a row taken with certainty is
     always among the kept ones, so the rows not kept are not needed)."""
+    from ..pd.partial_dependence import certainty_rows
+
     w = np.asarray(w_kept, dtype=float)
     k = w.size
     if k >= n:
         return np.ones(k)
-    sure = np.zeros(k, dtype=bool)
-    while True:
-        k_rest = k - int(sure.sum())
-        rest_total = float(total) - float(w[sure].sum())
-        if k_rest <= 0 or rest_total <= 0:
-            break
-        new = ~sure & (w * k_rest >= rest_total)
-        if not new.any():
-            break
-        sure |= new
+    sure = certainty_rows(w, k, total)
     pi = np.ones(k)
     rest = n - int(sure.sum())
     pi[~sure] = max(k - int(sure.sum()), 0) / rest if rest else 0.0
