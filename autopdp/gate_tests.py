@@ -50,7 +50,7 @@ import numpy as np
 from .scores.evidence import fast_lipschitz_fit_1d
 from .scores.significance import adjust_p_values, pd_noise_model, sequential_p
 from .scores.utilities.base import axis_positions, gap_of_draws
-from .scores.utilities.monotonicity import isotonic_fit
+from .scores.utilities.monotone_fit import MonotoneGap
 
 __all__ = ["LimitTest", "default_bound", "monotonicity_test", "lipschitz_test", "slope_test", "similarity_test",
            "run_limit_tests", "NULLS"]
@@ -143,14 +143,16 @@ def monotonicity_test(audit, r, t: int, s, bound: float, sample_weight=None) -> 
     f = np.asarray(r.average[t], dtype=float).ravel()
     g = np.asarray(s.comparison, dtype=float).ravel()
     null = _shrunk(g, f, test.observed, test.bound)
-    increasing = s.details.get("direction") == "increasing"
+    # refitted as the score is: weighted by the density under the audit's loss, in the declared direction
+    # (both when none is declared, the better by the weighted score)
+    dirs = [s.details.get("direction")] if s.details.get("declared") else ["increasing", "decreasing"]
     w = np.asarray(r.density, dtype=float).ravel()
     loss, rng = audit.config.loss, _rng("monotonicity", test.feature, t)
+    gap = MonotoneGap(w, dirs, loss)
 
     def draw(n):
         h = null + noise.draw(n, rng).reshape(n, -1)
-        fits = np.stack([isotonic_fit(row, increasing) for row in h])
-        return gap_of_draws(h - fits, w, loss)
+        return np.array([gap(row) for row in h])
 
     test.draw, test.noise = draw, noise.source
     return test
@@ -174,7 +176,7 @@ def lipschitz_test(audit, r, t: int, s, bound: float, sample_weight=None) -> Lim
 
     def draw(n):
         h = null + noise.draw(n, rng).reshape(n, -1)
-        fits = np.stack([fast_lipschitz_fit_1d(row, x, slope_bound) for row in h])
+        fits = np.stack([fast_lipschitz_fit_1d(row, x, slope_bound, w, loss) for row in h])
         return gap_of_draws(h - fits, w, loss)
 
     test.draw, test.noise = draw, noise.source

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.optimize import lsq_linear
-
 from scipy import stats
 
 from .calibration import incidence_parts
@@ -27,7 +25,8 @@ from .significance import (
 from .utilities import TRUST_IDS
 from .utilities.base import axis_positions, gap_of_draws
 from .utilities.ice_variance import link_scale
-from .utilities.monotonicity import isotonic_fit
+from .utilities.lipschitz import fast_lipschitz_fit_1d
+from .utilities.monotone_fit import MonotoneGap
 
 __all__ = ["assess", "fast_lipschitz_fit_1d", "why_sentence"]
 
@@ -36,25 +35,6 @@ PAIR_ONLY = ("correlation", "importance", "interaction", "intersection", "surrog
 
 def _rng(features, salt: str = ""):
     return np.random.default_rng(zlib.crc32(("\x1f".join(features) + "|" + salt).encode()))
-
-
-def fast_lipschitz_fit_1d(f: np.ndarray, x: np.ndarray, bound: float) -> np.ndarray:
-    """Least-squares fit of a 1D curve with |g_{i+1} - g_i| <= bound (x_{i+1} - x_i).
-
-    The same problem as :func:`autopdp.scores.utilities.lipschitz_fit` (eq. 7) written
-    as bounded least squares in the first value and the increments, solved by
-    ``scipy.optimize.lsq_linear``; used for the many refits of the noise test.
-    """
-    f = np.asarray(f, dtype=float)
-    k = f.size
-    lim = bound * np.diff(np.asarray(x, dtype=float))
-    if np.all(np.abs(np.diff(f)) <= lim * (1 + 1e-12) + 1e-15):
-        return f.copy()
-    A = np.tril(np.ones((k, k)))
-    lb = np.concatenate([[-np.inf], -lim])
-    ub = np.concatenate([[np.inf], lim])
-    z = lsq_linear(A, f, bounds=(lb, ub), method="bvls").x
-    return A @ z
 
 
 # ------------------------------------------------------------------ null statistics per criterion (1D)
@@ -71,22 +51,15 @@ def at_threshold(curve, fit, value: float, threshold: float) -> np.ndarray:
 
 
 def _draw_monotonicity(score, noise: NoiseModel, w, loss, declared, rng, centre=None):
+    """Each draw refitted as the score is: weighted by ``w`` under ``loss``, the best of both directions
+    (or the declared one) by the weighted score itself (:class:`~autopdp.scores.utilities.monotone_fit.MonotoneGap`)."""
     g = np.asarray(score.comparison if centre is None else centre, dtype=float).ravel()
     dirs = [score.details.get("direction")] if declared else ["increasing", "decreasing"]
+    gap = MonotoneGap(w, dirs, loss)
 
     def draw(n):
         e = noise.draw(n, rng).reshape(n, -1)
-        out = np.empty(n)
-        for b in range(n):
-            h = g + e[b]
-            best = None
-            for d in dirs:
-                fit = isotonic_fit(h, d == "increasing")
-                sse = float(np.sum((fit - h) ** 2))
-                if best is None or sse < best[0]:
-                    best = (sse, fit)
-            out[b] = gap_of_draws((h - best[1])[None], w, loss)[0]
-        return out
+        return np.array([gap(g + e[b]) for b in range(n)])
     return draw
 
 
@@ -100,7 +73,7 @@ def _draw_lipschitz(score, noise: NoiseModel, result, w, loss, rng, centre=None)
         out = np.empty(n)
         for b in range(n):
             h = g + e[b]
-            out[b] = gap_of_draws((h - fast_lipschitz_fit_1d(h, x, bound))[None], w, loss)[0]
+            out[b] = gap_of_draws((h - fast_lipschitz_fit_1d(h, x, bound, w, loss))[None], w, loss)[0]
         return out
     return draw
 

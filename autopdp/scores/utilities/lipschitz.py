@@ -1,10 +1,16 @@
 """Lipschitz-boundedness utility (AutoPDP paper, section 2.2, eq. 7).
 
-``g`` is the least-squares fit to the PD whose slope between adjacent grid
-points is at most ``l`` in absolute value::
+``g`` is the fit to the PD whose slope between adjacent grid points is at most
+``l`` in absolute value, under the weights and loss the score is measured with
+(eq. 5), so ``g`` is the bounded curve with the smallest score::
 
-    minimise  sum_i (f_i - g_i)**2
+    minimise  sum_i w_i (f_i - g_i)**2      (loss "l2"; sum_i w_i |f_i - g_i| for "l1")
     s.t.      |g_{i+1} - g_i| <= l * (x_{i+1} - x_i)
+
+Grid points without data (``w_i = 0``) do not count in the score; in the fit
+they get a weight of ``1e-9`` times the largest weight, so ``g`` there is
+unique and as close to ``f`` as the bounds allow, at a cost to the score of
+that relative order (far below the solver's tolerance).
 
 For a 2D surface the bound holds along both grid axes (each axis with its own
 feature's ``l``).  The problem is solved with cvxpy: it is built once per grid
@@ -34,10 +40,14 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from scipy.optimize import lsq_linear
 
 from .base import UtilityScore, axis_positions, not_applicable, relative_to_range, standard_utility
 
-__all__ = ["LipschitzSolveError", "lipschitz_fit", "score_lipschitz", "default_bound"]
+__all__ = ["LipschitzSolveError", "lipschitz_fit", "score_lipschitz", "default_bound", "fit_weights",
+           "fast_lipschitz_fit_1d"]
+
+EMPTY_WEIGHT = 1e-9
 
 UTILITY = "lipschitz"
 SOLVERS = (
@@ -52,13 +62,20 @@ class LipschitzSolveError(RuntimeError):
 
 
 class _Problem:
-    """A cached, parameterised (DPP) Lipschitz fit for one grid shape."""
+    """A cached, parameterised (DPP) Lipschitz fit for one grid shape and loss.
 
-    def __init__(self, shape: tuple[int, ...]):
+    The weighted residual is written ``s * g - s f`` with ``s`` (the root of the
+    weights for L2, the weights for L1) and ``s f`` two parameters, which keeps
+    the problem DPP (a parameter times ``g - f`` would not be).
+    """
+
+    def __init__(self, shape: tuple[int, ...], loss: str = "l2"):
         import cvxpy as cp
 
         self.shape = shape
-        self.f = cp.Parameter(shape)
+        self.loss = loss
+        self.s = cp.Parameter(shape, nonneg=True)
+        self.sf = cp.Parameter(shape)
         self.g = cp.Variable(shape)
         self.bounds = []
         constraints = []
@@ -71,16 +88,20 @@ class _Problem:
             self.bounds.append(b)
             diff = self.g[1:] - self.g[:-1] if axis == 0 else self.g[:, 1:] - self.g[:, :-1]
             constraints += [diff <= b, -diff <= b]
-        self.problem = cp.Problem(cp.Minimize(cp.sum_squares(self.g - self.f)), constraints)
+        residual = cp.multiply(self.s, self.g) - self.sf
+        objective = cp.sum(cp.abs(residual)) if loss == "l1" else cp.sum_squares(residual)
+        self.problem = cp.Problem(cp.Minimize(objective), constraints)
         if not self.problem.is_dcp(dpp=True):  # pragma: no cover - a programming error
             raise AssertionError("the Lipschitz problem must be DPP so it can be re-solved cheaply")
         self.lock = threading.Lock()
 
-    def solve(self, f: np.ndarray, bounds: list[np.ndarray | None]) -> tuple[np.ndarray, str]:
+    def solve(self, f: np.ndarray, w: np.ndarray, bounds: list[np.ndarray | None]) -> tuple[np.ndarray, str]:
         from cvxpy.error import SolverError
 
         with self.lock:
-            self.f.value = f
+            s = w if self.loss == "l1" else np.sqrt(w)
+            self.s.value = s
+            self.sf.value = s * f
             for p, b in zip(self.bounds, bounds):
                 if p is not None:
                     p.value = b
@@ -104,15 +125,29 @@ class _Problem:
         raise LipschitzSolveError("Lipschitz fit failed (" + "; ".join(statuses) + ")")
 
 
-_CACHE: dict[tuple[int, ...], _Problem] = {}
+_CACHE: dict[tuple, _Problem] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def _problem(shape: tuple[int, ...]) -> _Problem:
+def _problem(shape: tuple[int, ...], loss: str = "l2") -> _Problem:
+    key = shape if loss == "l2" else (shape, loss)
     with _CACHE_LOCK:
-        if shape not in _CACHE:
-            _CACHE[shape] = _Problem(shape)
-        return _CACHE[shape]
+        if key not in _CACHE:
+            _CACHE[key] = _Problem(shape, loss)
+        return _CACHE[key]
+
+
+def fit_weights(weights, shape) -> np.ndarray:
+    """The weights of the fit: the score's weights scaled to a largest weight of 1, empty points at
+    :data:`EMPTY_WEIGHT` (all ones without weights or without any data)."""
+    if weights is None:
+        return np.ones(shape)
+    w = np.asarray(weights, dtype=float).reshape(shape)
+    w = np.where(np.isfinite(w) & (w > 0), w, 0.0)
+    top = float(w.max()) if w.size else 0.0
+    if top <= 0:
+        return np.ones(shape)
+    return np.maximum(w / top, EMPTY_WEIGHT)
 
 
 def _axis_bounds(shape, positions: list[np.ndarray], slopes: list[float]) -> list[np.ndarray | None]:
@@ -129,8 +164,10 @@ def _axis_bounds(shape, positions: list[np.ndarray], slopes: list[float]) -> lis
     return out
 
 
-def lipschitz_fit(f: np.ndarray, positions: list[np.ndarray], slopes: list[float]) -> tuple[np.ndarray, str]:
-    """Least-squares fit of ``f`` with slopes bounded by ``slopes`` along each axis (eq. 7).
+def lipschitz_fit(f: np.ndarray, positions: list[np.ndarray], slopes: list[float], weights=None,
+                  loss: str = "l2") -> tuple[np.ndarray, str]:
+    """Fit of ``f`` with slopes bounded by ``slopes`` along each axis (eq. 7), minimising the
+    ``weights``-weighted ``loss`` (see module docs; without weights, plain least squares).
 
     Returns the fit and how it was obtained (``"feasible"`` when ``f`` already
     satisfies the bounds, else the solver's name).  Raises
@@ -147,7 +184,7 @@ def lipschitz_fit(f: np.ndarray, positions: list[np.ndarray], slopes: list[float
     centre = float(f.mean())
     scale = float(np.abs(f - centre).max()) or 1.0
     scaled = [None if b is None else b / scale for b in bounds]
-    g, solver = _problem(f.shape).solve((f - centre) / scale, scaled)
+    g, solver = _problem(f.shape, loss).solve((f - centre) / scale, fit_weights(weights, f.shape), scaled)
     return g * scale + centre, solver
 
 
@@ -182,7 +219,7 @@ def score_lipschitz(result, *, target_index: int, weights: np.ndarray, slopes: l
         return not_applicable(UTILITY, "the grid has a single point: there is no slope to bound.", target)
     f = np.asarray(result.average[target_index], dtype=float)
     try:
-        g, how = lipschitz_fit(f, positions, slopes)
+        g, how = lipschitz_fit(f, positions, slopes, weights=weights, loss=loss)
     except LipschitzSolveError as exc:
         return not_applicable(UTILITY, str(exc), target)
     value = standard_utility(f, g, weights, loss)
@@ -192,3 +229,43 @@ def score_lipschitz(result, *, target_index: int, weights: np.ndarray, slopes: l
         utility=UTILITY, value=value, target=target, comparison=g,
         details={"bound": [float(s) for s in slopes], "solved_by": how, "relative": relative_to_range(value, f)},
     )
+
+
+def fast_lipschitz_fit_1d(f: np.ndarray, x: np.ndarray, bound: float, w: np.ndarray | None = None,
+                          loss: str = "l2") -> np.ndarray:
+    """Fit of a 1D curve with |g_{i+1} - g_i| <= bound (x_{i+1} - x_i) minimising the ``w``-weighted ``loss``.
+
+    The same problem as :func:`autopdp.scores.utilities.lipschitz_fit` (eq. 7, with the same fit
+    weights :func:`fit_weights`) written in the first value
+    and the increments ``z`` (``g = A z``, ``A`` lower-triangular ones): for L2 a bounded least-squares
+    problem in ``sqrt(w) A z ~ sqrt(w) f`` (``scipy.optimize.lsq_linear``), for L1 a linear
+    program (``scipy.optimize.linprog``, HiGHS); used for the many refits of the noise test.
+    """
+    f = np.asarray(f, dtype=float)
+    k = f.size
+    lim = bound * np.diff(np.asarray(x, dtype=float))
+    if np.all(np.abs(np.diff(f)) <= lim * (1 + 1e-12) + 1e-15):
+        return f.copy()
+    v = fit_weights(w, f.shape)
+    A = np.tril(np.ones((k, k)))
+    lb = np.concatenate([[-np.inf], -lim])
+    ub = np.concatenate([[np.inf], lim])
+    if loss == "l1":
+        return A @ _l1_bounded_increments(A, f, v, lb, ub)
+    s = np.sqrt(v)
+    z = lsq_linear(A * s[:, None], f * s, bounds=(lb, ub), method="bvls").x
+    return A @ z
+
+
+def _l1_bounded_increments(A, f, v, lb, ub) -> np.ndarray:
+    """``argmin_z sum v |A z - f|`` within ``lb <= z <= ub``: the LP over (z, t) with ``-t <= A z - f <= t``."""
+    from scipy.optimize import linprog
+
+    k = f.size
+    eye = np.eye(k)
+    res = linprog(np.concatenate([np.zeros(k), v]),
+                  A_ub=np.block([[A, -eye], [-A, -eye]]), b_ub=np.concatenate([f, -f]),
+                  bounds=list(zip(lb, ub)) + [(0, None)] * k, method="highs")
+    if res.status != 0:  # pragma: no cover - the LP is always feasible and bounded
+        raise RuntimeError(f"Lipschitz L1 refit failed: {res.message}")
+    return res.x[:k]
