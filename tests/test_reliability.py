@@ -327,3 +327,15 @@ def test_feature_with_unresolvable_range_is_skipped_as_effectively_constant():
         "floating point) and was skipped."]
     assert ("p",) not in [tuple(f) for f in a.scores["features"]]
     assert ("q",) in [tuple(f) for f in a.scores["features"]]
+
+
+def test_rank_scores_are_finite_between_values_a_subnormal_apart():
+    """Found by `make fuzz`: np.interp's slope between 0 and a subnormal overflows, giving the OOD check an infinite
+    rank score (and NaN conditional distances) at a grid value of 0."""
+    from autopdp.trust.ood import _RankScores
+
+    x = np.array([-3.0, -1.0, 0.0, 2.8e-269, 5e-324, 1.0, 4.0])
+    scores = _RankScores(x)
+    z = scores(np.array([-3.0, 0.0, 5e-324, 1e-300, 2.8e-269, 0.5, 4.0]))
+    assert np.all(np.isfinite(z)) and np.all(np.diff(z) >= 0)
+    np.testing.assert_allclose(z[[0, 1, 2, 4, 6]], scores.zs[[0, 2, 3, 4, 6]])
