@@ -914,23 +914,37 @@ def _check_labels(y: np.ndarray | None, model, adapter) -> None:
     """A classifier's observed labels must be among its classes, or incidence compares nothing."""
     if y is None or not adapter.is_classifier:
         return
-    classes = getattr(model, "classes_", None)
-    if classes is None:
-        classes = adapter.classes
+    classes = adapter.classes
     if classes is None:
         return
     classes = list(np.asarray(classes).tolist())
     known = {str(c) for c in classes}
     seen = list(pd.unique(pd.Series(y, dtype=object)))
-    unknown = [v for v in seen if str(v) not in known]
+    # a label is known by its text, or (a model without classes_, whose classes are 0 .. k-1) by its value:
+    # y of 0.0/1.0 or False/True for the classes 0, 1
+    unknown = [v for v in seen if str(v) not in known and not (adapter.inferred_classes and _numeric_in(v, classes))]
     if unknown:
         shown = ", ".join(repr(_scalar(v)) for v in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
         observed = ", ".join(repr(_scalar(v)) for v in seen[:8]) + (" ..." if len(seen) > 8 else "")
+        source = (f" (it has no classes_: they are the positions of its {len(classes)} predict_proba columns)"
+                  if adapter.inferred_classes else "")
         raise InputError(
             f"the target y holds values that are not classes of the model: {shown}. The model's classes are "
-            f"{', '.join(repr(_scalar(c)) for c in classes)}; y holds {observed}. Encode y the way the model was "
-            "trained (e.g. map '>50K' to 1) or pass the matching target column."
+            f"{', '.join(repr(_scalar(c)) for c in classes)}{source}; y holds {observed}. Encode y the way the "
+            "model was trained (e.g. map '>50K' to 1)"
+            + (", give the model a classes_ attribute" if adapter.inferred_classes else "")
+            + " or pass the matching target column."
         )
+
+
+def _numeric_in(value, classes) -> bool:
+    """``value`` equals one of ``classes`` as a number (``1.0`` or ``True`` for the class ``1``)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        return False
+    try:
+        return any(float(value) == float(c) for c in classes)
+    except (TypeError, ValueError):
+        return False
 
 
 def _predictions(adapter, frame: Frame, max_batch_rows: int = 200_000) -> np.ndarray:
@@ -1109,7 +1123,7 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
         for f in {f for pair in config.pairs for f in pair}:
             if f not in frame.names:
                 raise column_error("pairs (--pairs) feature", f, frame.names, "data's features")
-    features = []
+    features, unresolvable = [], []
     kinds = resolve_categorical(frame, config.categorical_features, config.integer_as_categorical)
     levels: dict[str, int] = {}
     for name in names:
@@ -1123,18 +1137,32 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
         elif col.nunique(dropna=True) <= 1:
             notes.append(f"Feature {name!r} is constant in the data and was skipped.")
         elif not kinds[position] and is_effectively_constant(frame.column(position)):
+            unresolvable.append(name)
             notes.append(f"Feature {name!r} is effectively constant in the data (its values span too small a range "
                          "to resolve in floating point) and was skipped.")
         else:
             features.append(name)
     if not features:
-        raise InputError("every feature is constant in the data: there is nothing to audit.")
+        if not unresolvable:
+            raise InputError("every feature is constant in the data: there is nothing to audit.")
+        shown = ", ".join(repr(n) for n in unresolvable[:5]) + (" ..." if len(unresolvable) > 5 else "")
+        raise InputError(
+            "every feature is constant in the data, or effectively constant (the values of "
+            f"{shown} span too small a range to resolve in floating point): there is nothing to audit."
+        )
     _reject_infinite(frame, kinds)
     _check_pair_count(config, features)
     adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(probe_rows(frame)).data,
                            missing=describe_missing(frame))
     _check_memory(config, frame, features, {f: levels.get(f) for f in features}, max(1, len(adapter.targets)))
     _check_labels(y, model, adapter)
+    if adapter.inferred_classes:
+        notes.append(
+            f"The model ({type(model).__name__}) has no classes_ attribute; it offers predict_proba, so it is explained "
+            f"as a classifier through its probabilities ({adapter.response}), with classes "
+            f"{', '.join(str(c) for c in np.asarray(adapter.classes).tolist())}: the positions of its predict_proba "
+            "columns, as for a target encoded 0, 1, ... (give the model a classes_ attribute to name them)."
+        )
     for name, other in compare.items():
         _check_comparison(name, other, model, frame)
     return _Inputs(full=full, frame=frame, y=y, y_pd=y_pd, weights_full=weights_full, weights=weights,

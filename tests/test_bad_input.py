@@ -133,7 +133,8 @@ CASES = [
         "classifier response on regressor",
         lambda m, X: partial_dependence(m, X, ["a"], response="predict_proba"),
         ValueError,
-        "response='predict_proba' is for classifiers; LinearRegression is a regressor: use 'predict'.",
+        "response='predict_proba' is for classifiers; LinearRegression is a regressor (it has no such method): use "
+        "'predict'.",
     ),
     (
         "unknown custom value key",

@@ -163,7 +163,7 @@ def margin_link(model, adapter, frame, results_1d, pd_kwargs: dict) -> MarginLin
     reason = _unavailable(adapter, model)
     if reason:
         return MarginLink(name="", reason=reason)
-    n_classes = len(np.asarray(model.classes_))
+    n_classes = len(adapter.classes)  # classes_, or the inferred classes of a model without it
     columns = np.asarray(adapter.columns, dtype=np.intp)
     binary = n_classes == 2
     all_classes = (not binary) and set(columns.tolist()) == set(range(n_classes))

@@ -6,8 +6,24 @@ Responses
     ``predict_proba`` for a classifier that has it, else ``decision_function``,
     else crisp labels; ``predict`` for a regressor; the call itself for a plain
     callable.  An object that is not a scikit-learn estimator but has ``predict`` or
-    ``predict_proba`` (a duck-typed model) is used the same way: a classifier when it
-    has ``classes_``, else a regressor.
+    ``predict_proba`` (a duck-typed model) is used the same way.
+
+A model's kind
+--------------
+A model is a classifier when it says so (scikit-learn's estimator type, ``_estimator_type``),
+or, when it declares no type, when it offers ``predict_proba`` (a model's probabilities are
+class probabilities) or names its classes (``classes_``).  A model that declares another type
+(a regressor, a mixture model) is not one, unless ``response="predict_proba"`` is asked for:
+the explained probabilities then make it one.  Every response the model has a method for is
+accepted.
+
+Its classes are ``classes_`` when it has them.  Without ``classes_`` they are the positions of
+its ``predict_proba`` columns, ``0 .. k-1`` (``0, 1`` for a binary model, whose positive class
+is ``1``): a model trained on a target encoded as ``0 .. k-1`` (pygam's LogisticGAM requires
+``y`` in {0, 1}) labels its columns so, and the audit checks that the observed ``y`` holds
+those labels (``0``/``1``, ``0.0``/``1.0`` or ``False``/``True`` for a binary model).  A
+``predict_proba`` that returns one probability per row (pygam) is ``P(class 1)`` of a binary
+model; ``P(class 0)`` is one minus it.
 ``"predict_proba"``
     One column per class.  A binary classifier keeps only the positive class
     ``classes_[1]`` (as scikit-learn does); a multiclass one keeps every class.
@@ -59,12 +75,57 @@ def _is_duck_model(model) -> bool:
     return callable(getattr(model, "predict", None)) or callable(getattr(model, "predict_proba", None))
 
 
-def _duck_is_classifier(model) -> bool:
-    """A duck-typed model is a classifier when it names its classes (``classes_``) and predicts them."""
+def _valid_classes(model):
+    """The model's ``classes_`` as an array, or None when it has none (or not a list of two or more)."""
     classes = getattr(model, "classes_", None)
     if classes is None or np.ndim(classes) != 1 or len(classes) < 2:
-        return False
-    return any(callable(getattr(model, m, None)) for m in ("predict_proba", "decision_function", "predict"))
+        return None
+    return np.asarray(classes)
+
+
+def _declared_type(model) -> str | None:
+    """The estimator type the model declares (scikit-learn's tags or ``_estimator_type``), None without one."""
+    if _is_sklearn_estimator(model):
+        try:
+            from sklearn.utils import get_tags
+
+            return get_tags(model).estimator_type
+        except (ImportError, AttributeError, TypeError, ValueError):  # older scikit-learn
+            pass
+    declared = getattr(model, "_estimator_type", None)
+    return declared if isinstance(declared, str) else None
+
+
+def is_classifier_model(model, response: str = "auto") -> bool:
+    """Whether ``model`` is explained as a classifier (see "A model's kind" above)."""
+    if response == "predict_proba" and callable(getattr(model, "predict_proba", None)):
+        return True
+    declared = _declared_type(model)
+    if declared is not None:
+        return declared == "classifier"
+    if callable(getattr(model, "predict_proba", None)):
+        return True
+    return _valid_classes(model) is not None and any(
+        callable(getattr(model, m, None)) for m in ("decision_function", "predict"))
+
+
+def _probe_columns(model, probe) -> int:
+    """How many classes ``predict_proba`` scores on the probe rows (2 when it returns one column or no probe)."""
+    if probe is None or not callable(getattr(model, "predict_proba", None)):
+        return 2
+    try:
+        out = np.asarray(model.predict_proba(probe))
+    except Exception:  # noqa: BLE001 - the probe in _finish reports the model's own error
+        return 2
+    return 2 if out.ndim < 2 or out.shape[1] <= 2 else int(out.shape[1])
+
+
+def _classes_of(model, probe) -> tuple[np.ndarray, bool]:
+    """``(classes, inferred)``: ``classes_``, else ``0 .. k-1`` for the ``k`` columns of ``predict_proba``."""
+    classes = _valid_classes(model)
+    if classes is not None:
+        return classes, False
+    return np.arange(_probe_columns(model, probe)), True
 
 
 def check_fitted(model) -> None:
@@ -102,8 +163,9 @@ class ResponseAdapter:
     response: str
     targets: tuple
     columns: np.ndarray | None  # which columns of the raw output to keep
-    classes: np.ndarray | None = None  # for crisp labels
+    classes: np.ndarray | None = None  # a classifier's classes (``classes_`` or inferred)
     is_classifier: bool = False
+    inferred_classes: bool = False  # the model has no classes_: classes are its predict_proba columns 0 .. k-1
 
     def raw(self, X) -> np.ndarray:
         if self.response == "callable":
@@ -117,6 +179,10 @@ class ResponseAdapter:
             onehot = (labels[:, None] == self.classes[None, :]).astype(np.float64)
             return onehot[:, self.columns]
         out = np.asarray(out, dtype=np.float64)
+        if self.response == "predict_proba" and self.is_classifier and len(self.classes) == 2 and (
+                out.ndim == 1 or (out.ndim == 2 and out.shape[1] == 1)):
+            p1 = out.reshape(-1)  # one probability per row (pygam): P(classes[1]) of a binary model
+            out = np.column_stack([1.0 - p1, p1])
         if out.ndim == 1:
             out = out[:, None]
         elif out.ndim > 2:
@@ -146,8 +212,7 @@ def make_adapter(model, response: str = "auto", target=None, probe=None, missing
     ----------
     model : estimator, duck-typed model or callable
         A fitted scikit-learn estimator or Pipeline; any other object with ``predict`` or
-        ``predict_proba`` (a classifier when it has ``classes_``; without ``classes_``, ``predict``
-        is a regression and a ``predict_proba`` alone gives one output per column); or a
+        ``predict_proba`` (its kind and classes as "A model's kind" in this module says); or a
         function ``f(X)``.
     response : {"auto", "predict_proba", "decision_function", "predict"}
     target : label, int or list, optional
@@ -173,69 +238,90 @@ def make_adapter(model, response: str = "auto", target=None, probe=None, missing
         adapter = ResponseAdapter(model=model, response="callable", targets=(), columns=None)
         return _finish(adapter, target, probe, missing)
 
-    if duck:
-        classifier = _duck_is_classifier(model)
-        if not classifier and not callable(getattr(model, "predict", None)):
-            # predict_proba without classes_: its columns are the outputs, like a callable's
-            if response not in ("auto", "predict_proba"):
-                raise InputError(f"The model {type(model).__name__} has no {response} method; use 'predict_proba'.")
-            adapter = ResponseAdapter(model=model, response="predict_proba", targets=(), columns=None)
-            return _finish(adapter, target, probe, missing)
-    else:
+    if not duck:
         check_fitted(model)
-        from sklearn.base import is_classifier
-
-        classifier = is_classifier(model)
-    if classifier:
-        classes = getattr(model, "classes_", None)
-        if classes is None:
-            raise InputError(f"The classifier {type(model).__name__} has no classes_ attribute; is it fitted?")
-        classes = np.asarray(classes)
-        labels = [_to_python(c) for c in classes]
-        if response == "auto":
-            if hasattr(model, "predict_proba"):
-                response = "predict_proba"
-            elif hasattr(model, "decision_function"):
-                response = "decision_function"
-            else:
-                response = "predict"
-        if response in ("predict_proba", "decision_function") and not hasattr(model, response):
-            raise InputError(f"The model {type(model).__name__} has no {response} method; choose another response.")
-        if response == "predict":
-            cols = _pick(labels, target, "classes")
-            adapter = ResponseAdapter(
-                model=model, response="crisp", targets=tuple(labels[i] for i in cols), columns=cols,
-                classes=classes, is_classifier=True,
-            )
-        elif len(labels) == 2:
-            if target is None:
-                cols = np.array([1])
-            else:
-                cols = _pick(labels, target, "classes")
-            if response == "decision_function":
-                if not np.array_equal(cols, [1]):
-                    raise InputError(
-                        f"decision_function of a binary classifier scores the positive class {labels[1]!r} only; "
-                        f"use target=None or target={labels[1]!r}, or response='predict_proba'."
-                    )
-                cols = None
-            adapter = ResponseAdapter(
-                model=model, response=response, targets=tuple(labels[i] for i in (cols if cols is not None else [1])),
-                columns=cols, is_classifier=True,
-            )
-        else:
-            cols = _pick(labels, target, "classes")
-            adapter = ResponseAdapter(
-                model=model, response=response, targets=tuple(labels[i] for i in cols), columns=cols,
-                is_classifier=True,
-            )
-        return _finish(adapter, None, probe, missing)
-
-    if response not in ("auto", "predict"):
-        what = " (a model without classes_)" if duck else ""
-        raise InputError(f"response={response!r} is for classifiers; {type(model).__name__} is a regressor{what}: use 'predict'.")
-    adapter = ResponseAdapter(model=model, response="predict", targets=(), columns=None)
+    if response in ("predict_proba", "decision_function", "predict") and not callable(getattr(model, response, None)):
+        if response != "predict" and not is_classifier_model(model) and callable(getattr(model, "predict", None)):
+            raise InputError(f"response={response!r} is for classifiers; {type(model).__name__} is a regressor "
+                             "(it has no such method): use 'predict'.")
+        raise InputError(f"The model {type(model).__name__} has no {response} method; choose another response.")
+    if is_classifier_model(model, response):
+        return _classifier_adapter(model, response, target, probe, missing)
+    if response in ("auto", "predict") and callable(getattr(model, "predict", None)):
+        adapter = ResponseAdapter(model=model, response="predict", targets=(), columns=None)
+    elif response in ("auto", "decision_function") and callable(getattr(model, "decision_function", None)):
+        # not a classifier (e.g. an outlier detector): its scores are outputs, like a callable's
+        adapter = ResponseAdapter(model=model, response="decision_function", targets=(), columns=None)
+    else:
+        raise InputError(f"The model {type(model).__name__} has no predict method; choose another response.")
     return _finish(adapter, target, probe, missing)
+
+
+def _classifier_adapter(model, response, target, probe, missing) -> ResponseAdapter:
+    """The adapter of a classifier: its classes (``classes_`` or inferred), the response and the targets."""
+    classes, inferred = _classes_of(model, probe)
+    labels = [_to_python(c) for c in classes]
+    if response == "auto":
+        if callable(getattr(model, "predict_proba", None)):
+            response = "predict_proba"
+        elif callable(getattr(model, "decision_function", None)):
+            response = "decision_function"
+        else:
+            response = "predict"
+    common = dict(model=model, classes=classes, is_classifier=True, inferred_classes=inferred)
+    if response == "predict":
+        cols = _pick(labels, target, "classes")
+        adapter = ResponseAdapter(response="crisp", targets=tuple(labels[i] for i in cols), columns=cols, **common)
+    elif len(labels) == 2:
+        cols = np.array([1]) if target is None else _pick(labels, target, "classes")
+        if response == "decision_function":
+            if not np.array_equal(cols, [1]):
+                raise InputError(
+                    f"decision_function of a binary classifier scores the positive class {labels[1]!r} only; "
+                    f"use target=None or target={labels[1]!r}, or response='predict_proba'."
+                )
+            cols = None
+        adapter = ResponseAdapter(response=response, columns=cols, **common,
+                                  targets=tuple(labels[i] for i in (cols if cols is not None else [1])))
+    else:
+        cols = _pick(labels, target, "classes")
+        adapter = ResponseAdapter(response=response, targets=tuple(labels[i] for i in cols), columns=cols, **common)
+    adapter = _finish(adapter, None, probe, missing)
+    if inferred and probe is not None:
+        _check_inferred(adapter, probe)
+    return adapter
+
+
+def _check_inferred(adapter: ResponseAdapter, probe) -> None:
+    """Inferred classes must fit what the model returns: crisp labels among them, one probability per class."""
+    out = np.asarray(adapter.raw(probe))
+    name, shown = type(adapter.model).__name__, ", ".join(repr(_to_python(c)) for c in adapter.classes)
+    if adapter.response == "crisp":
+        known = [_to_python(c) for c in adapter.classes]
+        odd = [v for v in dict.fromkeys(_to_python(v) for v in out.ravel()) if not _same_label(v, known)]
+        if odd:
+            raise InputError(
+                f"The model {name} has no classes_, so its classes were taken as {shown} (its predict_proba "
+                f"columns), but its predict returns {', '.join(repr(v) for v in odd[:5])}: give the model a "
+                "classes_ attribute, or use response='predict_proba'."
+            )
+    elif adapter.response == "predict_proba" and out.ndim == 2 and out.shape[1] != len(adapter.classes) and not (
+            len(adapter.classes) == 2 and out.shape[1] == 1):
+        raise InputError(f"The model {name}'s predict_proba returned {out.shape[1]} columns on some rows and "
+                         f"{len(adapter.classes)} on others.")
+
+
+def _same_label(value, labels) -> bool:
+    """``value`` is one of ``labels``: equal (``True == 1``, ``1.0 == 1``) or the same text."""
+    for lab in labels:
+        try:
+            if value == lab:
+                return True
+        except (TypeError, ValueError):
+            pass
+        if str(value) == str(lab):
+            return True
+    return False
 
 
 #: How models say they cannot take missing values (scikit-learn: "Input X contains NaN").

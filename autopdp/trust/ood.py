@@ -178,7 +178,13 @@ class _RankScores:
 
     def __call__(self, v: np.ndarray) -> np.ndarray:
         v = np.asarray(v, dtype=float)
-        z = np.interp(v, self.xs, self.zs)
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = np.interp(v, self.xs, self.zs)
+        bad = ~np.isfinite(z) & np.isfinite(v)
+        if bad.any():  # data values a subnormal apart (0 and 5e-324): the slope between them overflows
+            j = np.clip(np.searchsorted(self.xs, v[bad]), 1, self.xs.size - 1)
+            exact = self.xs[j] == v[bad]
+            z[bad] = np.where(exact, self.zs[j], (self.zs[j - 1] + self.zs[j]) / 2)
         z = np.where(v < self.xs[0], self.zs[0] - (self.xs[0] - v) / self.sd, z)
         return np.where(v > self.xs[-1], self.zs[-1] + (v - self.xs[-1]) / self.sd, z)
 
