@@ -112,3 +112,52 @@ def test_an_audit_validates_its_data_once(monkeypatch):
     seen.clear()
     autopdp.ale(model, X, "a")  # a public entry point validates its own X
     assert seen == ["DataFrame"]
+
+
+def _module_graph() -> dict:
+    """Every autopdp module (not package ``__init__``) -> the modules it imports, lazily or not."""
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    return {name: {m for m in _imports(path) if m in files and m != name} for name, path in files.items()}
+
+
+def _cycles(graph: dict) -> list:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_between_modules():
+    """Issue 30: no two modules import each other, directly or through others (function-level imports count)."""
+    graph = _module_graph()
+    assert len(graph) > 50
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_can_fail():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

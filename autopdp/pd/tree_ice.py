@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .trees import TreePathUnavailable
+from .tree_errors import TreePathUnavailable
 
 __all__ = ["NodeForest", "extract_forest", "RowKernel", "LINKS", "apply_link"]
 

@@ -37,11 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .tree_errors import TreePathUnavailable
+
 __all__ = ["TreeEnsemble", "TreePD", "extract_ensemble", "boosting_offset", "TreePathUnavailable"]
-
-
-class TreePathUnavailable(Exception):
-    """The fast path does not apply; the message says why (the engine uses brute force)."""
 
 
 @dataclass(frozen=True, eq=False)
