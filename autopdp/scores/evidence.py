@@ -747,8 +747,8 @@ def _on_response(items: dict, response: str) -> dict:
     name = response_scale_name(response)
     out = {}
     for k, e in items.items():
-        stat = e.statistic or e.criterion
-        if " scale" not in stat:
+        stat = e.statistic
+        if stat and " scale" not in stat:
             head, sep, tail = stat.partition(" (")
             stat = f"{head} on the {name} scale{sep}{tail}"
         out[k] = dataclasses.replace(e, statistic=stat, details={**e.details, "scale": name})
