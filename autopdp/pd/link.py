@@ -215,24 +215,33 @@ def _margin_surfaces(model, adapter, frame, results_2d, pd_kwargs) -> dict:
     columns = np.asarray(adapter.columns, dtype=np.intp)
     binary = n_classes == 2
     all_classes = (not binary) and set(columns.tolist()) == set(range(n_classes))
-    out = {}
+    by_rows: dict = {}  # one call per set of ICE rows (the 2D PDs share them): the tree plan is built once
     for r in results_2d:
         if r.individual is None:
             continue
         rows = np.arange(frame.n_rows) if r.ice_rows is None else np.asarray(r.ice_rows, dtype=np.intp)
+        by_rows.setdefault(rows.tobytes(), (rows, []))[1].append(r)
+    out = {}
+    for rows, group in by_rows.values():
         sub = frame.take_rows(rows)
-        custom = {f: list(g) if k == "categorical" else g for f, k, g in zip(r.features, r.kinds, r.grid)}
-        categorical = [f for f, k in zip(r.features, r.kinds) if k == "categorical"] or None
+        custom, categorical = {}, set()
+        for r in group:
+            for f, k, g in zip(r.features, r.kinds, r.grid):
+                custom[f] = list(g) if k == "categorical" else g
+                if k == "categorical":
+                    categorical.add(f)
         try:
-            m = partial_dependence(model, sub.data, [r.features], response="decision_function", target=None,
-                                   kind="individual", std=False, subsample=None, custom_values=custom,
-                                   categorical_features=categorical, **pd_kwargs)[0]
+            margins = partial_dependence(model, sub.data, [r.features for r in group], response="decision_function",
+                                         target=None, kind="individual", std=False, subsample=None,
+                                         custom_values=custom, categorical_features=sorted(categorical) or None,
+                                         **pd_kwargs)
         except (InputError, ValueError, TypeError):
             continue
-        z = np.asarray(m.individual, dtype=np.float64)
-        link = _link(z, columns, all_classes)
-        probs = _probabilities(z, 0)[columns]
-        expected = np.asarray(r.individual, dtype=np.float64)
-        if link.shape == expected.shape and np.allclose(probs, expected, rtol=0, atol=CHECK_TOL):
-            out[r.features] = link
+        for r, m in zip(group, margins):
+            z = np.asarray(m.individual, dtype=np.float64)
+            link = _link(z, columns, all_classes)
+            probs = _probabilities(z, 0)[columns]
+            expected = np.asarray(r.individual, dtype=np.float64)
+            if link.shape == expected.shape and np.allclose(probs, expected, rtol=0, atol=CHECK_TOL):
+                out[r.features] = link
     return out
