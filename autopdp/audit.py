@@ -34,7 +34,7 @@ from .loading import column_error
 from .summary import audit_metadata, summarise_data, target_name_of
 from .pd.partial_dependence import _reject_infinite, feature_grids, partial_dependence
 from .pd.fastpath import plan_tree_path, shared_plans
-from .pd.margin import margin_link
+from .pd.link import log_predictions, model_link, with_surfaces
 from .pd.response import make_adapter
 from .pd.trees import TreePathUnavailable
 from .trust.checks import trust_scores
@@ -1353,6 +1353,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
                 f"(max_rows_2d; the brute-force path).{error}"
             )
     timings["pd_2d"] = time.perf_counter() - t0
+    margin = _link_2d(margin, model, data, config, res2, frame_2d, weights_2d, common, n_jobs, timings)
     # how each PD was computed, from its own result (method, rows, ICE rows, std), never one claim for the run
     notes[:0] = _method_notes(res1, full_rows=frame.n_rows) + _method_notes(res2, full_rows=frame.n_rows)
     if tree_reason and config.method == "auto":
@@ -1382,19 +1383,34 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
                 fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes), margin=margin)
 
 
-def _margin(model, data: _Inputs, config: AuditConfig, res1, common: dict, n_jobs, timings: dict):
-    """The model's margin on the 1D PDs' ICE rows and grids (:mod:`autopdp.pd.margin`), when the ICE-variance
-    criterion reads the link scale of probabilities and the model has a decision_function; else None."""
-    if "ice_variance" not in config.utilities or config.ice_variance_scale != "link" \
-            or config.ice_variance_centering == "none":
-        return None
-    t0 = time.perf_counter()
+def _link_kwargs(config: AuditConfig, common: dict, n_jobs) -> dict:
     keep = ("percentiles", "grid_method", "integer_as_categorical", "max_batch_mb", "scheduler")
     pd_kwargs = {k: common[k] for k in keep if k in common}
     pd_kwargs.update(method="brute" if config.method == "brute" else "auto", n_jobs=n_jobs, progress=False)
-    margin = margin_link(model, data.adapter, data.frame, res1, pd_kwargs)
+    return pd_kwargs
+
+
+def _margin(model, data: _Inputs, config: AuditConfig, res1, common: dict, n_jobs, timings: dict):
+    """The model's link scale (:mod:`autopdp.pd.link`: the margin or log-odds of a classifier's probabilities,
+    the log of a log-link regressor's predictions) on the 1D PDs' ICE rows and grids, for the structure
+    criteria (ICE variance, interaction); None when they read the response."""
+    if config.ice_variance_scale != "link":
+        return None
+    t0 = time.perf_counter()
+    margin = model_link(model, data.adapter, data.frame, res1, _link_kwargs(config, common, n_jobs))
     if margin is not None and margin.curves:
         timings["margin_ice"] = time.perf_counter() - t0
+    return margin
+
+
+def _link_2d(margin, model, data: _Inputs, config, res2, frame_2d, weights_2d, common, n_jobs, timings):
+    """``margin`` with the 2D PDs on the link scale (:func:`autopdp.pd.link.with_surfaces`)."""
+    if margin is None or not res2:
+        return margin
+    t0 = time.perf_counter()
+    margin = with_surfaces(margin, model, data.adapter, frame_2d, res2, _link_kwargs(config, common, n_jobs),
+                           weights_2d)
+    timings["link_2d"] = time.perf_counter() - t0
     return margin
 
 
@@ -1511,7 +1527,7 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
         prediction_std=predictions.std(axis=0), config=config,
         comparisons={k: {r.features: r for r in v} for k, v in comparisons.items()},
-        sample_weight=weights, predictions=predictions, link=pds.margin,
+        sample_weight=weights, predictions=predictions, link=log_predictions(pds.margin, predictions),
         comparison_predictions=_comparison_predictions(data, compare or {}, config, predictions.shape),
     )
 
@@ -1519,7 +1535,9 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         started_scoring = time.perf_counter()
         with announce(f"scoring {len(results)} PDs with {len(config.utilities)} utilities", progress):
             by_pd = {r.features: score_result(inputs, r) for r in results}
-            imp, inter = importance_table(res1), interaction_table(res2)
+            surfaces = inputs.link.surfaces if inputs.link is not None else {}
+            imp = importance_table(res1)
+            inter = interaction_table([surfaces[r.features].result if r.features in surfaces else r for r in res2])
             out = by_pd, imp, inter, pair_criteria(inputs, res2, imp, inter)
         timings["scoring"] = time.perf_counter() - started_scoring
         return out

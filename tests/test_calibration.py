@@ -237,4 +237,4 @@ def test_each_criterion_names_the_null_and_test_it_ran():
     assert one["a"].p_value < one["d"].p_value < 0.1 and one["a"].draws != one["d"].draws  # the premise
     pair = a.evidence["importance"][("a", "d")]
     assert pair.p_value == one["d"].p_value and pair.draws == one["d"].draws
-    assert a.to_dict()["evidence_meta"]["monotonicity"]["statistic"] == "gap to the best monotone curve"
+    assert a.to_dict()["evidence_meta"]["monotonicity"]["statistic"] == "gap to the best monotone curve on the prediction scale"

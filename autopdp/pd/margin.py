@@ -64,12 +64,18 @@ class MarginLink:
         Every row on the link scale (the materiality threshold's standard deviation).
     reason : str
         Why a feature has no margin curves (empty when every feature has them).
+    surfaces : dict
+        ``{pair: LinkSurface}``: the 2D PDs on the link scale (:func:`autopdp.pd.link.with_surfaces`).
+    transform : str
+        "" for the margin; "log" for a log-link regressor's log of its predictions (:mod:`autopdp.pd.link`).
     """
 
     name: str
     curves: dict = field(default_factory=dict)
     predictions: np.ndarray | None = None
     reason: str = ""
+    surfaces: dict = field(default_factory=dict)
+    transform: str = ""
 
 
 def _softmax(z: np.ndarray, axis: int) -> np.ndarray:

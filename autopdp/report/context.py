@@ -16,6 +16,7 @@ from ..scores.utilities import TRUST_IDS
 from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
 from .figures import draw_all, plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
 from .methodology import (adjustment_name, confidence_text, criterion_tests, finding_definition, importance_text,
+                          scale_text,
                           pd_method_text, tested_text)
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
 
@@ -613,7 +614,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
                                      title=f"PD-based feature importance (Greenwell){across}")
                                if not audit.importance.empty else None)
         drawn["interaction"] = _plot(plot_interaction, _max_across(audit, audit.interaction),
-                                     title=f"PD-based interaction (Greenwell), strongest pairs{across}") \
+                                     title=f"PD-based interaction (Greenwell, {_interaction_scale(audit)} scale), strongest pairs{across}") \
             if not audit.interaction.empty else None
         drawn["utilities"] = _utility_sections(audit, cfg.top_k)
         drawn["pairs"] = _pair_section(audit)
@@ -680,6 +681,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         ],
         "importance_svg": importance_svg,
         "interaction_svg": interaction_svg,
+        "interaction_scale": _interaction_scale(audit),
         "importance_table": _table(audit.importance, "feature", _class_columns(audit, audit.importance))
         if not audit.importance.empty else None,
         "interaction_table": _table(audit.interaction.loc[audit.interaction.max(axis=1).sort_values(
@@ -707,6 +709,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
             "pd_text": pd_method_text(audit),
             "importance_text": importance_text(audit),
             "tests": criterion_tests(audit),
+            "scales": scale_text(audit),
             "max_noise_draws": cfg.max_noise_draws,
         },
     }
@@ -843,3 +846,12 @@ def comparison_context(audit, base_name: str = "model", top: int = 5) -> dict:
             ))
     return {"base": base_name, "models": models, "others": others, "rows": rows, "figures": figures,
             "pairs": pairs, "pair_figures": pair_figures}
+
+
+def _interaction_scale(audit) -> str:
+    """The scale the interaction statistic was computed on (autopdp.pd.link), by its short name."""
+    from .methodology import _criterion_scale
+
+    items = list((audit.evidence or {}).get("interaction", {}).values())
+    scale = _criterion_scale("interaction", items) if items else "-"
+    return scale if scale != "-" else "response"

@@ -15,7 +15,11 @@ from collections import Counter
 import numpy as np
 
 __all__ = ["pd_method_text", "importance_text", "criterion_tests", "confidence_text", "adjustment_name",
-           "finding_definition", "tested_text"]
+           "finding_definition", "tested_text", "scale_text"]
+
+#: the criteria about structure (judged on the model's link scale, autopdp.pd.link); the others are about levels
+STRUCTURE_CRITERIA = ("interaction", "ice_variance")
+_NO_SCALE = ("correlation", "intersection")
 
 
 def confidence_text(significance: float) -> str:
@@ -116,6 +120,7 @@ def criterion_tests(audit) -> list[dict]:
             "null": sample.null,
             "test": _generic_test(sample.test) if sample.test else "not run (no material score)",
             "statistic": sample.statistic,
+            "scale": _criterion_scale(crit, items),
             "draws": (f"{min(draws):,}" if draws and min(draws) == max(draws) else
                       f"{min(draws):,}-{max(draws):,}" if draws else "analytic" if tested else "-"),
             "tested": len(tested),
@@ -129,3 +134,39 @@ def _generic_test(test: str) -> str:
     """A PDP's test description without what is its own: the noise source, the draws, the ICE rows counted."""
     test = re.sub(r" over [\d,]+ ICE rows$", "", test)
     return re.sub(r"(?: \((?:ICE rows|cell standard errors)[^()]*\))?(?:[,;] [\d,]+ draws)?$", "", test)
+
+
+def _criterion_scale(crit: str, items: list) -> str:
+    """The scale(s) a criterion was judged on, by their short names ("0-1" for the association)."""
+    if crit.split(":", 1)[0] in _NO_SCALE:
+        return "0-1" if crit == "correlation" else "-"
+    names = Counter(str(e.details.get("scale")).split(" (")[0] for e in items if e.details.get("scale"))
+    return ", ".join(n for n, _ in names.most_common()) or "-"
+
+
+def scale_text(audit) -> str:
+    """Which scale each kind of criterion was judged on in this run, and the rule that chose it."""
+    ev = audit.evidence or {}
+
+    def names(structure: bool) -> list:
+        seen = Counter(str(e.details["scale"]) for c, by in ev.items()
+                       if (c.split(":", 1)[0] in STRUCTURE_CRITERIA) == structure and c.split(":", 1)[0] not in _NO_SCALE
+                       for e in by.values() if e.details.get("scale"))
+        return [n for n, _ in seen.most_common()]
+    structure, levels = names(True), names(False)
+    if not structure and not levels:
+        return ""
+    text = ("One scale per kind of criterion, chosen by a stated rule from the model's type and parameters: the "
+            "criteria about structure (interaction, ICE variance) compare shapes on the model's link scale (the "
+            "log-odds of a classifier's probabilities, from its margin where its probabilities are the sigmoid or "
+            "softmax of its decision_function; the log of a log-link regressor's prediction: Poisson, Gamma and "
+            "Tweedie GLMs and boosted models with those losses; otherwise the response), on which a model additive "
+            "there has no interaction and no heterogeneity; the criteria about levels (monotonicity, slope, "
+            "importance, incidence, similarity) judge changes of the response. A link-scale 2D PD is the mean of "
+            "each row's link values over the rows whose ICE surfaces were kept, tested against the Monte-Carlo error "
+            "of that mean.")
+    if structure:
+        text += f" Structure was judged here on the {'; '.join(structure)} scale."
+    if levels:
+        text += f" Levels were judged on the {'; '.join(levels)} scale."
+    return text

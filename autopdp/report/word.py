@@ -649,7 +649,8 @@ def _importance(w, ctx):
     if ctx.get("importance_svg"):
         w.figure({"svg": ctx["importance_svg"], "caption": IMPORTANCE_CAPTION, "alt": IMPORTANCE_ALT})
     if ctx.get("interaction_svg"):
-        w.figure({"svg": ctx["interaction_svg"], "caption": INTERACTION_CAPTION, "alt": INTERACTION_ALT})
+        w.figure({"svg": ctx["interaction_svg"], "caption": INTERACTION_CAPTION.replace(
+            "(Greenwell):", f"(Greenwell) on the {ctx.get('interaction_scale', 'response')} scale:"), "alt": INTERACTION_ALT})
 
 
 def _appendix(w, ctx):

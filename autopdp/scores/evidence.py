@@ -8,6 +8,7 @@ prints beside every finding.
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from dataclasses import dataclass
 from typing import Callable
@@ -25,6 +26,7 @@ from .significance import (
 from .utilities import TRUST_IDS
 from .utilities.base import axis_positions, gap_of_draws
 from .utilities.ice_variance import link_scale
+from ..pd.link import response_scale_name
 from .utilities.lipschitz import fast_lipschitz_fit_1d
 from .utilities.monotone_fit import MonotoneGap
 
@@ -367,8 +369,10 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
                 statistic="importance (with ice_variance='low' a PDP qualifies when its feature is important; the "
                           "ranking puts the most homogeneous first)",
                 draws=e.draws, details={"ice_variance": float(utility_scores[r.features]["ice_variance"].value)})
-    evidence = {uid: _finish(items, cfg) for uid, items in raw.items()}
-    imp_final = _finish({(k,): v for k, v in imp_ev.items()}, cfg) if imp_ev else {}
+    response = one_d[0].response if one_d else ""
+    evidence = {uid: _finish(items if uid.split(":", 1)[0] in _STRUCTURE else _on_response(items, response), cfg)
+                for uid, items in raw.items()}
+    imp_final = _finish(_on_response({(k,): v for k, v in imp_ev.items()}, response), cfg) if imp_ev else {}
 
     # ---- the overall level difference of each comparison model: one line, not a per-feature finding
     for name, other_pred in inputs.comparison_predictions.items():
@@ -696,6 +700,34 @@ def _level_difference(inputs, name, other_pred, threshold, cfg):
     return _finish({(): item}, cfg)[()]
 
 
+def _link_surface(inputs, r):
+    """The 2D PD ``r`` on the model's link scale (:class:`autopdp.pd.link.LinkSurface`), or None (the response)."""
+    link = getattr(inputs, "link", None)
+    return None if link is None else getattr(link, "surfaces", {}).get(r.features)
+
+
+def _short(scale_name: str) -> str:
+    """A scale's name without its explanation in brackets, as a sentence names it."""
+    return scale_name.split(" (")[0]
+
+
+#: the criteria about structure: each names its own (link) scale; the others are on the response (_on_response)
+_STRUCTURE = ("ice_variance", "interaction", "correlation", "intersection")
+
+
+def _on_response(items: dict, response: str) -> dict:
+    """The items of a level criterion with their statistic naming the response's scale (before any bracket)."""
+    name = response_scale_name(response)
+    out = {}
+    for k, e in items.items():
+        stat = e.statistic
+        if stat and " scale" not in stat:
+            head, sep, tail = stat.partition(" (")
+            stat = f"{head} on the {name} scale{sep}{tail}"
+        out[k] = dataclasses.replace(e, statistic=stat, details={**e.details, "scale": name})
+    return out
+
+
 def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, noise_of, cfg) -> dict:
     evidence = {}
     two = scores[scores["kind"] == "2d"].set_index(scores.loc[scores["kind"] == "2d", "features"].map(tuple))
@@ -740,19 +772,23 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
                     "surrogate_importance", r.features, float(np.sqrt(sa * sb)), thr, p=p if smat else 1.0,
                     draws=draws if smat else 0, material=smat, statistic="pair importance to the additive surrogate", null=_PAIR_NULL,
                     test="the two features' PD importance tests (intersection-union)", reason=sreason)
-        # interaction: the additive part of the surface plus noise
-        avg = np.asarray(r.average, dtype=float)
+        # interaction: the additive part of the surface plus noise, on the model's link scale (autopdp.pd.link)
+        surface = _link_surface(inputs, r)
+        rs, sw = (r, inputs.sample_weight) if surface is None else (surface.result, surface.row_weights)
+        avg = np.asarray(rs.average, dtype=float)
         mw = marginal_weights(r)
         stat = _interaction_stat(avg, r.kinds, mw)
         t = int(np.nanargmax(stat)) if np.isfinite(stat).any() else 0
-        thr = threshold(t)
-        statistic = "Greenwell interaction"
+        scale_name = response_scale_name(r.response) if surface is None else surface.name
+        thr = threshold(t) if surface is None else _link_threshold(inputs, r, t, scale_name)
+        statistic = f"Greenwell interaction on the {_short(scale_name)} scale"
+        scale = {"scale": scale_name, **({"link_rows": int(rs.n_rows)} if surface is not None else {})}
         if np.isfinite(thr) and stat[t] >= thr:
-            noise = noise_of(r, t)
+            noise = noise_of(r, t) if surface is None else pd_noise_model(rs, t, sw)
             if noise is None:
                 crit["interaction"][r.features] = _item(
-                    "interaction", r.features, stat[t], thr, statistic=statistic,
-                    reason=noise_gap_reason(r, t, inputs.sample_weight)
+                    "interaction", r.features, stat[t], thr, statistic=statistic, details=scale,
+                    reason=noise_gap_reason(rs, t, sw)
                     or "no standard errors for this 2D PD (std_rows=0)")
                 continue
             base = at_threshold(avg[t], _additive_fit(avg[t], *mw), stat[t], thr)
@@ -762,13 +798,13 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
                 return _interaction_stat(base[None] + noise.draw(n, rng), r.kinds, mw)
             test = budget.test(stat[t], draw, tol_of(t))
 
-            def build(res, r=r, value=stat[t], thr=thr, source=noise.source):
+            def build(res, r=r, value=stat[t], thr=thr, source=noise.source, statistic=statistic, scale=scale):
                 return _item("interaction", r.features, value, thr, p=res[0].p_value, noise=res[0].noise_level,
-                             draws=res[0].draws, statistic="Greenwell interaction",
+                             draws=res[0].draws, statistic=statistic, details=scale,
                              test=f"{TESTS['interaction'][1]} ({source}), {res[0].draws:,} draws")
             crit["interaction"][r.features] = _Pending([test], build)
         else:
-            crit["interaction"][r.features] = _item("interaction", r.features, stat[t], thr,
+            crit["interaction"][r.features] = _item("interaction", r.features, stat[t], thr, details=scale,
                                                     p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
     crit["interaction"] = _resolve(crit["interaction"], budget)
     for c, items in crit.items():
