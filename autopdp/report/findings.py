@@ -40,8 +40,10 @@ UTILITY_DEFINITIONS = {
         "(classifiers) or the mean target (regressors) (paper eq. 8-9)."
     ),
     "similarity": (
-        "The gap between this model's PD and a comparison model's PD on the same grid (paper eq. 10); large values "
-        "mean the two models learned different relationships."
+        "The gap between this model's PD and a comparison model's PD on the same grid (paper eq. 10), shown and "
+        "tested as the shape gap: the PDs' difference less its density-weighted mean, since the models' overall "
+        "level difference is the same for every feature and stated once in its own line; large values mean the "
+        "two models learned different relationships."
     ),
     "slope": (
         "The steepest change of the PD between neighbouring grid values (paper eq. 11). The ranking value is that "
@@ -265,12 +267,12 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
             return (f"{name}: {name} acts differently in this model and in {other}{' on ' + outcome if outcome else ''}: "
                     f"once a constant shift of {fmt(level)} between the PDs is set aside, their shapes differ by "
                     f"{fmt(shape)}{_scaled(shape, scale)} (the models' overall level difference is stated once, in "
-                    f"the notes).")
-        split = ""
+                    f"its own line).")
         if level is not None and shape is not None and np.isfinite(level) and np.isfinite(shape):
-            split = (f": a constant shift of {fmt(level)} (the models' overall levels differ) and a difference of "
-                     f"shape of {fmt(shape)} (how {name} acts differs)")
-        return f"{name}: the PDs{of} of this model and {other} differ by {v} on average{rel}{split}."
+            return (f"{name}: the shapes of the PDs{of} of this model and {other} differ by {fmt(shape)}"
+                    f"{_scaled(shape, scale)} once a constant shift of {fmt(level)} between them (the models' "
+                    f"overall level difference, stated once in its own line) is set aside.")
+        return f"{name}: the PDs{of} of this model and {other} differ by {v} on average{rel}."
     if uid == "slope":
         text = _slope_sentence(name, d, avg, scale)
         if text:

@@ -525,14 +525,18 @@ def _gate(w, g):
 def _comparison(w, cmp):
     w.heading("Model comparison", 1)
     w.para(f"{', '.join(cmp['models'])} on the same data and grids. Features are ordered by how differently the "
-           f"models learned them (the largest similarity score, paper eq. 10, against {cmp['base']}).")
-    w.table(["feature"] + [f"gap to {m}" for m in cmp["others"]] + [f"importance {m}" for m in cmp["models"]],
+           "models learned them: the shape gap, the density-weighted root-mean-square difference of two PDs less "
+           f"its mean, against {cmp['base']} (the similarity score of paper eq. 10 less the models' level "
+           "difference, which is the same for every feature and stated once here).")
+    for line in cmp.get("levels", []):
+        w.para(line)
+    w.table(["feature"] + [f"shape gap to {m}" for m in cmp["others"]] + [f"importance {m}" for m in cmp["models"]],
             [[r["feature"], *r["gaps"], *r["importance"]] for r in cmp["rows"]])
     for f in cmp["figures"]:
         w.figure(f)
     if cmp.get("pairs"):
         w.heading("Pairs whose surfaces differ most", 2)
-        w.table(["pair"] + [f"gap to {m}" for m in cmp["others"]], [[r["pair"], *r["gaps"]] for r in cmp["pairs"]])
+        w.table(["pair"] + [f"shape gap to {m}" for m in cmp["others"]], [[r["pair"], *r["gaps"]] for r in cmp["pairs"]])
         for f in cmp["pair_figures"]:
             w.figure(f)
 

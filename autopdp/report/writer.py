@@ -149,11 +149,13 @@ def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None, 
 
         context["gate"] = gate_context(audit, gate)
     if comparison is not None:
-        from .context import comparison_context
+        from .compare import comparison_context
 
         if not audit.comparisons:
             raise InputError("comparison= needs an audit with comparison models (audit(..., compare={...})).")
-        context["comparison"] = comparison_context(audit, base_name=str(comparison))
+        context["comparison"] = cmp = comparison_context(audit, base_name=str(comparison))
+        # the level difference is one line: the comparison section's, not the notes' too
+        context["notes"] = [n for n in context.get("notes", []) if n not in cmp["levels"]]
     from .fonts import glyph_note, report_texts
 
     note = glyph_note(report_texts(context))
