@@ -79,6 +79,7 @@ def test_comparison_tables_show_the_shape_gap(compared):
     for f in ctx["figures"][1:]:
         assert level_text not in f["caption"], f["caption"]
     assert len(ctx["levels"]) == 1 and ctx["levels"][0].startswith("Overall level: candidate")
+    assert ctx["levels"][0] in a.notes  # the one line, in the notes
 
 
 def test_no_row_calls_a_score_above_its_threshold_not_material(compared):

@@ -2,7 +2,7 @@
 
 A comparison model's similarity score (paper eq. 10) is the total gap between two PDs, which holds the
 models' overall level difference: the same for every feature, so it is one line of its own
-(:func:`level_lines`). Every per-feature and per-pair number here is the shape gap (the PDs' difference
+(:func:`level_lines`, in the notes). Every per-feature and per-pair number here is the shape gap (the PDs' difference
 less its density-weighted mean), the value the evidence tests.
 """
 

@@ -19,6 +19,7 @@ from .methodology import (adjustment_name, confidence_text, criterion_tests, fin
                           pd_method_text, tested_text)
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
 from .explore import shown_score
+from .params import split_params
 
 __all__ = ["build_context", "findings_context", "notebook_context", "outcome_summary", "TRUST_GAP_CAUTION"]
 
@@ -307,7 +308,8 @@ def trust_text(audit, features) -> str:
             sd = _scale(audit, r, s) if r is not None else None
             # one rule, shown where the verdict is: a gap of at least TRUST_GAP_CAUTION prediction sd is large
             if sd:
-                parts.append(f"{label} {fmt(s.value)} ({s.value / sd:.2g} pred. sd; caution ≥ {TRUST_GAP_CAUTION:g})")
+                scaled = f"{s.value / sd:.2g} pred. sd; " if s.value != 0 else ""
+                parts.append(f"{label} {fmt(s.value)} ({scaled}caution ≥ {TRUST_GAP_CAUTION:g} pred. sd)")
                 if s.value >= TRUST_GAP_CAUTION * sd:
                     caution.append(f"{label} large")
             else:
@@ -510,6 +512,13 @@ def _cautions(audit):
     return out
 
 
+def _ranked(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows by their largest value, largest first (ties keep their order)."""
+    if df.empty:
+        return df
+    return df.loc[df.max(axis=1).sort_values(ascending=False, kind="stable").index]
+
+
 def _table(df: pd.DataFrame, index_name: str, columns: list | None = None):
     rows = []
     for idx, row in df.iterrows():
@@ -537,7 +546,7 @@ def _cover(audit) -> dict:
     meta = audit.metadata
     model = meta.get("model", {})
     params = model.get("params", {})
-    key_params = [{"name": k, "value": str(v)} for k, v in list(params.items())[:14]]
+    key_params, other_params = split_params(params, model.get("changed_params"))
     data = meta.get("data", {})
     prov = dict(meta.get("provenance") or {})
     inputs = _input_rows(prov)
@@ -547,6 +556,8 @@ def _cover(audit) -> dict:
         "model_type": model.get("type"),
         "steps": model.get("steps", []),
         "key_params": key_params,
+        "other_params": other_params,
+        "params_defaults_known": model.get("changed_params") is not None,
         "dataset": cfg.dataset_name or "(not named)",
         "rows": f"{data.get('rows', 0):,}",
         "features": data.get("features"),
@@ -689,7 +700,8 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         ],
         "importance_svg": importance_svg,
         "interaction_svg": interaction_svg,
-        "importance_table": _table(audit.importance, "feature", _class_columns(audit, audit.importance))
+        # ranked like the importance chart: most important (largest over the classes) first
+        "importance_table": _table(_ranked(audit.importance), "feature", _class_columns(audit, audit.importance))
         if not audit.importance.empty else None,
         "interaction_table": _table(audit.interaction.loc[audit.interaction.max(axis=1).sort_values(
             ascending=False, kind="stable").index].head(20), "pair", _class_columns(audit, audit.interaction))

@@ -153,9 +153,7 @@ def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None, 
 
         if not audit.comparisons:
             raise InputError("comparison= needs an audit with comparison models (audit(..., compare={...})).")
-        context["comparison"] = cmp = comparison_context(audit, base_name=str(comparison))
-        # the level difference is one line: the comparison section's, not the notes' too
-        context["notes"] = [n for n in context.get("notes", []) if n not in cmp["levels"]]
+        context["comparison"] = comparison_context(audit, base_name=str(comparison))
     from .fonts import glyph_note, report_texts
 
     note = glyph_note(report_texts(context))
