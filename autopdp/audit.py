@@ -6,6 +6,7 @@ Each PD is computed once and shared by every utility.  The result, an
 
 from __future__ import annotations
 
+import contextvars
 import datetime as _dt
 import functools
 import itertools
@@ -1543,7 +1544,8 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         return out
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        scoring = pool.submit(scoring_stage)
+        scoring = pool.submit(contextvars.copy_context().run, scoring_stage)  # the caller's context: its
+        # interface (command line or Python) decides how the stage reports progress
         with announce("trust checks (out-of-distribution share, ALE, StratPD, surrogate)", progress):
             trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, predictions=predictions,
                                                random_state=random_state)
@@ -1663,7 +1665,8 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         )
     scores = _score_table(pds.results, scored, config)
     t0 = time.perf_counter()
-    evidence = assess(scored.inputs, pds.results, scored.utility_scores, scores, surrogate=scored.surrogate)
+    with announce("noise tests of the material scores", progress):
+        evidence = assess(scored.inputs, pds.results, scored.utility_scores, scores, surrogate=scored.surrogate)
     timings["noise_tests"] = time.perf_counter() - t0
     pds = _without_2d_ice(pds)
     t0 = time.perf_counter()

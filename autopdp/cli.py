@@ -31,7 +31,7 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, command_line_interface
 
 __all__ = ["main"]
 
@@ -172,7 +172,7 @@ def _load_data(args):
     """``(X, y, weights)`` from --data, --target and --weights."""
     from .loading import column_error, load_data, split_target
 
-    df = load_data(args.data, sep=args.sep, na_values=args.na_values)
+    df = load_data(args.data, sep=args.sep, na_values=args.na_values, decimal=args.decimal)
     X, y = split_target(df, args.target)
     weights = None
     if args.weights is not None:
@@ -185,7 +185,12 @@ def _load_data(args):
         weights = X.pop(args.weights)
         numeric = pd_numeric(weights)
         if numeric is None:
-            raise InputError(f"weights column {args.weights!r} of data file {args.data!r} has values that are not numbers.")
+            from .pd.grids import decimal_comma_hint, looks_like_decimal_commas
+
+            hint = f"; they look written with a decimal comma: {decimal_comma_hint()}" \
+                if looks_like_decimal_commas(weights) else ""
+            raise InputError(f"weights column {args.weights!r} of data file {args.data!r} has values that are not "
+                             f"numbers{hint}.")
         bad = int((~np.isfinite(numeric) | (numeric < 0)).sum())
         if bad:
             raise InputError(f"weights column {args.weights!r} of data file {args.data!r} has {bad} missing, infinite or "
@@ -253,8 +258,8 @@ def _with_provenance(result, args, inputs):
 
     return attach_provenance(
         result, inputs=inputs, command=getattr(args, "command_line", None),
-        csv_options={k: v for k, v in (("sep", getattr(args, "sep", None)), ("na_values", getattr(args, "na_values", None)))
-                     if v is not None} or None,
+        csv_options={k: v for k, v in (("sep", getattr(args, "sep", None)), ("na_values", getattr(args, "na_values", None)),
+                                        ("decimal", getattr(args, "decimal", None))) if v is not None} or None,
         sample_weight=getattr(args, "weights", None),
     )
 
@@ -476,6 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--sep", default=None, help="CSV field separator (default ','; 'tab' for tabs)")
         p.add_argument("--na-values", default=None, metavar="MARKERS",
                        help="comma-separated extra markers of missing values in a CSV, e.g. '?' (UCI Adult)")
+        p.add_argument("--decimal", default=None, metavar="MARK",
+                       help="decimal mark of a CSV's numbers (default '.'; ',' for '3,5', usually with --sep ';')")
         p.add_argument("--trust-type", action="append", default=None, metavar="TYPE",
                        help="trust this skops type in the model files (repeatable), e.g. --trust-type "
                             "functools.partial; a refused model file lists the types it needs (scikit-learn's tree "
@@ -546,7 +553,8 @@ def main(argv=None) -> int:
             check_output_dir(out)  # before any work: a bad --out costs a second, not the whole run
         from .stage_failures import StageFailureWarning
 
-        with _quiet_libraries(), warnings.catch_warnings():  # stage failures: printed by _exit_code, once each
+        with _quiet_libraries(), warnings.catch_warnings(), command_line_interface():  # stage failures: printed by
+            # _exit_code, once each; advice in errors names flags (command_line_interface)
             warnings.simplefilter("ignore", StageFailureWarning)
             code = args.func(args)
     except (InputError, OSError) as exc:  # autopdp's checks of the input, unreadable files

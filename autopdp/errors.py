@@ -10,7 +10,7 @@ as the user's mistake.
 
 from __future__ import annotations
 
-__all__ = ["InputError", "InputTypeError"]
+__all__ = ["InputError", "InputTypeError", "advice", "command_line_interface", "interface"]
 
 
 class InputError(ValueError):
@@ -19,3 +19,32 @@ class InputError(ValueError):
 
 class InputTypeError(InputError, TypeError):
     """An argument of the wrong type."""
+
+
+# ---------------------------------------------------------------- advice phrased for the interface in use
+from contextlib import contextmanager  # noqa: E402
+from contextvars import ContextVar  # noqa: E402
+
+_INTERFACE: ContextVar[str] = ContextVar("autopdp_interface", default="python")
+
+
+@contextmanager
+def command_line_interface():
+    """Within this block, :func:`advice` phrases what to do with the command line's flags (``autopdp``'s
+    ``main`` runs every command in it); elsewhere with Python's arguments."""
+    token = _INTERFACE.set("cli")
+    try:
+        yield
+    finally:
+        _INTERFACE.reset(token)
+
+
+def interface() -> str:
+    """``"cli"`` inside :func:`command_line_interface`, else ``"python"``."""
+    return _INTERFACE.get()
+
+
+def advice(*, python: str, cli: str) -> str:
+    """The text of a remedy for the interface in use: ``cli`` (flags, the --config file) or ``python``
+    (arguments, pandas)."""
+    return cli if interface() == "cli" else python

@@ -171,7 +171,18 @@ def _na_values(na_values):
     return items
 
 
-def load_data(path, *, sep=None, na_values=None) -> pd.DataFrame:
+def _decimal(decimal, sep: str) -> str:
+    if decimal is None:
+        return "."
+    if not isinstance(decimal, str) or len(decimal) != 1:
+        raise InputError(f"--decimal must be one character, e.g. --decimal ',', got {decimal!r}.")
+    if decimal == sep:
+        raise InputError(f"--decimal {decimal!r} is also the field separator; pass the file's separator too, "
+                         f"e.g. --sep ';' --decimal '{decimal}'.")
+    return decimal
+
+
+def load_data(path, *, sep=None, na_values=None, decimal=None) -> pd.DataFrame:
     """Read a CSV or Parquet file into a DataFrame, with errors that name the file.
 
     Parameters
@@ -184,6 +195,8 @@ def load_data(path, *, sep=None, na_values=None) -> pd.DataFrame:
         Extra markers of missing values in a CSV (a comma-separated text or a
         list), e.g. ``"?"`` for the UCI Adult data.  Pandas' defaults (empty,
         "NA", "NaN", ...) stay missing too.
+    decimal : str, optional
+        The decimal mark of a CSV's numbers (default "."; "," for "3,5").
     """
     p = Path(path)
     if not p.exists():
@@ -194,8 +207,9 @@ def load_data(path, *, sep=None, na_values=None) -> pd.DataFrame:
     if suffix not in (".csv", ".parquet", ".pq"):
         raise InputError(f"data file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .csv or .parquet.")
     csv_options = {"sep": _sep(sep), "na_values": _na_values(na_values)}
-    if suffix != ".csv" and (sep is not None or na_values is not None):
-        raise InputError(f"--sep and --na-values apply to CSV files; data file {str(p)!r} is Parquet.")
+    csv_options["decimal"] = _decimal(decimal, csv_options["sep"])
+    if suffix != ".csv" and (sep is not None or na_values is not None or decimal is not None):
+        raise InputError(f"--sep, --na-values and --decimal apply to CSV files; data file {str(p)!r} is Parquet.")
     try:
         if p.stat().st_size == 0:
             raise InputError(f"data file {str(p)!r} is empty (0 bytes).")

@@ -47,9 +47,30 @@ def describe_model(model) -> dict:
             # not stored as an attribute, or *args in __init__) still gets audited
             params = {}
         out["params"] = {k: _short(v) for k, v in sorted(params.items())}
+        changed = _changed_from_defaults(params_of, out["params"])
+        if changed is not None:
+            out["changed_params"] = changed
     if hasattr(model, "classes_"):
         out["classes"] = [_scalar(c) for c in np.asarray(model.classes_).tolist()]
     return out
+
+
+def _changed_from_defaults(estimator, params: dict) -> list[str] | None:
+    """The parameters whose values differ from a default-constructed instance of the same class (None when
+    the class cannot be constructed without arguments or its parameters cannot be read)."""
+    try:
+        defaults = type(estimator)().get_params(deep=False)
+    except Exception:  # noqa: BLE001 - any failure only means the defaults are unknown
+        return None
+    return [k for k, v in params.items() if k not in defaults or not _same(v, _short(defaults[k]))]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b):
+        return True
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False  # 1 == True and 0 == False: a boolean set to its integer twin is still a change
+    return a == b  # both plain values or their short text (_short)
 
 
 def _short(v) -> Any:

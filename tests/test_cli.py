@@ -120,3 +120,31 @@ def test_failed_run_leaves_earlier_report_untouched(files, tmp_path, capsys):
     assert code == 2 and "constant" in err
     assert (tmp_path / "results.json").read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_progress_off_a_terminal_is_one_plain_line_per_stage(files, tmp_path):
+    """Issue 30: with stderr redirected (a CI log) a run names each stage once, with its time, and draws no bar;
+    warnings stay captured (no warning line in the log)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("AUTOPDP_NO_PROGRESS", "CI")}
+    argv = [sys.executable, "-m", "autopdp", "report", "--model", str(files / "champion.skops"), "--data",
+            str(files / "data.csv"), "--target", "target", "--out", str(tmp_path / "out"), "--config",
+            str(files / "config.toml"), "--formats", "json,html"]
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines and all(re.fullmatch(r"autopdp: .+: \d+\.\d s", line) for line in lines), done.stderr
+    names = [line.split(": ", 1)[1].rsplit(": ", 1)[0] for line in lines]
+    assert len(names) == len(set(names))  # one line per stage
+    for stage in ("loading", "1D partial dependence of 3 features", "noise tests of the material scores",
+                  "computing and scoring every 1D and 2D partial dependence", "writing json, html"):
+        assert stage in names, names
+    assert "\r" not in done.stderr and "it/s" not in done.stderr and "Warning" not in done.stderr
+    # and silent when asked
+    quiet = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
+                           env={**env, "AUTOPDP_NO_PROGRESS": "1"})
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr

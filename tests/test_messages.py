@@ -78,7 +78,7 @@ def test_sep_and_na_values(tmp_path):
     t = tmp_path / "tabs.csv"
     t.write_text("a\tb\n1\t2\n")
     assert list(load_data(t, sep="tab").columns) == ["a", "b"]
-    with pytest.raises(ValueError, match="--sep and --na-values apply to CSV files"):
+    with pytest.raises(ValueError, match="--sep, --na-values and --decimal apply to CSV files"):
         pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "x.parquet")
         load_data(tmp_path / "x.parquet", na_values="?")
 
@@ -115,3 +115,54 @@ def test_malformed_toml_names_the_file_and_the_line(files, tmp_path, capsys, fla
                      "--out", tmp_path / "out", flag, bad)
     assert line.startswith(f"autopdp: error: {what} file '{bad}' is not valid TOML: ")
     assert "line 2" in line
+
+
+# ------------------------------------------------------------------ issue 30: decimal commas, advice per interface
+def _decimal_comma_file(d):
+    """data.csv separated by ';' with 'hours' written with decimal commas; a model of age and hours."""
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame({"age": rng.integers(18, 80, 80), "hours": rng.uniform(1, 60, 80).round(1)})
+    y = (X.age / 80 + rng.normal(scale=0.3, size=80) > 0.6).astype(int)
+    X.assign(income=y).to_csv(d / "comma.csv", sep=";", decimal=",", index=False)
+    sio.dump(LogisticRegression().fit(X, y), d / "comma.skops")
+    return X
+
+
+def test_decimal_comma_csv_has_a_flag_and_a_hint(tmp_path, capsys):
+    X = _decimal_comma_file(tmp_path)
+    df = load_data(tmp_path / "comma.csv", sep=";", decimal=",")
+    assert np.allclose(df["hours"].to_numpy(), X["hours"].to_numpy())
+    run = ["report", "--model", tmp_path / "comma.skops", "--data", tmp_path / "comma.csv", "--target", "income",
+           "--sep", ";", "--out", tmp_path / "out", "--formats", "json"]
+    line = cli_error(capsys, *run)
+    assert "'hours'" in line and "decimal comma" in line and "--decimal ','" in line, line
+    assert "pandas" not in line and "could not convert" not in line
+    # the flag reads them as numbers: the run goes through
+    assert main([str(a) for a in run] + ["--decimal", ","]) == 0, capsys.readouterr().err
+    assert cli_error(capsys, *run[:-4], "--decimal", ";", "--out", tmp_path / "o2").startswith(
+        "autopdp: error: --decimal ';' is also the field separator")
+
+
+def test_python_users_get_arguments_not_flags(tmp_path):
+    X = _decimal_comma_file(tmp_path)
+    df = pd.read_csv(tmp_path / "comma.csv", sep=";")
+    with pytest.raises(ValueError) as info:
+        audit(lambda d: np.zeros(len(d)), df[["age", "hours"]])
+    msg = str(info.value)
+    assert "decimal=','" in msg and "pandas.read_csv" in msg and "--decimal" not in msg
+
+
+def test_mixed_type_column_advice_follows_the_interface(tmp_path, capsys):
+    rng = np.random.default_rng(6)
+    X = pd.DataFrame({"age": rng.integers(18, 80, 60).astype(float), "hours": rng.uniform(1, 60, 60)})
+    y = (X.age / 80 + rng.normal(scale=0.3, size=60) > 0.6).astype(int)
+    sio.dump(LogisticRegression().fit(X, y), tmp_path / "m.skops")
+    bad = X.astype({"hours": object})
+    bad.loc[3, "hours"] = "n/k"
+    bad.assign(income=y).to_csv(tmp_path / "mixed.csv", index=False)
+    line = cli_error(capsys, "report", "--model", tmp_path / "m.skops", "--data", tmp_path / "mixed.csv",
+                     "--target", "income", "--out", tmp_path / "out", "--formats", "json")
+    assert "--na-values 'n/k'" in line and "--config" in line and "pandas.to_numeric" not in line, line
+    with pytest.raises(ValueError) as info:
+        audit(lambda d: np.zeros(len(d)), pd.read_csv(tmp_path / "mixed.csv").drop(columns="income"))
+    assert "pandas.to_numeric" in str(info.value) and "--na-values" not in str(info.value)

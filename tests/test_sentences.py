@@ -10,8 +10,8 @@ import pytest
 from autopdp import audit
 from autopdp._format import fmt
 from autopdp.config import AuditConfig
-from autopdp.report.context import (TRUST_GAP_CAUTION, _cautions, _findings, build_context, comparison_context,
-                                    outcome_label, trust_text)
+from autopdp.report.compare import comparison_context
+from autopdp.report.context import TRUST_GAP_CAUTION, _cautions, _findings, build_context, outcome_label, trust_text
 from autopdp.report.findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence
 from autopdp.scores.selection import curate
 from autopdp.scores.significance import Evidence
@@ -122,7 +122,10 @@ def test_intersection_sentence_lists_the_criteria_found_and_evidence_has_clean_p
     e = _ev("intersection", ("a", "b"), True, why="a finding under 2 criteria at once (correlation, importance).",
             criteria=["correlation", "importance"])
     s = finding_sentence(("a", "b"), "intersection", None, criteria={"intersection": 0.9}, evidence=e)
-    assert "2 criteria at once (correlation, importance)" in s
+    assert "2 criteria at once (correlation and importance); mean percentile 0.9" in s
+    s = finding_sentence(("a", "b"), "intersection", None, criteria={"intersection": 0.9, "correlation": 0.41,
+                                                                     "importance": 0.123}, evidence=e)
+    assert "2 criteria at once (correlation 0.41 and importance 0.123)" in s
     joined = "; ".join(evidence_text(x) for x in (e, _ev("importance", ("a", "b"), True)))
     assert ".;" not in joined and not joined.endswith(".")
 
@@ -198,10 +201,12 @@ def test_compare_caption_gives_the_largest_pointwise_gap():
     ctx = comparison_context(a)
     r = a.pd("x")
     o = next(c for c in a.comparisons["bump"] if c.features == ("x",))
-    largest = float(np.max(np.abs(np.asarray(r.average[0]) - np.asarray(o.average[0]))))
+    # the pointwise gap of the shapes: the difference less its level (the models' level difference, stated once)
+    level = a.score("x", "similarity:bump").details["level_shift"]
+    largest = float(np.max(np.abs(np.asarray(r.average[0]) - np.asarray(o.average[0]) - level)))
     cap = next(f["caption"] for f in ctx["figures"] if f["caption"].startswith("x:"))
     assert f"largest pointwise gap {fmt(largest)}" in cap, cap
-    assert largest > 2 * a.score("x", "similarity:bump").value
+    assert largest > 2 * a.score("x", "similarity:bump").details["shape_gap"]
 
 
 # ------------------------------------------------------------------ 6-7. incidence names the class; OOD text
@@ -220,3 +225,66 @@ def test_ood_definition_and_cautions_follow_the_measure():
                            "ood_share": [OOD_MOSTLY - 0.01, OOD_MOSTLY + 0.01, OOD_MOSTLY]})
     out = _cautions(SimpleNamespace(scores=scores))
     assert len(out) == 1 and out[0].startswith("b: ") and "out of distribution" in out[0]
+
+
+# ------------------------------------------------------------------ issue 30: no "0 (0 ...)", no "p = <= ..."
+_ZERO_SCALED = re.compile(r"(?<![\d.])0 \(0[ .;)]|\(0 pred|\(0 prediction")
+_DETAILS = {
+    "monotonicity": [{"direction": "increasing"}, {"direction": "increasing", "declared": True}],
+    "lipschitz": [{"bound": [0.5]}],
+    "incidence": [{"what": "observed rate"}],
+    "similarity:other": [{"level_shift": 0.0, "shape_gap": 0.0}, {}],
+    "slope": [{"change": 0.0, "between": [0.0, 1.0], "per_unit": 0.0, "linear": True}, {}],
+    "stratpd": [{}], "ale_divergence": [{}], "ood_share": [{}],
+    "ice_variance": [{"centering": "mean", "scale": "prediction"}, {"centering": "none"}],
+}
+
+
+@pytest.mark.parametrize("uid", sorted(_DETAILS))
+def test_no_sentence_says_zero_twice(uid):
+    """Every 1D criterion's sentence with a score of exactly 0 (the prediction sd known): the zero is not followed
+    by '(0 prediction standard deviations)'; every pair criterion's too."""
+    for details in _DETAILS[uid]:
+        for ev in (None, SimpleNamespace(kind="", value=0.0, passed=False)):
+            s = UtilityScore(uid, 0.0, target=1, details=dict(details))
+            text = finding_sentence(("x",), uid, s, scale=0.3, outcome="P(y = 1)", evidence=ev)
+            assert not _ZERO_SCALED.search(text), text
+    assert {u.split(":")[0] for u in _DETAILS} >= set(UTILITY_DEFINITIONS)
+
+
+def test_outside_grid_and_trust_cells_say_zero_once():
+    from autopdp.scores.coverage import OutsideGrid
+
+    flat = OutsideGrid("exper", "below", 0.05, 2.047, 1.11, 0.4, 0.4, False, scale=0.3)
+    assert flat.text.endswith("the PD there (at their median 1.11) equals its value at 2.047."), flat.text
+    moved = OutsideGrid("exper", "below", 0.05, 2.047, 1.11, 0.4, 0.41, False, scale=0.3)
+    assert "stays within 0.01 (0.033 prediction standard deviations)" in moved.text
+    scores = {("x",): {"ale_divergence": UtilityScore("ale_divergence", 0.0, target=1)}}
+    a = SimpleNamespace(utility_scores=scores, metadata={"prediction_std": [0.3]}, targets=[1],
+                        pd=lambda f: SimpleNamespace(targets=[1], target_index=lambda t: 0))
+    text = trust_text(a, ("x",))
+    assert "ALE gap 0 (caution" in text and not _ZERO_SCALED.search(text), text
+
+
+def test_p_values_at_the_floor_read_once():
+    from autopdp.config import AuditConfig
+    from autopdp.scores.evidence import why_sentence
+
+    cfg = AuditConfig()
+    for p, adjusted in ((1e-6, 1e-6), (1e-9, 3e-6), (0.004, 0.02)):
+        for material in (True, False):
+            e = SimpleNamespace(statistic="gap", criterion="monotonicity", value=0.2, threshold=0.01 if material else 0,
+                                material=True, p_value=p, noise_level=0.01, test="a test")
+            for significant in (True, False):
+                text = why_sentence(e, adjusted, significant, cfg)
+                assert "= <" not in text and ("p <= 1e-06" in text or f"p = {p:g}" in text), text
+
+
+def test_pair_captions_give_their_numbers_once():
+    ev = SimpleNamespace(passed=True, details={"criteria": ["importance", "interaction"]}, value=0.93,
+                         criterion="intersection", why="a finding under 2 criteria at once (importance, interaction).")
+    crit = {"importance": 0.18, "interaction": 0.052, "intersection": 0.93, "correlation": 0.1}
+    text = finding_sentence(("a", "b"), "intersection", None, criteria=crit, evidence=ev)
+    assert "importance 0.18 and interaction 0.052" in text and "0.93" in text, text
+    proof = evidence_text(ev)
+    assert "at once" not in proof and "0.93" in proof

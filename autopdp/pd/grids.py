@@ -25,13 +25,14 @@ Missing values
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from .data import Frame, is_categorical_dtype
-from ..errors import InputError
+from ..errors import InputError, advice
 
 __all__ = ["FeatureSpec", "build_spec", "resolve_categorical", "nearest_grid_index"]
 
@@ -89,20 +90,56 @@ def resolve_categorical(frame: Frame, categorical_features, integer_as_categoric
     return mask
 
 
+#: A number written with a decimal comma ("3,0", "-12,75", "1.234,5"), or a whole number beside such values.
+_DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d{1,3}(?:\.\d{3})*,\d+\s*$|^\s*[-+]?\d+,\d+\s*$")
+_WHOLE = re.compile(r"^\s*[-+]?\d+\s*$")
+
+
+def decimal_comma_hint() -> str:
+    """What to do about numbers written with decimal commas, for the interface in use."""
+    return advice(
+        cli="pass --decimal ',' (with --sep ';' when the fields are separated by semicolons, as such files usually "
+            "are)",
+        python="read the file with pandas.read_csv(..., decimal=',') (and sep=';' when the fields are separated by "
+               "semicolons), or convert the column with .str.replace(',', '.').astype(float)",
+    )
+
+
+def looks_like_decimal_commas(values) -> bool:
+    """Text values that are nearly all numbers written with a decimal comma (whole numbers allowed beside them)."""
+    text = pd.Series(values, dtype=object).dropna()
+    text = text[text.map(lambda v: isinstance(v, str))]
+    if text.empty:
+        return False
+    comma = text.str.match(_DECIMAL_COMMA)
+    whole = text.str.match(_WHOLE)
+    return bool(comma.any()) and float((comma | whole).mean()) >= 0.9
+
+
 def _reject_numbers_stored_as_text(frame: Frame, position: int) -> None:
     """A text column whose values are nearly all numbers is a numeric column with bad values."""
     values = pd.Series(frame.column(position), dtype=object).dropna()
     if values.empty or values.map(lambda v: isinstance(v, bool)).any():
         return
+    name = frame.names[position]
+    if looks_like_decimal_commas(values):
+        example = values[values.map(lambda v: isinstance(v, str) and "," in v)].iloc[0]
+        raise InputError(
+            f"Feature {name!r} holds numbers written with a decimal comma (such as {example!r}), read as text: "
+            f"{decimal_comma_hint()}; or list the column in categorical_features"
+            f"{advice(cli=' in the --config file', python='')} if it is categorical."
+        )
     parsed = pd.to_numeric(values, errors="coerce")
     share = float(parsed.notna().mean())
     if 0.9 <= share < 1.0:
         bad = list(dict.fromkeys(values[parsed.isna()].astype(str).tolist()))[:3]
-        raise InputError(
-            f"Feature {frame.names[position]!r} looks numeric but holds non-numeric values such as {bad}: convert them "
-            "to numbers or NaN (e.g. pandas.to_numeric(errors='coerce') or read_csv(na_values=...)), or list the "
-            "column in categorical_features to treat it as categorical."
+        fix = advice(
+            cli=f"mark them as missing with --na-values (e.g. --na-values '{bad[0]}') or correct them in the data "
+                "file, or list the column in categorical_features in the --config file to treat it as categorical",
+            python="convert them to numbers or NaN (e.g. pandas.to_numeric(errors='coerce') or "
+                   "read_csv(na_values=...)), or list the column in categorical_features to treat it as categorical",
         )
+        raise InputError(f"Feature {name!r} looks numeric but holds non-numeric values such as {bad}: {fix}.")
 
 
 def bin_edges(lo: float, hi: float, bins: int) -> np.ndarray:
@@ -284,7 +321,8 @@ def build_spec(
         except (TypeError, ValueError):
             raise InputError(
                 f"Feature {name!r} is treated as numeric but holds non-numeric values; "
-                f"convert the column to numbers or list it in categorical_features."
+                f"convert the column to numbers or list it in categorical_features"
+                f"{advice(cli=' in the --config file', python='')}."
             ) from None
         n_missing = int(np.isnan(values).sum())
     else:

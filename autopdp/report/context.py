@@ -19,6 +19,8 @@ from .methodology import (adjustment_name, confidence_text, criterion_tests, fin
                           scale_text,
                           pd_method_text, tested_text)
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
+from .explore import shown_score
+from .params import split_params
 
 __all__ = ["build_context", "findings_context", "notebook_context", "outcome_summary", "TRUST_GAP_CAUTION"]
 
@@ -307,7 +309,8 @@ def trust_text(audit, features) -> str:
             sd = _scale(audit, r, s) if r is not None else None
             # one rule, shown where the verdict is: a gap of at least TRUST_GAP_CAUTION prediction sd is large
             if sd:
-                parts.append(f"{label} {fmt(s.value)} ({s.value / sd:.2g} pred. sd; caution ≥ {TRUST_GAP_CAUTION:g})")
+                scaled = f"{s.value / sd:.2g} pred. sd; " if s.value != 0 else ""
+                parts.append(f"{label} {fmt(s.value)} ({scaled}caution ≥ {TRUST_GAP_CAUTION:g} pred. sd)")
                 if s.value >= TRUST_GAP_CAUTION * sd:
                     caution.append(f"{label} large")
             else:
@@ -325,9 +328,10 @@ def _score_rows(audit, uid):
         s = audit.utility_scores[feats][uid]
         sd = _scale(audit, audit.pd(feats), s)
         e = _evidence(audit, uid, feats)
+        value = shown_score(audit, uid, feats)
         rows.append({
-            "rank": int(row["rank"]), "feature": _label(feats), "features": feats, "value": fmt(s.value),
-            "scaled": "" if not sd else f"{s.value / sd:.2g}",
+            "rank": int(row["rank"]), "feature": _label(feats), "features": feats, "value": fmt(value),
+            "scaled": "" if not sd else f"{value / sd:.2g}", "_v": value,
             "p": "" if e is None else p_text(e.adjusted_p),
             "finding": "" if e is None else ("yes" if e.passed else ("not material" if not e.material else
                                                                   ("untested" if e.untested else "noise"))),
@@ -335,6 +339,13 @@ def _score_rows(audit, uid):
             "target": "" if s.target is None else (outcome_label(audit, s.target) if _several(audit) else str(s.target)),
             "trust": trust_text(audit, feats),
         })
+    if uid.startswith("similarity:"):
+        # ranked by the shape gap the rows show (the total gap adds the same level to every feature)
+        rows.sort(key=lambda r: -r["_v"] if np.isfinite(r["_v"]) else np.inf)
+        for i, r in enumerate(rows, 1):
+            r["rank"] = i
+    for r in rows:
+        del r["_v"]
     missing: dict[str, list] = {}
     one = audit.scores[audit.scores["kind"] == "1d"]
     for _, row in one.iterrows():
@@ -502,6 +513,13 @@ def _cautions(audit):
     return out
 
 
+def _ranked(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows by their largest value, largest first (ties keep their order)."""
+    if df.empty:
+        return df
+    return df.loc[df.max(axis=1).sort_values(ascending=False, kind="stable").index]
+
+
 def _table(df: pd.DataFrame, index_name: str, columns: list | None = None):
     rows = []
     for idx, row in df.iterrows():
@@ -529,7 +547,7 @@ def _cover(audit) -> dict:
     meta = audit.metadata
     model = meta.get("model", {})
     params = model.get("params", {})
-    key_params = [{"name": k, "value": str(v)} for k, v in list(params.items())[:14]]
+    key_params, other_params = split_params(params, model.get("changed_params"))
     data = meta.get("data", {})
     prov = dict(meta.get("provenance") or {})
     inputs = _input_rows(prov)
@@ -539,6 +557,8 @@ def _cover(audit) -> dict:
         "model_type": model.get("type"),
         "steps": model.get("steps", []),
         "key_params": key_params,
+        "other_params": other_params,
+        "params_defaults_known": model.get("changed_params") is not None,
         "dataset": cfg.dataset_name or "(not named)",
         "rows": f"{data.get('rows', 0):,}",
         "features": data.get("features"),
@@ -682,7 +702,8 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "importance_svg": importance_svg,
         "interaction_svg": interaction_svg,
         "interaction_scale": _interaction_scale(audit),
-        "importance_table": _table(audit.importance, "feature", _class_columns(audit, audit.importance))
+        # ranked like the importance chart: most important (largest over the classes) first
+        "importance_table": _table(_ranked(audit.importance), "feature", _class_columns(audit, audit.importance))
         if not audit.importance.empty else None,
         "interaction_table": _table(audit.interaction.loc[audit.interaction.max(axis=1).sort_values(
             ascending=False, kind="stable").index].head(20), "pair", _class_columns(audit, audit.interaction))
@@ -767,85 +788,6 @@ def gate_context(audit, result) -> dict:
         "evidence": evidence, "policy": inputs.get("policy"), "champion": prov.get("champion"),
         "champion_file": (inputs.get("champion") or {}).get("name"),
     }
-
-
-def comparison_context(audit, base_name: str = "model", top: int = 5) -> dict:
-    """The comparison section: PDs of every candidate overlaid, gaps, importance side by side."""
-    import dataclasses
-
-    from ..scores.importance import pd_importance
-
-    others = list(audit.comparisons)
-    models = [base_name] + others
-    cols = [f"similarity:{o}" for o in others]
-    one = audit.scores[audit.scores["kind"] == "1d"]
-    imp_other = {
-        o: {r.features[0]: float(np.max(pd_importance(r))) for r in audit.comparisons[o] if r.ndim == 1} for o in others
-    }
-    base_imp = audit.importance.max(axis=1) if not audit.importance.empty else pd.Series(dtype=float)
-    rows = []
-    for _, row in one.iterrows():
-        feat = row["features"][0]
-        gaps = [row[c] for c in cols]
-        rows.append({
-            "feature": feat, "max_gap": np.nanmax(gaps) if np.isfinite(gaps).any() else -1.0,
-            "gaps": [fmt(g) for g in gaps],
-            "importance": [fmt(base_imp.get(feat))] + [fmt(imp_other[o].get(feat)) for o in others],
-        })
-    rows.sort(key=lambda r: -r["max_gap"])
-    figures = []
-    by_features = {o: {r.features: r for r in audit.comparisons[o]} for o in others}
-    for r in rows[:top]:
-        res = audit.pd(r["feature"])
-        t = res.target_index(None)
-        inc = audit.utility_scores[res.features].get("incidence")
-        extra = []
-        f = np.asarray(res.average[t], dtype=float)
-        pointwise = []  # (largest |difference| over the grid, model, grid value)
-        for o in others:
-            other = by_features[o].get(res.features)
-            if other is not None:
-                g2 = np.asarray(other.average[other.target_index(res.targets[t])], dtype=float)
-                extra.append((f"PD of {o}", g2))
-                diff = np.abs(f - g2)
-                if np.isfinite(diff).any():
-                    i = int(np.nanargmax(diff))
-                    pointwise.append((float(diff[i]), o, res.grid[0][i]))
-        g = inc.comparison if inc is not None and inc.comparison is not None else None
-        dist = audit.data_summary.get("distributions", {}).get(r["feature"])
-        svg = plot_pd_1d(res, target_index=t, comparison=g, comparison_label="data: incidence" if g is not None else None,
-                         extra_curves=extra, distribution=dist, ice_curves=0)
-        gap = ""
-        if pointwise:
-            worst, o, at = max(pointwise, key=lambda p: p[0])
-            avg = "root-mean-square" if audit.config.loss == "l2" else "mean absolute"
-            gap = (f" (largest pointwise gap {fmt(worst)}, against {o} at {r['feature']} = {fmt(at)}; density-weighted "
-                   f"{avg} gap {fmt(r['max_gap'])})")
-        of = f" of {outcome_label(audit, res.targets[t])}" if len(res.targets) else ""
-        figures.append(_figure(
-            svg, f"{r['feature']}: PDs{of} of {', '.join(models)}{gap}.",
-            f"Partial dependence of {r['feature']} for every candidate model overlaid, with the data's incidence.",
-        ))
-    two = audit.scores[audit.scores["kind"] == "2d"]
-    pairs, pair_figures = [], []
-    if not two.empty and cols:
-        ranked = two.assign(_gap=two[cols].max(axis=1)).sort_values("_gap", ascending=False, kind="stable")
-        for _, row in ranked.head(10).iterrows():
-            pairs.append({"pair": _label(row["features"]), "gaps": [fmt(row[c]) for c in cols]})
-        for _, row in ranked.head(3).iterrows():
-            res = audit.pd(row["features"])
-            worst = others[int(np.nanargmax([row[c] for c in cols]))]
-            other = by_features[worst].get(res.features)
-            if other is None:
-                continue
-            diff = dataclasses.replace(res, average=np.asarray(res.average) - np.asarray(other.average))
-            svg = plot_pd_2d(diff, title=f"{base_name} minus {worst}", **_data_overlay(audit, res.features))
-            pair_figures.append(_figure(
-                svg, f"{_label(res.features)}: difference between the surfaces of {base_name} and {worst}.",
-                f"Heatmap of the difference between two models' 2D partial dependence on {_label(res.features)}.",
-            ))
-    return {"base": base_name, "models": models, "others": others, "rows": rows, "figures": figures,
-            "pairs": pairs, "pair_figures": pair_figures}
 
 
 def _interaction_scale(audit) -> str:

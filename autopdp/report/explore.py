@@ -21,7 +21,7 @@ import pandas as pd
 from ..scores.selection import PAIR_CRITERIA
 from .findings import UTILITY_DEFINITIONS, fmt, p_text, title_of
 
-__all__ = ["pdp_key", "criterion_tables", "all_pdps", "finding_pages", "TOP_ROWS"]
+__all__ = ["pdp_key", "criterion_tables", "all_pdps", "finding_pages", "shown_score", "TOP_ROWS"]
 
 #: Rows of each criterion's ranking the PDF shows (the HTML and results.json hold them all).
 TOP_ROWS = 10
@@ -38,6 +38,29 @@ def _num(value) -> str:
     except (TypeError, ValueError):
         return ""
     return f"{x:.6g}" if math.isfinite(x) else ""
+
+
+def shown_score(audit, uid: str, features) -> float:
+    """The number a table or caption gives for ``features`` under ``uid``.
+
+    The utility score, except for a comparison (``similarity:<name>``): its score (paper eq. 10) is the
+    total gap, which holds the two models' overall level difference, the same for every feature and
+    stated once in its own line; tables show the shape gap (the PDs' difference less its density-weighted
+    mean), the value the evidence tests, so a row is never "not material" beside a number above the
+    threshold.
+    """
+    features = tuple(features)
+    s = (audit.utility_scores.get(features) or {}).get(uid)
+    if not uid.startswith("similarity:"):
+        return float(s.value) if s is not None else float("nan")
+    e = (audit.evidence or {}).get(uid, {}).get(features)
+    if e is not None and np.isfinite(e.value):
+        return float(e.value)
+    shape = (getattr(s, "details", None) or {}).get("shape_gap") if s is not None else None
+    try:
+        return float(shape)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _state(e) -> str:
@@ -64,7 +87,7 @@ def criterion_tables(audit, utilities) -> list[dict]:
             e = (audit.evidence or {}).get(uid, {}).get(feats)
             rows.append({
                 "pdp": pdp_key(feats), "label": r["feature"], "rank": r["rank"], "score": r["value"],
-                "score_v": _num(s.value), "scaled": r["scaled"], "p": r["p"],
+                "score_v": _num(shown_score(audit, uid, feats)), "scaled": r["scaled"], "p": r["p"],
                 "p_v": "" if e is None else _num(e.adjusted_p), "finding": r["finding"], "target": r["target"],
                 "trust": r["trust"], "kind": "1d",
             })
@@ -108,7 +131,8 @@ def all_pdps(audit, figure_keys) -> dict:
         key = pdp_key(feats)
         rows.append({
             "pdp": key, "label": " × ".join(feats), "kind": row["kind"], "open": key in figure_keys,
-            "values": [{"text": fmt(row[c]), "v": _num(row[c])} for c in cols],
+            "values": [{"text": fmt(v), "v": _num(v)} for v in
+                       (shown_score(audit, c, feats) if c.startswith("similarity:") else row[c] for c in cols)],
             "findings": ", ".join(found), "finding": "yes" if found else "no",
             "p_v": _num(min(ps)) if ps else "", "p": p_text(min(ps)) if ps else "",
         })

@@ -40,8 +40,10 @@ UTILITY_DEFINITIONS = {
         "(classifiers) or the mean target (regressors) (paper eq. 8-9)."
     ),
     "similarity": (
-        "The gap between this model's PD and a comparison model's PD on the same grid (paper eq. 10); large values "
-        "mean the two models learned different relationships."
+        "The gap between this model's PD and a comparison model's PD on the same grid (paper eq. 10), shown and "
+        "tested as the shape gap: the PDs' difference less its density-weighted mean, since the models' overall "
+        "level difference is the same for every feature and stated once, in the notes; large values mean the "
+        "two models learned different relationships."
     ),
     "slope": (
         "The steepest change of the PD between neighbouring grid values (paper eq. 11). The ranking value is that "
@@ -82,8 +84,8 @@ def _scaled(value, scale) -> str:
         v, sd = float(value), float(scale)
     except (TypeError, ValueError):
         return ""
-    if not (np.isfinite(v) and np.isfinite(sd) and sd > 0):
-        return ""
+    if not (np.isfinite(v) and np.isfinite(sd) and sd > 0) or v == 0:
+        return ""  # a zero needs no scale: "0 (0 prediction standard deviations)" says nothing more
     return f" ({v / sd:.2g} prediction standard deviations)"
 
 
@@ -109,6 +111,10 @@ def evidence_text(e, *, with_test: bool = True) -> str:
     if e is None:
         return ""
     if e.criterion == "intersection":
+        # its sentence names the criteria and their values; the proof is the count and the ranking's value
+        if e.passed:
+            n = len((getattr(e, "details", None) or {}).get("criteria") or ())
+            return f"intersection {fmt(e.value, 2)} (mean percentile), findings under {n} pair criteria"
         return (e.why or "").strip().rstrip(".")
     parts = [f"{e.criterion} {fmt(e.value)}"]
     d = getattr(e, "details", None) or {}
@@ -169,7 +175,10 @@ def _pair_surrogate(name, c, outcome, evidence):
 def _pair_intersection(name, c, outcome, evidence):
     passed = list((getattr(evidence, "details", None) or {}).get("criteria") or [])
     if evidence is not None and getattr(evidence, "passed", False) and passed:
-        return f"{name}: a finding under {len(passed)} criteria at once ({', '.join(passed)})."
+        each = " and ".join(k if fmt(c.get(k)) == "n/a" else f"{k} {fmt(c.get(k), 2 if k == 'correlation' else 3)}"
+                            for k in passed)
+        return (f"{name}: a finding under {len(passed)} criteria at once ({each}); mean percentile "
+                f"{fmt(c.get('intersection'), 2)} across the pair criteria.")
     return f"{name}: ranks high across the pair criteria (mean percentile {fmt(c.get('intersection'), 2)})."
 
 
@@ -266,11 +275,11 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
                     f"once a constant shift of {fmt(level)} between the PDs is set aside, their shapes differ by "
                     f"{fmt(shape)}{_scaled(shape, scale)} (the models' overall level difference is stated once, in "
                     f"the notes).")
-        split = ""
         if level is not None and shape is not None and np.isfinite(level) and np.isfinite(shape):
-            split = (f": a constant shift of {fmt(level)} (the models' overall levels differ) and a difference of "
-                     f"shape of {fmt(shape)} (how {name} acts differs)")
-        return f"{name}: the PDs{of} of this model and {other} differ by {v} on average{rel}{split}."
+            return (f"{name}: the shapes of the PDs{of} of this model and {other} differ by {fmt(shape)}"
+                    f"{_scaled(shape, scale)} once a constant shift of {fmt(level)} between them (the models' "
+                    f"overall level difference, stated once in the notes) is set aside.")
+        return f"{name}: the PDs{of} of this model and {other} differ by {v} on average{rel}."
     if uid == "slope":
         text = _slope_sentence(name, d, avg, scale)
         if text:

@@ -464,8 +464,12 @@ def _cover(w, ctx):
     w.run(p, c.get("content_sha256") or "", mono=True, size=8)
     if c.get("key_params"):
         w.heading("Key parameters", 2)
-        w.table(["parameter", "value"], [[k["name"], k["value"]] for k in c["key_params"]], mono_cols=(1,),
-                widths=(0.35, 0.65))
+        w.table(["parameter", "value"], [[k["name"] + (" *" if k.get("set") else ""), k["value"]]
+                                         for k in c["key_params"]], mono_cols=(1,), widths=(0.35, 0.65))
+        rest = c.get("other_params") or []
+        w.para(("* set away from the estimator's default; then the" if c.get("params_defaults_known") else "The")
+               + " parameters that shape its behaviour"
+               + (f"; the other {len(rest)} are in the appendix." if rest else "."), italic=True, size=8.5)
     _sign_off(w, c)
 
 
@@ -525,14 +529,16 @@ def _gate(w, g):
 def _comparison(w, cmp):
     w.heading("Model comparison", 1)
     w.para(f"{', '.join(cmp['models'])} on the same data and grids. Features are ordered by how differently the "
-           f"models learned them (the largest similarity score, paper eq. 10, against {cmp['base']}).")
-    w.table(["feature"] + [f"gap to {m}" for m in cmp["others"]] + [f"importance {m}" for m in cmp["models"]],
+           "models learned them: the shape gap, the density-weighted root-mean-square difference of two PDs less "
+           f"its mean, against {cmp['base']} (the similarity score of paper eq. 10 less the models' level "
+           "difference, which is the same for every feature and stated once, in the notes).")
+    w.table(["feature"] + [f"shape gap to {m}" for m in cmp["others"]] + [f"importance {m}" for m in cmp["models"]],
             [[r["feature"], *r["gaps"], *r["importance"]] for r in cmp["rows"]])
     for f in cmp["figures"]:
         w.figure(f)
     if cmp.get("pairs"):
         w.heading("Pairs whose surfaces differ most", 2)
-        w.table(["pair"] + [f"gap to {m}" for m in cmp["others"]], [[r["pair"], *r["gaps"]] for r in cmp["pairs"]])
+        w.table(["pair"] + [f"shape gap to {m}" for m in cmp["others"]], [[r["pair"], *r["gaps"]] for r in cmp["pairs"]])
         for f in cmp["pair_figures"]:
             w.figure(f)
 
@@ -673,6 +679,8 @@ def _appendix(w, ctx):
         w.run(p, "; CSV options: " + ", ".join(f"{k} = {v}" for k, v in csv.items()))
     w.run(p, ".")
     w.table(["setting", "value"], [[x["key"], x["value"]] for x in ctx["config"]], mono_cols=(1,), widths=(0.35, 0.65))
+    if c.get("other_params"):
+        w.para("Other model parameters: " + "; ".join(f"{x['name']} = {x['value']}" for x in c["other_params"]) + ".")
     w.table(["library", "version"], [[k, v] for k, v in ctx["versions"].items()]
             + [[k, v] for k, v in ctx.get("platform", {}).items()], widths=(0.35, 0.65))
     w.table(["stage", "seconds"], [[t["stage"], t["seconds"]] for t in ctx["timings"]], widths=(0.5, 0.5))

@@ -149,7 +149,7 @@ def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None, 
 
         context["gate"] = gate_context(audit, gate)
     if comparison is not None:
-        from .context import comparison_context
+        from .compare import comparison_context
 
         if not audit.comparisons:
             raise InputError("comparison= needs an audit with comparison models (audit(..., compare={...})).")

@@ -45,12 +45,15 @@ class OutsideGrid:
     def sentence(self, scale: float | None) -> str:
         where = "below the grid's lowest" if self.side == "below" else "above the grid's highest"
         diff = self.pd_beyond - self.pd_edge
-        size = f" ({abs(diff) / scale:.2g} prediction standard deviations)" if scale else ""
-        verdict = (f"the PD there (at their median {_f(self.median)}) differs from its value at {_f(self.edge)} by "
-                   f"{diff:+.3g}{size}, a material change the plotted curve does not show"
-                   if self.material else
-                   f"the PD there (at their median {_f(self.median)}) stays within {abs(diff):.3g}{size} of its value at "
-                   f"{_f(self.edge)}")
+        size = f" ({abs(diff) / scale:.2g} prediction standard deviations)" if scale and diff != 0 else ""
+        there = f"the PD there (at their median {_f(self.median)})"
+        if self.material:
+            verdict = (f"{there} differs from its value at {_f(self.edge)} by {diff:+.3g}{size}, a material change "
+                       "the plotted curve does not show")
+        elif diff == 0:
+            verdict = f"{there} equals its value at {_f(self.edge)}"
+        else:
+            verdict = f"{there} stays within {abs(diff):.3g}{size} of its value at {_f(self.edge)}"
         return f"{self.feature}: {self.share:.1%} of the rows lie {where} value {_f(self.edge)}; {verdict}."
 
 

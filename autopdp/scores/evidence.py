@@ -140,6 +140,12 @@ def _p(p) -> str:
     return f"{p:.4f}".rstrip("0").rstrip(".") if p < 0.01 else f"{p:.3f}"
 
 
+def _p_is(p) -> str:
+    """``_p`` with its relation: "= 0.005", "<= 1e-06" (never "= <= 1e-06")."""
+    text = _p(p)
+    return text if text.startswith("<") else f"= {text}"
+
+
 def why_sentence(e: Evidence, adjusted: float, significant: bool, config, *, reason: str = "") -> str:
     """The one sentence that explains ``e``'s decision, from the same facts that made it.
 
@@ -162,7 +168,7 @@ def why_sentence(e: Evidence, adjusted: float, significant: bool, config, *, rea
     test = f"; {e.test}" if e.test else ""
     noise = f"; noise level {_num(e.noise_level)}" if np.isfinite(e.noise_level) else ""
     conf = f"{1 - config.significance:.0%}"
-    tested = f"p = {_p(e.p_value)}, {label}-adjusted {_p(adjusted)}"
+    tested = f"p {_p_is(e.p_value)}, {label}-adjusted p {_p_is(adjusted)}"
     if not (np.isfinite(e.threshold) and e.threshold > 0):  # materiality 0: the plain noise test
         if not significant:
             return (f"not distinguishable from noise: the {stat} {_num(e.value)} has {tested} > "
