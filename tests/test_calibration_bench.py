@@ -29,8 +29,6 @@ for _name in cases.AWKWARD_CASES:
         SEEDS[_name] = 25
 DOMINANT = "400 rows, 3 weigh 1,000, every row kept (n_eff 3.8)"
 HEAVY = "5,000 rows, 10 weigh 1,000, ICE subsample 1,000 (n_eff 22.5)"
-#: known to break its level (issue 29 follow-up): incidence has no effective-row floor
-KNOWN_OVER = {(DOMINANT, "incidence")}
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,10 +46,7 @@ def _criteria(name):
             "satur": ("incidence", "ice_variance")}[name[:5]]
 
 
-_PAIRS = [pytest.param(name, c, marks=pytest.mark.xfail(strict=True, reason="incidence's wild bootstrap has no "
-                                                                             "effective-row floor: ~80% false findings"))
-          if (name, c) in KNOWN_OVER else (name, c)
-          for name in cases.AWKWARD_CASES for c in _criteria(name)]
+_PAIRS = [(name, c) for name in cases.AWKWARD_CASES for c in _criteria(name)]
 
 
 @pytest.mark.parametrize("name, criterion", _PAIRS)
@@ -65,7 +60,8 @@ def test_awkward_case_holds_the_level(name, criterion):
 def test_too_few_effective_rows_leave_every_pd_test_untested_not_a_finding(name):
     """n_eff 3.8 and 22.5 (< 30): every PD-based test is untested on every seed, and none is a finding."""
     summary = _summary(name)
-    for c in ("monotonicity", "lipschitz", "slope", "importance", "ice_variance"):
+    for c in ("monotonicity", "lipschitz", "slope", "importance", "ice_variance") + (("incidence",) if name == DOMINANT
+                                                                                  else ()):
         s = summary[c]
         assert s["untested"] == s["items"] > 0 and s["k"] == 0, (c, s["untested"], s["items"], s["k"])
 
@@ -93,14 +89,7 @@ THRESHOLD = ("slope", "monotonicity", "interaction", "ice_variance")
 N_THRESHOLD = 40
 
 
-#: over nominal in the benchmark (34 of 300 seeds, 11.3% [8.0%, 15.5%]); 40 fixed seeds cannot show an excess
-#: that size, so this is a non-strict xfail that records it (XPASS on these seeds), not a claim of level
-_INTERACTION_OVER = pytest.mark.xfail(strict=False, reason="interaction at its threshold: 11.3% of 300 seeds in "
-                                                           "benchmarks/bench_calibration.py (issue 29 follow-up)")
-
-
-@pytest.mark.parametrize("criterion", [pytest.param(c, marks=_INTERACTION_OVER) if c == "interaction" else c
-                                       for c in THRESHOLD])
+@pytest.mark.parametrize("criterion", THRESHOLD)
 def test_an_effect_at_the_threshold_is_a_finding_at_most_at_the_nominal_level(criterion):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

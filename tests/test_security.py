@@ -1046,7 +1046,7 @@ def test_results_json_above_max_mb_is_refused_before_parsing(limits_saved, monke
     def no_parse(*a, **k):
         raise AssertionError("the file was parsed")
 
-    monkeypatch.setattr(audit_module.json, "loads", no_parse)
+    monkeypatch.setattr(json, "loads", no_parse)
     for load in (Audit.from_json, read_results):
         with pytest.raises(InputError, match=rf"is 0.\d MB, above the {size_mb / 2:.4g} MB a results.json may have \(max_mb\)"):
             load(path, max_mb=size_mb / 2)

@@ -48,6 +48,8 @@ import numpy as np
 
 from ..errors import InputError
 from .margin import CHECK_TOL, MarginLink, margin_link
+from .sampling import ice_row_weights
+from .scales import link_scale
 
 __all__ = ["LinkSurface", "log_link_of", "model_link", "with_surfaces", "response_scale_name"]
 
@@ -169,9 +171,6 @@ def with_surfaces(link: MarginLink | None, model, adapter, frame_2d, results_2d,
     """``link`` with every 2D PD's surface on the link scale (:class:`LinkSurface`, see module docs)."""
     if link is None or not results_2d:
         return link
-    from ..scores.significance import ice_row_weights
-    from ..scores.utilities.ice_variance import link_scale
-
     surfaces, reasons = {}, []
     margins = _margin_surfaces(model, adapter, frame_2d, results_2d, pd_kwargs) if link.predictions is not None \
         and link.transform == "" and link.name else {}

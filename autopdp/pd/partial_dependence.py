@@ -18,6 +18,7 @@ from .data import Frame, as_frame, describe_missing, probe_rows
 from .engine import augmented_rows, brute_force_many, rows_per_batch
 from ..errors import InputError, InputTypeError
 from .fastpath import METHODS, plan_tree_path
+from .sampling import _weighted_sample, certainty_rows  # noqa: F401
 from .trees import TreePathUnavailable
 from .grids import FeatureSpec, build_spec, resolve_categorical
 from .response import make_adapter
@@ -92,43 +93,6 @@ def _sample_weight(sample_weight, n):
     if w.sum() <= 0:
         raise InputError("sample_weight sums to 0: at least one row needs a positive weight.")
     return w
-
-
-def certainty_rows(weights, k: int, total: float | None = None) -> np.ndarray:
-    """The rows an ICE sample of ``k`` rows takes with certainty: those whose weight is at least the mean weight
-    per remaining draw (``w_i >= W_rest / k_rest``, repeated until no row qualifies), i.e. every row that a
-    sample with probability proportional to weight would take with probability 1.  Empty without weights (or
-    with equal weights).  The other kept rows are a uniform sample of the rest;
-    :func:`autopdp.scores.significance.kept_inclusion` gives each kept row's probability of being kept.
-
-    ``total``: the total weight of all rows when ``weights`` are only some of them (the kept rows: a row taken
-    with certainty is always among them, so the rule needs no other row's weight)."""
-    w = None if weights is None else np.asarray(weights, dtype=float)
-    if w is None or w.size == 0 or (total is None and k >= w.size):
-        return np.zeros(0 if w is None else w.size, dtype=bool)
-    total = float(w.sum()) if total is None else float(total)
-    sure = np.zeros(w.size, dtype=bool)
-    while True:
-        k_rest = k - int(sure.sum())
-        rest_total = total - float(w[sure].sum())
-        if k_rest <= 0 or rest_total <= 0:
-            break
-        new = ~sure & (w * k_rest >= rest_total)
-        if not new.any():
-            break
-        sure |= new
-    return sure
-
-
-def _weighted_sample(n: int, k: int, weights, rng) -> np.ndarray:
-    """``k`` rows of ``n``: every row of :func:`certainty_rows` and a uniform sample of the rest (sorted)."""
-    sure = certainty_rows(weights, k) if weights is not None else np.zeros(n, dtype=bool)
-    if not sure.any():
-        return np.sort(rng.choice(n, size=k, replace=False))
-    rest = np.flatnonzero(~sure)
-    k_rest = max(k - int(sure.sum()), 0)
-    picked = rng.choice(rest, size=min(k_rest, rest.size), replace=False) if k_rest else np.array([], dtype=int)
-    return np.sort(np.concatenate([np.flatnonzero(sure), picked]).astype(np.intp))
 
 
 def _ice_rows(subsample, n, random_state, weights=None):

@@ -21,7 +21,7 @@ from .importance import flatness, interaction_statistic, marginal_weights
 from .scoring import _weights, grid_cells
 from .significance import (
     ANALYTIC_P_FLOOR, EFFECTIVE_ROWS_FLOOR, TESTS, Evidence, NoiseModel, SequentialTest, adjust_p_values, analytic_p, pd_noise_model,
-    ice_row_weights, noise_gap_reason, weighted_noise_factor,
+    noise_gap_reason, weighted_noise_factor,
 )
 from .utilities import TRUST_IDS
 from .utilities.base import axis_positions, gap_of_draws
@@ -40,16 +40,32 @@ def _rng(features, salt: str = ""):
 
 
 # ------------------------------------------------------------------ null statistics per criterion (1D)
-def at_threshold(curve, fit, value: float, threshold: float) -> np.ndarray:
+def at_threshold(curve, fit, value: float, threshold: float, statistic=None) -> np.ndarray:
     """The least favourable curve of the minimum-effect null "the effect is at most ``threshold``": the observed
     curve's departure from ``fit`` (its null fit: the best monotone curve, the closest bounded curve, a flat
-    line, the additive part) shrunk until the statistic, homogeneous in that departure, equals the threshold.
-    With ``threshold`` 0 (materiality 0) it is ``fit`` itself: the plain noise test."""
+    line, the additive part) shrunk until the statistic equals the threshold.  A statistic homogeneous in that
+    departure (a weighted sd, a steepest slope, a gap) is scaled by ``threshold / value``; one that is not
+    (``statistic`` given: Greenwell's interaction, which mixes the departure with the main effects) is solved
+    for by bisection on the shrink factor.  With ``threshold`` 0 (materiality 0) it is ``fit`` itself: the
+    plain noise test."""
     curve = np.asarray(curve, dtype=float)
     fit = np.asarray(fit, dtype=float)
     if not (np.isfinite(value) and value > 0 and np.isfinite(threshold) and threshold > 0):
         return fit
-    return fit + (curve - fit) * min(1.0, float(threshold) / float(value))
+    if value <= threshold:
+        return curve
+    if statistic is None:
+        return fit + (curve - fit) * (float(threshold) / float(value))
+    if not statistic(fit) < threshold:
+        return fit
+    lo, hi = 0.0, 1.0  # statistic(fit) < threshold < statistic(curve) = value
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if statistic(fit + (curve - fit) * mid) > threshold:
+            hi = mid
+        else:
+            lo = mid
+    return fit + (curve - fit) * lo
 
 
 def _draw_monotonicity(score, noise: NoiseModel, w, loss, declared, rng, centre=None):
@@ -550,6 +566,13 @@ def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evide
     if inputs.predictions is None:
         return _item("incidence", r.features, s.value, thr, statistic=statistic,
                      reason="the model's predictions on the rows were not given")
+    if inputs.sample_weight is not None:
+        sw = np.asarray(inputs.sample_weight, dtype=float)
+        n_eff = float(sw.sum() ** 2 / np.sum(sw * sw)) if np.isfinite(sw).all() and sw.sum() > 0 else np.nan
+        if np.isfinite(n_eff) and n_eff < EFFECTIVE_ROWS_FLOOR:
+            return _item("incidence", r.features, s.value, thr, statistic=statistic,
+                         reason=f"the sample weights leave {n_eff:.1f} effective rows, fewer than "
+                                f"{EFFECTIVE_ROWS_FLOOR}: the bins' residual means cannot be taken as Gaussian")
     yv = inputs.observed(s.target)
     name = r.features[0]
     positions = inputs.column(name) if r.kinds[0] == "numeric" else None
@@ -797,7 +820,8 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
                     reason=noise_gap_reason(rs, t, sw)
                     or "no standard errors for this 2D PD (std_rows=0)")
                 continue
-            base = at_threshold(avg[t], _additive_fit(avg[t], *mw), stat[t], thr)
+            base = at_threshold(avg[t], _additive_fit(avg[t], *mw), stat[t], thr,
+                                statistic=lambda f, r=r, mw=mw: float(_interaction_stat(f[None], r.kinds, mw)[0]))
             rng = _rng(r.features, "interaction")
 
             def draw(n, base=base, noise=noise, r=r, mw=mw, rng=rng):

@@ -65,6 +65,7 @@ import numpy as np
 from scipy import stats
 
 from ..errors import InputError
+from ..pd.sampling import ice_design as _ice_design, ice_row_weights, kept_inclusion  # noqa: F401
 
 __all__ = [
     "Evidence",
@@ -258,65 +259,6 @@ EFFECTIVE_ROWS_FLOOR = 30
 #: Cochran's rule for the normal approximation of a mean (Cochran 1977, *Sampling Techniques*, 2.15): the
 #: effective rows must exceed this times the squared skewness of the rows' departures.
 COCHRAN_FACTOR = 25
-
-
-def kept_inclusion(w_kept: np.ndarray, total: float, n: int) -> np.ndarray:
-    """The kept ICE rows' probabilities of being kept, from their own weights, the total weight of all ``n`` rows
-    and how many were kept (:func:`autopdp.pd.partial_dependence.certainty_rows`: a row taken with certainty is
-    always among the kept ones, so the rows not kept are not needed)."""
-    from ..pd.partial_dependence import certainty_rows
-
-    w = np.asarray(w_kept, dtype=float)
-    k = w.size
-    if k >= n:
-        return np.ones(k)
-    sure = certainty_rows(w, k, total)
-    pi = np.ones(k)
-    rest = n - int(sure.sum())
-    pi[~sure] = max(k - int(sure.sum()), 0) / rest if rest else 0.0
-    return pi
-
-
-def _ice_design(result, sample_weight):
-    """``(w, pi, total)`` of the rows whose ICE curves ``result`` kept: their sample weights (ones when
-    unweighted), their probabilities of being kept (:func:`kept_inclusion`) and the total weight of the rows
-    the PD averages over; ``None`` when the weights do not match the rows.  ``sample_weight`` may be an
-    audit's weights read back from its ICE sidecar (:class:`autopdp.pd.ice_io.SampledWeights`: NaN for rows
-    without curves, with the total weight of all rows)."""
-    m = np.asarray(result.individual).shape[1]
-    rows = result.ice_rows
-    if sample_weight is None:
-        n = int(max(result.n_rows, m))
-        return np.ones(m), np.full(m, 1.0 if rows is None else m / n), float(n)
-    sw = np.asarray(sample_weight, dtype=float)
-    total = getattr(sample_weight, "total", None)
-    if total is None:
-        if not np.isfinite(sw).all():
-            return None
-        total = float(sw.sum())
-    if rows is None:
-        return (sw, np.ones(m), float(total)) if sw.shape[0] == m and np.isfinite(sw).all() else None
-    rows = np.asarray(rows)
-    if rows.max(initial=-1) >= sw.shape[0]:
-        return None
-    w = sw[rows]
-    if not (np.isfinite(w).all() and np.isfinite(total) and total > 0):
-        return None
-    return w, kept_inclusion(w, total, sw.shape[0]), float(total)
-
-
-def ice_row_weights(result, sample_weight) -> np.ndarray | None:
-    """The weights that make the kept ICE rows stand for all rows (None: unweighted): each row's sample weight
-    over its probability of being kept (Horvitz-Thompson), so a heavy row kept with certainty counts once and a
-    sampled light row for the rows it stands for."""
-    if sample_weight is None or result.individual is None:
-        return None
-    design = _ice_design(result, sample_weight)
-    if design is None:
-        return None
-    w, pi, _ = design
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(pi > 0, w / np.where(pi > 0, pi, 1.0), 0.0)
 
 
 def weighted_noise_factor(curves: np.ndarray, w: np.ndarray | None, n_eff_all: float | None = None, *,

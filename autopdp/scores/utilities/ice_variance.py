@@ -66,6 +66,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import UtilityScore, not_applicable
+from ...pd.scales import CLIP_NOTE, EPS, _PROBABILITY_RESPONSES, clipped_share, link_scale  # noqa: F401
 from ...errors import InputError
 
 __all__ = ["score_ice_variance", "centred_ice", "link_scale", "CENTERINGS", "SCALES", "EPS"]
@@ -73,11 +74,6 @@ __all__ = ["score_ice_variance", "centred_ice", "link_scale", "CENTERINGS", "SCA
 UTILITY = "ice_variance"
 CENTERINGS = ("mean", "first", "none")
 SCALES = ("link", "response")
-_PROBABILITY_RESPONSES = ("predict_proba",)
-#: probabilities are clipped to [EPS, 1 - EPS] before their log-odds: 2**-53, float64's resolution next to 1
-EPS = float(np.finfo(np.float64).epsneg)
-
-
 def _flat_weights(result, weights) -> np.ndarray:
     size = int(np.prod(result.grid_shape))
     if weights is None:
@@ -86,38 +82,6 @@ def _flat_weights(result, weights) -> np.ndarray:
     if not np.isfinite(w).all() or w.sum() <= 0:
         return np.full(size, 1.0 / size)
     return w / w.sum()
-
-
-#: what the scale's name says when probabilities were clipped
-CLIP_NOTE = (f"probabilities clipped to [{EPS:.2g}, 1 - {EPS:.2g}], float64's resolution next to 1: the model "
-             "gives probabilities of exactly 0 or 1, which have no log-odds")
-
-
-def clipped_share(values: np.ndarray) -> float:
-    """Share of the finite probabilities outside ``[EPS, 1 - EPS]`` (the ones :func:`link_scale` clips)."""
-    v = np.asarray(values, dtype=float)
-    finite = np.isfinite(v)
-    return float(((v < EPS) | (v > 1.0 - EPS))[finite].sum()) / max(int(finite.sum()), 1)
-
-
-def link_scale(values: np.ndarray, response: str, *, all_classes: bool) -> tuple[np.ndarray, str]:
-    """``values`` (targets first) on the model's link scale, and the scale's name (see module docs).
-
-    ``all_classes``: the targets are every class of the model (their probabilities sum to 1).
-    Probabilities are clipped to ``[EPS, 1 - EPS]``; the name says so when any value was.
-    """
-    v = np.asarray(values, dtype=float)
-    if response not in _PROBABILITY_RESPONSES:
-        return v, {"decision_function": "decision function", "crisp": "share of predicted class"}.get(
-            response, "prediction")
-    clipped = clipped_share(v) > 0
-    c = np.clip(v, EPS, 1.0 - EPS)
-    with np.errstate(invalid="ignore"):
-        if all_classes and v.shape[0] >= 3:
-            logs = np.log(c)
-            why = f"{CLIP_NOTE}; " if clipped else ""
-            return logs - logs.mean(axis=0, keepdims=True), f"centred log-probability ({why}the softmax's linear scale)"
-        return np.log(c) - np.log1p(-c), f"log-odds ({CLIP_NOTE})" if clipped else "log-odds"
 
 
 def centred_ice(curves: np.ndarray, w: np.ndarray, centering: str) -> np.ndarray:
