@@ -127,6 +127,7 @@ def _overflow(page):
         "viewport": page.evaluate("window.innerWidth"),
         "outside": page.evaluate(
             "Array.from(document.querySelectorAll('body *')).filter(e => !e.closest('dialog') && "
+            "(!e.closest('.table-scroll') || e.classList.contains('table-scroll')) && "
             "e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 5).map(e => e.tagName + '.' + "
             "e.className + ' ' + Math.round(e.getBoundingClientRect().right))"),
     }
@@ -403,3 +404,31 @@ def test_pdf_length_follows_the_findings_not_the_features(tmp_path):
         assert all(f'data-pdp-figure="{c}"' in html for c in cols)
     # 5x the features: a few more pages while the importance chart and the top-10 tables fill up to their caps
     assert pages[40] <= min(pages[8] + 4, 20), pages
+
+
+def test_a_wide_comparison_report_does_not_scroll_sideways(browser, tmp_path):
+    """Issue 30: the explore table of a wide report (two comparison models, every utility, long names) stayed
+    a few pixels wider than 1,280 px; at 1,280, 1,024 and 1,920 px nothing leaves the viewport."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame({f"a_rather_long_feature_name_{i}": rng.normal(size=400) for i in range(5)})
+    y = (X.iloc[:, 0] + X.iloc[:, 1] * X.iloc[:, 2] + rng.normal(size=400) > 0).astype(int)
+    model = HistGradientBoostingClassifier(max_iter=30).fit(X, y)
+    compare = {"logistic_candidate": LogisticRegression().fit(X, y),
+               "boosted_candidate_two": HistGradientBoostingClassifier(max_iter=10).fit(X, y)}
+    a = autopdp.audit(model, X, y, compare=compare,
+                      config=autopdp.AuditConfig(grid_resolution=8, grid_resolution_2d=4, noise_draws=50,
+                                                 max_noise_draws=100))
+    path = tmp_path / "report.html"
+    a.to_html(path, comparison="model")
+    page = browser.open(path.as_uri(), width=1280)
+    assert page.errors() == []
+    for width in (1280, 1024, 1920):
+        _check_no_overflow(page, width)
+    # the table wider than the page scrolls inside its box (the box itself within the page), all of it reachable
+    page.resize(1280)
+    box = page.evaluate("(() => { const b = document.querySelector('#all-pdps .table-scroll'); "
+                        "return [b.getBoundingClientRect().right, b.scrollWidth, b.clientWidth]; })()")
+    assert box[0] <= 1281 and box[1] >= box[2]
