@@ -113,3 +113,16 @@ def test_the_log_link_rule_reads_type_and_parameters_only():
     assert log_link_of(HistGradientBoostingRegressor(loss="poisson")).startswith("HistGradientBoostingRegressor")
     assert log_link_of(HistGradientBoostingRegressor()) == ""
     assert log_link_of(LinearRegression()) == ""
+
+
+def test_the_interaction_table_names_its_scale_in_every_column():
+    """Issue 30: the interaction table's class columns say the scale the statistic was computed on."""
+    from autopdp.report.context import build_context
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300), "c": rng.normal(size=300)})
+    y = (X.a + X.b + rng.normal(size=300) > 0).astype(int)
+    a = audit(LogisticRegression().fit(X, y), X, y,
+              config=AuditConfig(grid_resolution=6, grid_resolution_2d=4, noise_draws=50, max_noise_draws=100))
+    table = build_context(a, formats=("html",))["interaction_table"]
+    assert table["columns"] and all(c.endswith(": log-odds scale") for c in table["columns"]), table["columns"]

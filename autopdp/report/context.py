@@ -706,7 +706,8 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "importance_table": _table(_ranked(audit.importance), "feature", _class_columns(audit, audit.importance))
         if not audit.importance.empty else None,
         "interaction_table": _table(audit.interaction.loc[audit.interaction.max(axis=1).sort_values(
-            ascending=False, kind="stable").index].head(20), "pair", _class_columns(audit, audit.interaction))
+            ascending=False, kind="stable").index].head(20), "pair",
+            [f"{c}: {_interaction_scale(audit)} scale" for c in _class_columns(audit, audit.interaction)])
         if not audit.interaction.empty else None,
         "utilities": utilities,
         "pairs": pairs,
