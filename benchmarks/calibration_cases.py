@@ -381,7 +381,7 @@ def skewed_two_valued(seed: int, n: int = 150) -> dict:
 STEEP = (12.0, -8.0, 6.0)
 
 
-class _ProbaOnly:
+class ProbaOnly:
     """A classifier's probabilities without its decision_function (the clipped log-odds path)."""
 
     def __init__(self, model):
@@ -412,7 +412,7 @@ def saturated_logistic(seed: int, n: int = 600, proba_only: bool = False, materi
     model = LogisticRegression().fit(X, y)  # fitted for its form; the coefficients are set to the truth's
     model.coef_ = np.array([STEEP])
     model.intercept_ = np.zeros(1)
-    a = audit(_ProbaOnly(model) if proba_only else model, X, y,
+    a = audit(ProbaOnly(model) if proba_only else model, X, y,
               config=_cfg(utilities=("incidence", "ice_variance"), materiality=materiality))
     ones = [("x1",), ("x2",), ("x3",)]
     return {"incidence": _outcome(a, "incidence", ones), "ice_variance": _outcome(a, "ice_variance", ones)}
@@ -536,5 +536,5 @@ def autopdp_version() -> str:
     return getattr(autopdp, "__version__", "?")
 
 
-__all__ += ["autopdp_version", "AWKWARD_CASES", "THRESHOLD_CRITERIA", "Outcome", "at_threshold", "population_materiality",
+__all__ += ["ProbaOnly", "autopdp_version", "AWKWARD_CASES", "THRESHOLD_CRITERIA", "Outcome", "at_threshold", "population_materiality",
             "clopper_pearson", "summarize", "ks_greater"]

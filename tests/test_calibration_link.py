@@ -7,7 +7,9 @@ probabilities clipped to [2**-53, 1 - 2**-53], and the evidence names which.  Ma
 the noise test alone decides.
 """
 
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,6 +19,9 @@ from sklearn.linear_model import LogisticRegression
 from autopdp import AuditConfig, audit
 from autopdp.pd.margin import margin_link
 from autopdp.scores.utilities.ice_variance import EPS, link_scale
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from calibration_cases import ProbaOnly  # noqa: E402  (the benchmark's probabilities-only wrapper)
 
 SEEDS = range(8)
 CFG = dict(pairs=False, utilities=("ice_variance",), materiality=0)
@@ -66,19 +71,6 @@ class _WithProduct:
         return self.model.predict(self._z(X))
 
 
-class _ProbaOnly:
-    """The same probabilities without a decision_function (a model that gives probabilities only)."""
-
-    def __init__(self, model):
-        self.model, self.classes_ = model, model.classes_
-
-    def predict_proba(self, X):
-        return self.model.predict_proba(X)
-
-    def predict(self, X):
-        return self.model.predict(X)
-
-
 def _saturated_share(curves) -> float:
     p = np.asarray(curves, dtype=float)
     return float(np.mean((p == 0.0) | (p == 1.0)))
@@ -103,7 +95,7 @@ def test_steep_additive_logistic_has_no_ice_variance_finding_on_its_margin(seed)
 
 def test_without_a_decision_function_saturated_probabilities_use_clipped_log_odds_named():
     X, y = _steep(0)
-    model = _ProbaOnly(_fit(X, y))
+    model = ProbaOnly(_fit(X, y))
     a = audit(model, X, y, config=AuditConfig(**CFG))
     for e in a.evidence["ice_variance"].values():
         scale = e.details["scale"]

@@ -155,8 +155,9 @@ class SampledWeights(np.ndarray):
 
 def read_ice_weight_totals(source, max_mb: float = ICE_MAX_MB) -> dict | None:
     """``{"rows", "total", "total_of_squares"}`` of the audit's sample weights as the sidecar records them (None:
-    unweighted, or a sidecar written before they were recorded)."""
-    _, meta = _read(source, max_mb)
+    unweighted, or a sidecar written before they were recorded).  Read from the file's footer alone: no curve
+    is decompressed (``max_mb`` is kept for the readers' common signature)."""
+    meta = _footer_metadata(source)
     got = (meta or {}).get("weights") if isinstance(meta, dict) else None
     if not isinstance(got, dict):
         return None
@@ -182,6 +183,22 @@ def read_ice_weights(source, max_mb: float = ICE_MAX_MB) -> tuple[np.ndarray, np
 
 def _name(source) -> str:
     return "(bytes)" if isinstance(source, (bytes, bytearray)) else repr(str(source))
+
+
+def _footer_metadata(source) -> dict:
+    """The sidecar's ``autopdp`` metadata from its Parquet footer (an InputError for anything else)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    where = pa.BufferReader(source) if isinstance(source, (bytes, bytearray)) else str(Path(source))
+    try:
+        raw = pq.ParquetFile(where).schema_arrow.metadata or {}
+        meta = json.loads(raw.get(b"autopdp", b"{}"))
+    except (OSError, pa.ArrowInvalid, ValueError) as exc:
+        raise InputError(f"cannot read the ICE file {_name(source)}: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("schema") != ICE_SCHEMA:
+        raise InputError(f"not an autopdp ICE file (expected schema {ICE_SCHEMA!r}).")
+    return meta
 
 
 def _read(source, max_mb: float = ICE_MAX_MB):
