@@ -444,7 +444,9 @@ BEFORE = {
 
 # ------------------------------------------------------------------ effects exactly at the materiality threshold
 THRESHOLD_N = 300
-THRESHOLD_CRITERIA = ("slope", "importance", "monotonicity", "interaction", "ice_variance")
+THRESHOLD_CRITERIA = ("slope", "importance", "monotonicity", "lipschitz", "interaction", "ice_variance")
+#: the slope bound of the Lipschitz case (explicit, so the null is about a fixed bound)
+LIPSCHITZ_BOUND = 1.0
 
 
 def _threshold_model(criterion):
@@ -454,6 +456,8 @@ def _threshold_model(criterion):
         return lambda d: d["x1"].to_numpy() * (0.5 + d["x2"].to_numpy())  # PD 0.5 x1
     if criterion == "monotonicity":
         return lambda d: 0.3 * d["x1"].to_numpy() ** 2 + _product(d)  # PD 0.3 x1^2: a U, not monotone
+    if criterion == "lipschitz":
+        return lambda d: np.tanh(3.0 * d["x1"].to_numpy()) + _product(d)  # PD tanh(3 x1): slope 3 at 0, bound 1
     if criterion == "interaction":
         return lambda d: _product(d) * (d["x3"].to_numpy() + 0.5)  # 2D PD of (x1, x2): 0.5 x1 x2
     if criterion == "ice_variance":
@@ -462,16 +466,25 @@ def _threshold_model(criterion):
 
 
 def _threshold_audit(criterion, X, materiality):
+    (e, _), f = _threshold_audit_full(criterion, X, materiality)
+    return e, f
+
+
+def _threshold_audit_full(criterion, X, materiality):
+    """``((evidence item, audit), model)`` of one at-threshold run."""
     f = _threshold_model(criterion)
     if criterion == "interaction":
         cfg = AuditConfig(materiality=materiality, utilities=("slope",), pairs=[("x1", "x2")], max_rows_2d=None,
                           criteria_2d=("interaction",))
-        return audit(f, X, config=cfg).evidence["interaction"][("x1", "x2")], f
+        a = audit(f, X, config=cfg)
+        return (a.evidence["interaction"][("x1", "x2")], a), f
     utilities = {"importance": ("slope",)}.get(criterion, (criterion,))
     # x1 alone: one PDP per criterion, so the multiple-testing adjustment leaves its p-value as it is
-    cfg = AuditConfig(pairs=False, materiality=materiality, utilities=utilities, features=("x1",))
+    cfg = AuditConfig(pairs=False, materiality=materiality, utilities=utilities, features=("x1",),
+                      lipschitz={"x1": LIPSCHITZ_BOUND} if criterion == "lipschitz" else {})
     key = "importance_1d" if criterion == "importance" else criterion
-    return audit(f, X, config=cfg).evidence[key][("x1",)], f
+    a = audit(f, X, config=cfg)
+    return (a.evidence[key][("x1",)], a), f
 
 
 _MATERIALITY_CACHE: dict[str, float] = {}
@@ -489,11 +502,59 @@ def population_materiality(criterion: str, rows: int = 200_000) -> float:
     return _MATERIALITY_CACHE[criterion]
 
 
+def _truth_on_grid(criterion: str, e, a) -> float:
+    """The criterion's statistic of the *population* PD on this run's own grid, with this run's density weights:
+    the quantity the minimum-effect null is about, given the grid and the weights the audit chose (both are
+    data-derived, and the statistic depends on them: Greenwell's interaction moves with the spread of the grid
+    points by several per cent from sample to sample).  The population PDs are known in closed form (x2 and x3
+    have mean 0 and variance 1): slope and importance 0.5 x1, monotonicity 0.3 x1^2, Lipschitz tanh(3 x1) (bound
+    1), interaction 0.5 x1 x2, and x1's centred ICE curves 0.5 x3 (x1 - mean)."""
+    from dataclasses import replace
+
+    from autopdp.scores.importance import flatness, interaction_statistic, marginal_weights
+    from autopdp.scores.utilities import score_lipschitz, score_monotonicity
+
+    r = next(r for r in a.results if tuple(r.features) == tuple(e.features))
+    w = marginal_weights(r)
+    g = [np.asarray(v, dtype=float) for v in r.grid]
+    if criterion == "slope":  # the PD is linear: its change over the whole grid
+        return 0.5 * float(g[0][-1] - g[0][0])
+    if criterion == "importance":
+        return float(flatness(0.5 * g[0][None], r.kinds[0], axis=-1, weights=w[0])[0])
+    if criterion == "monotonicity":
+        truth = replace(r, average=(0.3 * g[0] ** 2)[None])
+        return float(score_monotonicity(truth, target_index=0, weights=w[0], loss=a.config.loss).value)
+    if criterion == "lipschitz":
+        truth = replace(r, average=np.tanh(3.0 * g[0])[None])
+        return float(score_lipschitz(truth, target_index=0, weights=w[0], slopes=[LIPSCHITZ_BOUND],
+                                     loss=a.config.loss).value)
+    if criterion == "interaction":
+        return float(interaction_statistic((0.5 * np.outer(g[0], g[1]))[None], r.kinds, w)[0][0])
+    if criterion == "ice_variance":
+        d = g[0] - w[0] @ g[0]
+        return 0.5 * float(np.sqrt(w[0] @ (d * d)))
+    raise ValueError(criterion)
+
+
+def _scale_of(criterion: str, e) -> float:
+    """The prediction sd the threshold is a multiple of (read from a run at materiality 1)."""
+    return float(e.details["change_threshold"]) if criterion == "slope" else float(e.threshold)
+
+
 def at_threshold(criterion: str, seed: int, multiple: float = 1.0) -> Outcome:
     """One run of ``THRESHOLD_N`` rows with the effect at ``multiple`` x the materiality threshold (1: the
-    minimum-effect null holds at its least favourable point; 2: power)."""
+    minimum-effect null holds at its least favourable point; 2: power).
+
+    The null is conditional on what the audit derives from the data before it tests: the grid, the density
+    weights and the threshold (materiality x this sample's prediction sd).  So the materiality is set per run to
+    put the population PD's statistic *on this run's grid* exactly at this run's threshold
+    (:func:`_truth_on_grid`); :func:`population_materiality` is the same ratio on 200,000 rows, printed for
+    scale."""
     X = _frame(np.random.default_rng(seed), n=THRESHOLD_N)
-    e, _ = _threshold_audit(criterion, X, population_materiality(criterion) / multiple)
+    probe, _ = _threshold_audit_full(criterion, X, 1.0)
+    e1, a1 = probe
+    materiality = _truth_on_grid(criterion, e1, a1) / _scale_of(criterion, e1)
+    e, _ = _threshold_audit(criterion, X, materiality / multiple)
     return Outcome(finding=e.passed, items=1, untested=int(e.untested),
                    p=[float(e.p_value)] if not e.untested and np.isfinite(e.p_value) else [])
 

@@ -2,7 +2,9 @@
 
 The cases are ``calibration_cases.AWKWARD_CASES`` and ``calibration_cases.at_threshold``
 (``benchmarks/bench_calibration.py`` prints the same rates over 300 seeds with Clopper-Pearson intervals;
-docs/methodology.md, "Measured level and power", has its table).  tests/test_calibration_awkward.py checks
+docs/methodology.md, "Measured level and power", has its table).  At the threshold the materiality is set per
+run so that the population PD's statistic on that run's grid equals that run's threshold (the null is
+conditional on the grid, the density weights and the threshold the audit derives before it tests).  tests/test_calibration_awkward.py checks
 the untested reasons on one seed each and the importance at its threshold; tests/test_calibration_link.py
 the saturated logistic's margin on 8 seeds.  Here each case runs over 30-40 seeds and every criterion's
 false findings must stay under the 99% point of Binomial(seeds, 5%).  An untested PDP is not a finding.
@@ -15,7 +17,10 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from autopdp import AuditConfig, audit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import calibration_cases as cases  # noqa: E402
@@ -85,7 +90,7 @@ def test_skewed_rows_are_untested_only_on_the_skewed_feature(name):
 
 # ---------------------------------------------------------------- the minimum-effect test at the threshold
 #: importance at its threshold is in tests/test_calibration_awkward.py
-THRESHOLD = ("slope", "monotonicity", "interaction", "ice_variance")
+THRESHOLD = ("slope", "monotonicity", "lipschitz", "interaction", "ice_variance")
 N_THRESHOLD = 40
 
 
@@ -103,3 +108,23 @@ def test_an_effect_at_twice_the_threshold_is_found_in_at_least_80_percent(criter
         warnings.simplefilter("ignore")
         hits = sum(cases.at_threshold(criterion, s, 2.0).finding for s in range(N_THRESHOLD))
     assert hits >= 0.8 * N_THRESHOLD, f"{criterion}: {hits} of {N_THRESHOLD} at twice the threshold"
+
+
+def test_an_undeclared_monotonicity_gap_above_a_threshold_is_tested_in_each_direction():
+    """The gap is the smaller of two distances; above a threshold both are tested (intersection-union), the
+    larger p-value counts.  At materiality 0 and with a declared direction the single test stays."""
+    X = cases._frame(np.random.default_rng(0), n=cases.THRESHOLD_N)
+    f = cases._threshold_model("monotonicity")
+
+    def item(**kw):
+        cfg = AuditConfig(pairs=False, utilities=("monotonicity",), features=("x1",), **kw)
+        return audit(f, X, config=cfg).evidence["monotonicity"][("x1",)]
+
+    both = item(materiality=0.1)
+    assert both.value > both.threshold > 0
+    assert "intersection-union of the two directions' tests" in both.test
+    assert both.passed  # a U of gap ~0.18 against a threshold of ~0.1: found both ways
+    plain = item(materiality=0.0)
+    declared = item(materiality=0.1, expected_monotonic={"x1": "increasing"})
+    for e in (plain, declared):
+        assert "intersection-union" not in e.test and e.p_value <= both.p_value + 1e-12

@@ -99,7 +99,7 @@ STOP_EXCEEDANCES = 10
 TESTS = {
     "monotonicity": ("the PD's gap to the best monotone curve is at most the materiality threshold",
                      "Monte-Carlo minimum-effect test: monotone fit + departure at the threshold + PD noise, "
-                     "refitted"),
+                     "refitted (with no declared direction, each direction on its own, the larger p)"),
     "lipschitz": ("the PD's gap to the closest slope-bounded curve is at most the materiality threshold",
                   "Monte-Carlo minimum-effect test: bounded fit + departure at the threshold + PD noise, refitted"),
     "slope": ("the PD's steepest slope is at most the materiality threshold",
