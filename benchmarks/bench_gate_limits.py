@@ -5,7 +5,8 @@
 The model of tests/test_gate_limits.py: x1 on 10 fixed values (30 rows each), x2 ~ N(0, 1) redrawn,
 f = x1 - D * bump(x1) + noise * x2 * sin(2 pi x1); the rule ``x1 increasing, max_monotonicity = limit``.
 Prints the fail rate (95% Clopper-Pearson interval) with the limit at the population's violation (the level:
-nominal 5%), at a quarter of it (power), and the issue's case (a dip scoring ~0.033 against a limit of 0.005,
+nominal 5%), at a quarter of it, at the violation less 4 times its own noise sd (its spread over the redraws:
+the power the issue asks for, at least 80%), and the issue's case (a dip scoring ~0.033 against a limit of 0.005,
 below the audit's materiality of 0.1 x prediction sd), and whether x100 predictions give the same verdicts.
 """
 
@@ -40,10 +41,19 @@ def main(argv=None) -> int:
     print(f"{'case':52s} {'fail rate [95% CI]':>24s}")
     for dip, noise in ((0.2, 0.3), (0.3, 0.3), (0.3, 0.6), (0.4, 0.3)):
         v = _violation(dip)
-        at = sum(not gate(_audit(dip, s, noise=noise), _policy(v)).passed for s in range(n))
-        far = sum(not gate(_audit(dip, s, noise=noise), _policy(v / 4)).passed for s in range(n))
+        audits = [_audit(dip, s, noise=noise) for s in range(n)]
+        checks = [gate(a, _policy(v)).checks[0] for a in audits]
+        at = sum(not c.passed for c in checks)
+        # the noise sd of the violation itself: its spread over the redraws
+        sd = float(np.std([c.measured for c in checks], ddof=1))
+        far = sum(not gate(a, _policy(v / 4)).passed for a in audits)
         print(f"{f'dip {dip}, noise {noise}: limit = violation {v:.4f}':52s} {_ci(at, n):>24s}")
         print(f"{f'dip {dip}, noise {noise}: limit = violation / 4':52s} {_ci(far, n):>24s}")
+        if v - 4 * sd > 0:
+            four = sum(not gate(a, _policy(v - 4 * sd)).passed for a in audits)
+            print(f"{f'dip {dip}, noise {noise}: limit = violation - 4 sd ({sd:.4f})':52s} {_ci(four, n):>24s}")
+        else:
+            print(f"{f'dip {dip}, noise {noise}: violation - 4 sd ({sd:.4f}) <= 0':52s} {'(no such limit)':>24s}")
     cfg = AuditConfig(pairs=False, utilities=("monotonicity",), grid_resolution=K, features=("x1",), materiality=0.1)
     issue = sum(not gate(_audit(0.39, s, config=cfg), _policy(0.005, materiality=0.1)).passed for s in range(n))
     print(f"{'issue 29: dip ~0.033 vs max_monotonicity 0.005':52s} {_ci(issue, n):>24s}")
