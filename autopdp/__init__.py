@@ -8,8 +8,6 @@ scikit-learn, scipy and cvxpy are imported.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
 from ._version import __version__
 
@@ -64,7 +62,11 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    if name in _EXPORTS:
+    if name in _EXPORTS and _EXPORTS[name] == "." + name:
+        # ``audit`` and ``gate``: the module, which calling calls its function of the same name
+        # (``autopdp.audit(model, X)``), so ``autopdp.audit.MIN_ROWS`` resolves too (autopdp._callable)
+        value = importlib.import_module(_EXPORTS[name], __name__)
+    elif name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
     elif name == "datasets":
         value = importlib.import_module(".datasets", __name__)
@@ -76,17 +78,3 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """The package module: ``autopdp.audit`` and ``autopdp.gate`` stay the public functions when
-    their same-named submodules are imported (the import system would otherwise rebind the
-    package attribute to the submodule, which stays in ``sys.modules``)."""
-
-    def __setattr__(self, name, value):
-        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == "." + name:
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

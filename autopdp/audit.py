@@ -534,3 +534,9 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         interaction=scored.interaction, notes=tuple(notes), metadata=metadata, data_summary=data_summary, run=run,
         evidence=evidence, stage_failures=stage_failures, sample_weight=data.weights,
     )
+
+
+# ``autopdp.audit`` is this module, and calling it calls audit() (names such as ``autopdp.audit.MIN_ROWS`` resolve as written)
+from ._callable import make_callable  # noqa: E402
+
+make_callable(__name__)

@@ -382,22 +382,24 @@ class Audit:
             atomic_write_bytes(path, pdf)
         return pdf
 
-    def to_docx(self, path=None, template=None, *, page_size: str = "A4", gate=None, comparison=None) -> bytes:
+    def to_docx(self, path=None, template=None, *, page_size: str = "A4", gate=None, comparison=None,
+                template_dir=None) -> bytes:
         """The report as an editable Word document, from the same context as the HTML and PDF;
         written atomically to ``path`` when given.
 
         ``template`` (only this argument chooses it): the organisation's .docx whose
         styles, page setup, headers and footers the document keeps; the report goes after its
         content, or in place of a paragraph reading ``{{autopdp}}``.  ``page_size`` applies
-        without a template.  ``gate`` and ``comparison`` as in :meth:`to_html`.
+        without a template.  ``gate`` and ``comparison`` as in :meth:`to_html`; ``template_dir``: the
+        organisation's HTML/PDF templates, whose ``methodology`` block is also the Word report's.
         """
         from ._io import atomic_write_bytes
         from .report.word import render_docx
         from .report.writer import report_context, report_templates
 
-        _, template = report_templates(None, template, ("docx",))
+        template_dir, template = report_templates(template_dir, template, ("docx",))
         data = render_docx(report_context(self, page_size=page_size, gate=gate, comparison=comparison, png=True),
-                           template=template)
+                           template=template, template_dir=template_dir)
         if path is not None:
             atomic_write_bytes(path, data)
         return data

@@ -689,3 +689,9 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
     if not checks:  # a policy built directly (not parsed) with no rule: the gate fails closed
         raise InputError(_no_check_message())
     return GateResult(checks=tuple(checks), provenance=gate_provenance(audit, policy, champ))
+
+
+# ``autopdp.gate`` is this module, and calling it calls gate() (names such as ``autopdp.gate.champion_name`` resolve as written)
+from ._callable import make_callable  # noqa: E402
+
+make_callable(__name__)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import InputError
+from .errors import InputError, advice
 
 __all__ = ["load_model", "load_data", "split_target", "did_you_mean", "PICKLE_SUFFIXES", "DEFAULT_TRUSTED_TYPES",
            "TrustWarning"]
@@ -205,7 +205,10 @@ def load_data(path, *, sep=None, na_values=None, decimal=None) -> pd.DataFrame:
         raise InputError(f"data file {str(p)!r} is not a file (a directory?); give the path of a .csv or .parquet file.")
     suffix = p.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
-        raise InputError(f"data file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .csv or .parquet.")
+        tabs = (" (a tab-separated file: give it the .csv extension and read it with "
+                + advice(cli="--sep tab", python="sep='\\t'") + ")") if suffix in (".tsv", ".tab") else ""
+        raise InputError(f"data file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .csv or "
+                         f".parquet{tabs}.")
     csv_options = {"sep": _sep(sep), "na_values": _na_values(na_values)}
     csv_options["decimal"] = _decimal(decimal, csv_options["sep"])
     if suffix != ".csv" and (sep is not None or na_values is not None or decimal is not None):

@@ -2,6 +2,7 @@
 
 import hashlib
 import html as html_lib
+import io
 import json
 import re
 import shutil
@@ -382,3 +383,42 @@ def test_report_with_every_format_the_org_docx_and_the_org_html_block(files, tmp
         assert f["sha256"] in text
     manifest = json.loads((out / "manifest.json").read_text())
     assert {"report.docx", "report.pdf", "report.html", "results.json"} <= set(manifest["files"])
+
+
+def test_one_overridden_block_changes_the_html_the_pdf_and_the_word_methodology(small, tmp_path):
+    """An organisation's report.html.j2 overriding cover, appendix and methodology: the HTML record, the PDF (its
+    printed text) and the Word report's methodology all carry the change; a report.pdf.j2 changes the PDF alone."""
+    from pypdf import PdfReader
+
+    folder = tmp_path / "org"
+    folder.mkdir()
+    (folder / "report.html.j2").write_text(
+        '{% extends "autopdp/report.html.j2" %}\n'
+        '{% block cover %}<p class="classification">SECRET-MARKING-42</p>{{ super() }}{% endblock %}\n'
+        '{% block appendix %}{{ super() }}<section class="chapter"><h2>Checklist-77</h2></section>{% endblock %}\n'
+        '{% block methodology %}<section class="chapter"><h2>House methodology 9</h2><p>Per MRM-07.</p></section>'
+        '{{ super() }}{% endblock %}\n')
+    html = small.to_html(template_dir=folder)
+    pdf_text = "".join(p.extract_text() for p in PdfReader(io.BytesIO(small.to_pdf(template_dir=folder))).pages)
+    word = [p.text for p in docx.Document(io.BytesIO(small.to_docx(template_dir=folder))).paragraphs]
+    for text in ("SECRET-MARKING-42", "Checklist-77", "House methodology 9"):
+        assert text in html and text in pdf_text, text
+    assert "House methodology 9" in word and "Per MRM-07." in word and "Methodology and caveats" in word
+    assert not any("SECRET-MARKING-42" in t for t in word)  # the Word cover is python-docx's; its marking: --docx-template
+    # the built-in PDF is unchanged without the folder, and a report.pdf.j2 beside it changes the PDF only
+    assert "SECRET-MARKING-42" not in "".join(p.extract_text() for p in PdfReader(io.BytesIO(small.to_pdf())).pages)
+    both = shutil.copytree(folder, tmp_path / "org-pdf")
+    (both / "report.pdf.j2").write_text('{% extends "autopdp/report.pdf.j2" %}\n'
+                                        '{% block cover %}<p>PAPER-ONLY-5</p>{{ super() }}{% endblock %}\n')
+    paper = "".join(p.extract_text() for p in PdfReader(io.BytesIO(small.to_pdf(template_dir=both))).pages)
+    assert "PAPER-ONLY-5" in paper and "SECRET-MARKING-42" in paper and "Checklist-77" in paper
+    assert "PAPER-ONLY-5" not in small.to_html(template_dir=both)
+
+
+def test_a_template_that_renders_the_whole_page_leaves_the_word_methodology_built_in(small, tmp_path):
+    folder = tmp_path / "whole"
+    folder.mkdir()
+    (folder / "report.html.j2").write_text("<html><body><h1>{{ cover.model_name }} only</h1></body></html>\n")
+    assert "scorecard v2 only" in small.to_html(template_dir=folder)
+    word = [p.text for p in docx.Document(io.BytesIO(small.to_docx(template_dir=folder))).paragraphs]
+    assert "Methodology and caveats" in word and "scorecard v2 only" not in word

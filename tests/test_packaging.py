@@ -90,11 +90,13 @@ def test_wheel_runs_in_a_fresh_virtual_environment(wheel, tmp_path):
     assert proc.returncode == 2 and "missing.skops" in proc.stderr, (proc.returncode, proc.stderr[-3000:])
 
 
-def test_public_names_resolve_and_same_named_submodules_keep_the_functions():
-    """autopdp loads its public names on first use; importing the submodules named like the public
-    functions (audit, gate; ale and partial_dependence in their stage packages) must leave the
-    package attributes the functions."""
+def test_public_names_resolve_and_same_named_submodules_stay_callable():
+    """autopdp loads its public names on first use; ``autopdp.audit`` and ``autopdp.gate`` are the modules, and
+    calling them calls the functions of the same name, so their other names resolve as written
+    (``autopdp.audit.MIN_ROWS``, ``autopdp.gate.champion_name``) and ``import autopdp.audit as m`` is the module;
+    importing the submodules named like the public functions (ale, partial_dependence) leaves the functions."""
     import importlib
+    import inspect
 
     import autopdp
 
@@ -102,8 +104,17 @@ def test_public_names_resolve_and_same_named_submodules_keep_the_functions():
         importlib.import_module(f"autopdp.{name}")
     for name in autopdp.__all__:
         assert hasattr(autopdp, name), name
-    for name in ("audit", "gate", "ale", "partial_dependence", "compute_all", "stratpd"):
+    for name in ("ale", "partial_dependence", "compute_all", "stratpd"):
         assert callable(getattr(autopdp, name)) and getattr(autopdp, name).__name__ == name, name
+    import autopdp.audit as audit_module
+    import autopdp.gate as gate_module
+
+    assert autopdp.audit is audit_module and autopdp.gate is gate_module
+    assert autopdp.audit.MIN_ROWS == 10 and autopdp.gate.champion_name.__name__ == "champion_name"
+    assert list(inspect.signature(autopdp.audit).parameters)[:3] == ["model", "X", "y"]
+    assert list(inspect.signature(autopdp.gate).parameters)[:2] == ["audit", "policy"]
+    with pytest.raises(autopdp.InputError, match="policy defines no check"):  # the call reaches gate()
+        autopdp.gate(object(), {})
     assert isinstance(autopdp.datasets, type(autopdp)) or hasattr(autopdp.datasets, "load_german_credit")
     assert set(autopdp.__all__) <= set(dir(autopdp))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):

@@ -369,11 +369,17 @@ def test_gate_and_compare_reports_follow_the_same_rules(gate_and_compare, browse
 def test_templates_have_the_named_blocks_and_load_as_autopdp_names():
     from autopdp.report.render import environment
 
+    from autopdp.report.render import LAYOUTS
+
     env = environment()
-    for name in ("report.html.j2", "report.pdf.j2"):
-        template = env.get_template(f"autopdp/{name}")
-        assert {"cover", "summary", "findings", "methodology", "appendix"} <= set(template.blocks), name
-    assert "explore" in env.get_template("autopdp/report.html.j2").blocks
+    for name in ("report.html.j2", "report.pdf.j2"):  # the entries an organisation's template extends
+        env.get_template(f"autopdp/{name}")
+    # the blocks they override live in the per-format layouts report.html.j2 extends: the same names in both
+    for fmt in ("html", "pdf"):
+        template = env.get_template(LAYOUTS[fmt])
+        assert {"styles", "cover", "summary", "findings", "methodology", "appendix"} <= set(template.blocks), fmt
+    assert "explore" in env.get_template(LAYOUTS["html"]).blocks
+    assert set(env.get_template(LAYOUTS["docx"]).blocks) == {"methodology"}
 
 
 def test_pdf_length_follows_the_findings_not_the_features(tmp_path):

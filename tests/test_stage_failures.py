@@ -147,6 +147,21 @@ def test_gate_exits_3_on_a_stage_failure_even_when_the_checks_pass(files, tmp_pa
     assert json.loads((tmp_path / "g" / "gate.json").read_text())["passed"] is True
 
 
+def test_gate_with_failed_checks_and_a_stage_failure_exits_3_and_writes_the_failed_verdict(files, tmp_path,
+                                                                                           monkeypatch, capsys):
+    """The precedence docs/user-guide.md states: a stage failure (3) wins over failed checks (1); gate.json and
+    gate.xml are written all the same and record the failed checks."""
+    (tmp_path / "policy.toml").write_text("[features.a]\nmax_slope = 1e-9\n\n[gate]\ndecide = \"limits\"\n")
+    args = _args(files, tmp_path / "f", "gate") + ["--policy", str(tmp_path / "policy.toml")]
+    assert main(args) == 1  # the checks alone fail: exit 1
+    monkeypatch.setattr(scoring_module, "score_ice_variance", _boom)
+    assert main(args) == 3
+    verdict = json.loads((tmp_path / "f" / "gate.json").read_text())
+    assert verdict["passed"] is False and [c["passed"] for c in verdict["checks"]] == [False]
+    assert "<failure" in (tmp_path / "f" / "gate.xml").read_text()
+    assert "FAILED 1 of 1 checks" in capsys.readouterr().out
+
+
 def _pickle_of_a_missing_module() -> bytes:
     # protocol-0 opcodes for "an instance of no_such_module.Thing": unpickling needs that module
     return b"cno_such_module_autopdp\nThing\n(tR."

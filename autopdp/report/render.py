@@ -20,16 +20,22 @@ from .findings import fmt
 from ..errors import InputError
 
 __all__ = [
-    "environment", "check_template_dir", "render_html", "render_pdf_html", "render_pdf", "svg_figures_as_images",
-    "write_html", "write_pdf", "PAGE_SIZES", "HTML_TEMPLATE", "PDF_TEMPLATE",
+    "environment", "check_template_dir", "render_html", "render_pdf_html", "render_word_methodology", "render_pdf", "svg_figures_as_images",
+    "write_html", "write_pdf", "PAGE_SIZES", "HTML_TEMPLATE", "PDF_TEMPLATE", "LAYOUTS",
 ]
 
 PAGE_SIZES = ("A4", "Letter")
 
-#: The HTML report: the complete, explorable record (every PDP in sortable, filterable tables, every 1D PD).
+#: The report in every format (an organisation's ``report.html.j2`` in ``--template-dir`` replaces it), rendered
+#: on a layout: the HTML record's, the PDF's or the Word methodology's (:data:`LAYOUTS`).
 HTML_TEMPLATE = "report.html.j2"
-#: The PDF report: the short curated document (findings, top rows, methodology), on paper.
+#: The PDF's entry: ``report.html.j2`` on the paper layout (a ``report.pdf.j2`` in ``--template-dir`` changes
+#: the PDF alone).
 PDF_TEMPLATE = "report.pdf.j2"
+#: The layouts ``report.html.j2`` extends, per format: they share the blocks ``styles``, ``cover``, ``summary``,
+#: ``findings``, ``methodology`` and ``appendix`` (the record adds ``explore``; the Word layout has only
+#: ``methodology``), so one overridden block changes every format that shows it.
+LAYOUTS = {"html": "autopdp/_record.html.j2", "pdf": "autopdp/_paper.html.j2", "docx": "autopdp/_word.html.j2"}
 
 
 #: The longest text or list a template may build with ``*`` (and ``**`` results stay under 4096 bits):
@@ -158,10 +164,12 @@ def _check_page_size(context: dict) -> None:
         raise InputError(f"page_size must be one of {', '.join(PAGE_SIZES)}, got {context.get('page_size')!r}.")
 
 
-def _render(name: str, context: dict, template_dir=None) -> str:
-    """Render template ``name``; with ``template_dir`` (see :func:`environment`) an error in one of the
-    organisation's templates is bad input naming the template and line."""
+def _render(name: str, context: dict, template_dir=None, layout: str = "html") -> str:
+    """Render template ``name`` on the format's layout (:data:`LAYOUTS`); with ``template_dir`` (see
+    :func:`environment`) an error in one of the organisation's templates is bad input naming the template and
+    line."""
     _check_page_size(context)
+    context = dict(context, layout=LAYOUTS[layout])
     if template_dir is None:
         return environment().get_template(name).render(**context)
     from jinja2 import TemplateError, TemplateSyntaxError
@@ -216,7 +224,28 @@ def render_html(context: dict, template_dir=None) -> str:
 
 def render_pdf_html(context: dict, template_dir=None) -> str:
     """The HTML of the curated PDF document (no script): cover, findings, top rows, methodology."""
-    return _render(PDF_TEMPLATE, context, template_dir)
+    return _render(PDF_TEMPLATE, context, template_dir, layout="pdf")
+
+
+def render_word_methodology(context: dict, template_dir=None) -> str:
+    """The ``methodology`` block as HTML for the Word report: the organisation's (``report.html.j2`` in
+    ``template_dir`` that extends the built-in report and overrides it) or the built-in one."""
+    if template_dir is not None and not _extends(check_template_dir(template_dir)):
+        template_dir = None  # a report.html.j2 that renders the whole page itself has no block to take
+    return _render(HTML_TEMPLATE, context, template_dir, layout="docx")
+
+
+def _extends(folder: str) -> bool:
+    """Whether ``folder`` has no ``report.html.j2`` of its own, or one that extends another template."""
+    from pathlib import Path
+
+    from jinja2 import nodes
+
+    own = Path(folder) / HTML_TEMPLATE
+    if not own.is_file():
+        return True
+    tree = environment(folder).parse(own.read_text(encoding="utf-8"), name=HTML_TEMPLATE)
+    return tree.find(nodes.Extends) is not None
 
 
 _SVG = re.compile(r"<svg\b.*?</svg>", flags=re.S)

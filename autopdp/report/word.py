@@ -687,13 +687,12 @@ def _appendix(w, ctx):
 
 
 # ------------------------------------------------------------------- methodology (the template's block)
-def _methodology(w, ctx):
-    """The built-in template's ``methodology`` block, rendered with this context, as Word paragraphs."""
-    from .render import environment
+def _methodology(w, ctx, template_dir=None):
+    """The templates' ``methodology`` block (the organisation's override from ``template_dir``, else the
+    built-in one), rendered with this context, as Word paragraphs."""
+    from .render import render_word_methodology
 
-    template = environment().get_template("report.html.j2")
-    html = "".join(template.blocks["methodology"](template.new_context(dict(ctx))))
-    _HtmlToWord(w).feed(html)
+    _HtmlToWord(w).feed(render_word_methodology(ctx, template_dir))
 
 
 class _HtmlToWord(HTMLParser):
@@ -771,8 +770,11 @@ class _HtmlToWord(HTMLParser):
 
 
 # ---------------------------------------------------------------------------------------- entry
-def render_docx(context: dict, template=None) -> bytes:
+def render_docx(context: dict, template=None, template_dir=None) -> bytes:
     """The report as a Word document (bytes of a .docx) from the report context.
+
+    ``template_dir``: the organisation's HTML/PDF templates; their ``methodology`` block is the Word
+    report's methodology (the other blocks have no Word counterpart: the Word report is written here).
 
     ``template``: path of an organisation's .docx/.dotx whose styles, page setup, headers and
     footers the document keeps; the report goes after its content, or in place of a paragraph
@@ -809,7 +811,7 @@ def render_docx(context: dict, template=None) -> bytes:
     _pair_pages(w, context)
     _importance(w, context)
     _rankings(w, context)
-    _methodology(w, context)
+    _methodology(w, context, template_dir)
     _appendix(w, context)
     if placeholder is not None:
         # python-docx appends before the final sectPr: move the report to the placeholder

@@ -111,7 +111,7 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
 
             t0 = time.perf_counter()
             with announce("writing the Word document", progress):
-                staged.write_bytes(f"{stem}.docx", render_docx(context, template=docx_template))
+                staged.write_bytes(f"{stem}.docx", render_docx(context, template=docx_template, template_dir=template_dir))
             timings["docx"] = time.perf_counter() - t0
         paths = staged.commit(provenance=dict(audit.metadata.get("provenance") or {}) or None)
     return {"paths": paths, "timings": timings}
@@ -121,7 +121,7 @@ def report_templates(template_dir=None, docx_template=None, formats=FORMATS):
     """``(template_dir, docx_template)``: the arguments (only they choose templates: a template is code, and
     no config, policy or results.json selects code), checked (a missing folder or a file that is not a .docx
     is bad input naming it) for the formats that use them."""
-    if template_dir is not None and ("html" in formats or "pdf" in formats):
+    if template_dir is not None and ("html" in formats or "pdf" in formats or "docx" in formats):
         from .render import check_template_dir
 
         template_dir = check_template_dir(template_dir)
