@@ -1,0 +1,192 @@
+"""Issue 31: refits of the learner, the learner-level test of every finding, what is not assessed, results.json.
+
+The known answers: a boosted classifier trained on a target that depends on x1..x4 (x3·x4 planted) with pure
+noise z1, z2 (``benchmarks/calibration_cases.py``, ``refit_case``): the model's own tests find patterns on z1, z2
+and z1·z2 (a boosted fit to noise is real at the fitted-model level); the learner-level test must not call them
+robust and must call the planted importances and the x3·x4 interaction robust.  Over seeds:
+tests/test_calibration_refits.py and benchmarks/bench_calibration.py --refits.
+"""
+
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import calibration_cases as cases  # noqa: E402
+
+import autopdp  # noqa: E402
+from autopdp import AuditConfig  # noqa: E402
+from autopdp.errors import InputError  # noqa: E402
+from autopdp.pd.refits import Refits, _seeded, learner_of, train_rows  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _data(seed, n):
+    return cases._refit_data(np.random.default_rng(seed), n)
+
+
+@pytest.fixture(scope="module")
+def refitted():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Xt, yt = _data(3, 1200)
+        Xa, ya = _data(4, 400)
+        model = HistGradientBoostingClassifier(max_iter=60, random_state=0).fit(Xt, yt)
+        cfg = AuditConfig(refits=6, materiality=0.0, pairs=(("x3", "x4"), ("z1", "z2")), grid_resolution=8,
+                          grid_resolution_2d=5, utilities=("monotonicity", "slope", "ice_variance"))
+        return autopdp.audit(model, Xa, ya, train=(Xt, yt), config=cfg, progress=False), model, (Xa, ya, Xt, yt)
+
+
+def test_planted_patterns_are_robust_and_the_noise_the_model_fitted_is_not(refitted):
+    a = refitted[0]
+    imp, inter = a.evidence["importance_1d"], a.evidence["interaction"]
+    # the model's own tests find every one of them (materiality 0): the fitted-model level cannot tell them apart
+    assert all(imp[(f,)].passed for f in ("x1", "x2", "z1", "z2"))
+    assert inter[("x3", "x4")].passed and inter[("z1", "z2")].passed
+    # the learner level can
+    assert imp[("x1",)].robust is True and imp[("x2",)].robust is True
+    assert inter[("x3", "x4")].robust is True and inter[("x3", "x4")].robust_adjusted_p <= 0.05
+    assert imp[("z1",)].robust is False and imp[("z2",)].robust is False
+    assert inter[("z1", "z2")].robust is False and inter[("z1", "z2")].robust_p > 0.05
+    assert a.evidence["ice_variance"][("x3",)].robust is True
+    assert a.evidence["ice_variance"][("z1",)].robust is False
+
+
+def test_every_item_has_a_decision_or_a_reason_and_the_summary_counts(refitted):
+    a = refitted[0]
+    assert a.refits.assessed and a.refits.fitted == 6 and a.refits.requested == 6
+    assert a.refits.n_train == 1200 and a.refits.n_fit == 600
+    assert a.refits.correction == pytest.approx(1 / 6 + 600 / 600)
+    assert len(set(a.refits.seeds)) == 6
+    for crit, by in a.evidence.items():
+        for e in by.values():
+            if e.robust is None:
+                assert e.robust_why.startswith("not assessed"), (crit, e.robust_why)
+            else:  # intersection counts the other criteria: no p-value of its own
+                assert (crit == "intersection") != np.isfinite(e.robust_p) and 0 <= e.stability <= 1, (crit, e)
+    # correlation is the data's: never a learner-level claim
+    assert all(e.robust is None for e in a.evidence["correlation"].values())
+    # stability is descriptive: every refit's own test finds z1's importance (each refit fits its own noise)
+    assert a.evidence["importance_1d"][("z1",)].stability >= 0.5
+    assert set(a.refit_curves) == {(f,) for f in cases.REFIT_COLUMNS}
+    assert a.refit_curves[("x1",)].shape[0] == 6
+    assert {"refits", "refit_fits", "learner_tests"} <= set(a.run["timings_s"])
+
+
+def test_results_json_round_trips_the_learner_level_fields(refitted, tmp_path):
+    a = refitted[0]
+    path = tmp_path / "results.json"
+    a.to_json(path)
+    d = json.loads(path.read_text())
+    assert d["refits"]["fitted"] == 6 and d["refits"]["scheme"] == "half-samples without replacement"
+    b = autopdp.Audit.from_json(path)
+    for crit, by in a.evidence.items():
+        for key, e in by.items():
+            f = b.evidence[crit][key]
+            assert f.robust == e.robust, (crit, key)
+            assert f.robust_why == e.robust_why
+            for name in ("robust_p", "robust_adjusted_p", "stability"):
+                x, y = getattr(e, name), getattr(f, name)
+                assert (np.isnan(x) and np.isnan(y)) or x == pytest.approx(y), (crit, key, name)
+    assert b.refits.assessed and b.refits.fitted == 6 and b.refits.correction == pytest.approx(a.refits.correction)
+    assert np.allclose(b.refit_curves[("x1",)], a.refit_curves[("x1",)])
+    # an older file (no refits, no robust fields) reads as not assessed
+    new = ("robust", "robust_p", "robust_adjusted_p", "stability", "robust_why")
+    dropped = 0
+    for tables in d["evidence"].values():
+        for t in tables if isinstance(tables, list) else [tables]:
+            for k in new:
+                dropped += t.get("same", {}).pop(k, None) is not None or k in t.get("same", {})
+            keep = [i for i, c in enumerate(t.get("columns", [])) if c not in new]
+            dropped += len(t.get("columns", [])) - len(keep)
+            if "columns" in t:
+                t["columns"] = [t["columns"][i] for i in keep]
+                t["rows"] = [[row[i] for i in keep] for row in t["rows"]]
+            if "order" in t:
+                t["order"] = [c for c in t["order"] if c not in new]
+    assert dropped and "robust" not in json.dumps(d["evidence"])
+    d.pop("refits")
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(d))
+    c = autopdp.Audit.from_json(old)
+    assert c.refits is None and all(e.robust is None for by in c.evidence.values() for e in by.values())
+
+
+def test_a_callable_is_not_assessed_and_nothing_is_called_robust():
+    out = cases.refit_not_assessed_case()
+    assert out["robust"] == {None}
+    assert "callable" in out["reason"] and "no learner to refit" in out["reason"]
+
+
+class _Duck:
+    """predict_proba without get_params: not cloneable."""
+
+    def __init__(self, model):
+        self.model = model
+        self.classes_ = model.classes_
+
+    def fit(self, X, y):
+        return self
+
+    def predict_proba(self, X):
+        return self.model.predict_proba(X)
+
+
+def test_not_assessed_reasons_duck_typed_no_train_and_a_failing_fit():
+    Xt, yt = _data(5, 300)
+    Xa, ya = _data(6, 150)
+    lr = LogisticRegression().fit(Xt, yt)
+    cfg = AuditConfig(refits=3, pairs=False, grid_resolution=6, utilities=("slope",))
+    a = autopdp.audit(_Duck(lr), Xa, ya, train=(Xt, yt), config=cfg, progress=False)
+    assert "get_params" in a.refits.reason and not a.refits.assessed
+    assert {e.robust for by in a.evidence.values() for e in by.values()} == {None}
+    b = autopdp.audit(lr, Xa, ya, config=cfg, progress=False)
+    assert b.refits.reason.startswith("no training data was given")
+    bad_y = yt.astype(float)
+    bad_y[:] = np.nan
+    c = autopdp.audit(lr, Xa, ya, train=(Xt, bad_y), config=cfg, progress=False)
+    assert c.refits.reason.startswith("a refit of the learner failed (ValueError")
+    assert {e.robust for by in c.evidence.values() for e in by.values()} == {None}
+
+
+def test_bad_train_input_is_one_line():
+    Xt, yt = _data(5, 100)
+    lr = LogisticRegression().fit(Xt, yt)
+    with pytest.raises(InputError, match="'refits'.*is 0"):
+        autopdp.audit(lr, Xt, yt, train=(Xt, yt))
+    with pytest.raises(InputError, match="y_train has 99 values for 100 rows"):
+        autopdp.audit(lr, Xt, yt, train=(Xt, yt[:99]), config={"refits": 3})
+    with pytest.raises(InputError, match="refits"):
+        AuditConfig(refits=1)
+    with pytest.raises(InputError, match="other columns"):
+        autopdp.audit(lr, Xt, yt, train=(Xt.rename(columns={"x1": "a"}), yt), config={"refits": 3})
+
+
+def test_the_learner_is_a_clone_with_random_state_varied_in_every_step():
+    rf = make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=5, random_state=7))
+    learner, reason = learner_of(rf)
+    assert reason == "" and learner is not rf
+    seeded = _seeded(learner, 123)
+    assert seeded.get_params()["randomforestclassifier__random_state"] == 123
+    assert seeded.get_params()["randomforestclassifier__n_estimators"] == 5  # hyperparameters kept
+    assert learner_of(lambda X: X)[0] is None
+    rows, seeds = train_rows(101, 4, 0)
+    assert all(len(r) == 50 and len(set(r)) == 50 for r in rows)  # half-samples without replacement
+    assert len(set(seeds)) == 4 and not np.array_equal(rows[0], rows[1])
+    r = Refits(requested=10, n_train=100, n_fit=50, pds=tuple(range(10)))
+    assert r.correction == pytest.approx(0.1 + 1.0)  # Nadeau-Bengio: 1/K + n_test/n_fit
