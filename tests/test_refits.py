@@ -190,3 +190,51 @@ def test_the_learner_is_a_clone_with_random_state_varied_in_every_step():
     assert len(set(seeds)) == 4 and not np.array_equal(rows[0], rows[1])
     r = Refits(requested=10, n_train=100, n_fit=50, pds=tuple(range(10)))
     assert r.correction == pytest.approx(0.1 + 1.0)  # Nadeau-Bengio: 1/K + n_test/n_fit
+
+
+@pytest.fixture(scope="module")
+def cli_files(tmp_path_factory):
+    import skops.io as sio
+
+    d = tmp_path_factory.mktemp("refit_cli")
+    Xt, yt = _data(7, 600)
+    Xa, ya = _data(8, 300)
+    model = HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(Xt, yt)
+    sio.dump(model, d / "model.skops")
+    Xt.assign(target=yt).to_csv(d / "train.csv", index=False)
+    Xa.assign(target=ya).to_csv(d / "data.csv", index=False)
+    (d / "config.toml").write_text('pairs = "x3:x4"\ngrid_resolution = 6\ngrid_resolution_2d = 4\n'
+                                   'utilities = ["slope", "ice_variance"]\n')
+    return d
+
+
+def _cli(d, out, *extra):
+    from autopdp.cli import main
+
+    return main(["report", "--model", str(d / "model.skops"), "--data", str(d / "data.csv"), "--target", "target",
+                 "--config", str(d / "config.toml"), "--out", str(out), "--formats", "json", *map(str, extra)])
+
+
+def test_cli_train_and_refits_write_robust_for_every_evidence_item(cli_files, tmp_path):
+    from autopdp import read_results
+
+    assert _cli(cli_files, tmp_path, "--train", cli_files / "train.csv", "--refits", 3) == 0
+    d = read_results(tmp_path / "results.json")
+    assert d["refits"]["fitted"] == 3 and d["refits"]["n_train"] == 600 and d["refits"]["reason"] == ""
+    items = [e for v in d["evidence"].values() for e in v]
+    assert items and all("robust" in e and "stability" in e for e in items)
+    assert any(e["robust"] in (True, False) for e in items)
+    train = d["metadata"]["provenance"]["inputs"]["training data"]  # hashed like every input
+    assert train["name"] == "train.csv" and len(train["sha256"]) == 64
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--refits", 3), "--refits 3 needs --train"),
+    (("--train", "TRAIN"), "--train needs --refits"),
+    (("--train", "TRAIN", "--refits", 1), "refits"),
+])
+def test_cli_refits_and_train_go_together_exit_2(cli_files, tmp_path, capsys, extra, message):
+    extra = [str(cli_files / "train.csv") if x == "TRAIN" else x for x in extra]
+    assert _cli(cli_files, tmp_path / "out", *extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
