@@ -238,3 +238,54 @@ def test_cli_refits_and_train_go_together_exit_2(cli_files, tmp_path, capsys, ex
     assert _cli(cli_files, tmp_path / "out", *extra) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_the_report_says_which_findings_are_robust(refitted):
+    """Each finding's sentence, the summary's counts, the methodology and the figure, in HTML and Word."""
+    import io
+    import re
+
+    from autopdp.report.context import findings_context
+    from autopdp.report.methodology import robustness_counts
+
+    a = refitted[0]
+    found = findings_context(a)
+    by_label = {f["label"]: f["sentence"] for f in found}
+    for sel in a.selection:
+        crit = sel.reasons[0][0]
+        e = a.evidence[crit][sel.features]
+        s = by_label[sel.label]
+        held = int(round(e.stability * a.refits.fitted)) if np.isfinite(e.stability) else None
+        if e.robust is True:
+            assert f"Holds in {held} of 6 refits; robust at the learner level (adjusted p" in s, s
+        elif e.robust is False:
+            assert "Specific to this fit" in s and "Recommendation: regularise or constrain the learner" in s, s
+            assert f"found by {held} of 6 refits' own tests" in s, s
+        else:
+            assert "Robustness not assessed (" in s, s
+    c = robustness_counts(a)
+    assert c["robust"] >= 1 and c["specific"] >= 1 and c["findings"] == c["robust"] + c["specific"] + c["not_assessed"]
+    markup = a.to_html()
+    html = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", " ", markup, flags=re.S)))
+    assert f"Of the {c['findings']} findings, {c['robust']} " in html
+    assert f"{c['specific']} specific to this fit" in html
+    assert "half-samples without replacement of the 1,200 training rows (600 rows each)" in html
+    assert "1/K + n_test/n_fit = 1/6 + 600/600 = 1.17" in html
+    assert "The learner. Tested with 6 refits" in html and "this audit refits nothing" not in html
+    assert "range of 6 refits" in markup and "Monte-Carlo 95% band" in markup  # the finding figures' legend
+    docx = pytest.importorskip("docx")
+    d = docx.Document(io.BytesIO(a.to_docx()))
+    text = re.sub(r"\s+", " ", " ".join(p.text for p in d.paragraphs))
+    assert "robust at the learner level" in text and "Specific to this fit" in text
+    assert "The learner. Tested with 6 refits" in text
+
+
+def test_without_refits_the_report_says_the_learner_is_not_tested():
+    from autopdp.report.methodology import learner_text, tested_text
+
+    Xa, ya = _data(9, 200)
+    a = autopdp.audit(LogisticRegression().fit(Xa, ya), Xa, ya, config={"pairs": False, "grid_resolution": 6},
+                      progress=False)
+    assert a.refits is None and "not tested in this report" in tested_text(a)
+    assert "this audit refits nothing" in learner_text(a)
+    assert all(e.robust is None and e.robust_why == "" for by in a.evidence.values() for e in by.values())

@@ -7,7 +7,8 @@ import numpy as np
 from .._format import fmt
 from ..trust.ood import OOD_MOSTLY, OOD_OK
 
-__all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "PAIR_SENTENCES", "fmt", "p_text", "evidence_text"]
+__all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "PAIR_SENTENCES", "fmt", "p_text", "evidence_text",
+           "robustness_sentence"]
 
 UTILITY_TITLES = {
     "monotonicity": "Least monotonic",
@@ -305,3 +306,31 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
             "curves)."
         )
     return f"{name}: {uid}{of} = {v}."
+
+
+def robustness_sentence(e, refits, name: str) -> str:
+    """Whether finding ``e`` (of ``name``) holds at the learner level (issue 31), one or two sentences; "" without
+    refits.  Built from the item's own ``robust``, ``robust_adjusted_p`` and ``stability`` and the refits' count."""
+    if refits is None or e is None:
+        return ""
+    if not refits.assessed:
+        return f"Robustness not assessed: {refits.reason}."
+    if e.robust is None:
+        why = (e.robust_why or "not assessed").removeprefix("not assessed: ").rstrip(".")
+        return f"Robustness not assessed ({why})."
+    k = int(refits.fitted)
+    stab = getattr(e, "stability", float("nan"))
+    held = int(round(stab * k)) if np.isfinite(stab) else None
+    count = f"{held} of {k}" if held is not None else f"? of {k}"
+    p = f"adjusted p {'= ' if np.isfinite(e.robust_adjusted_p) and e.robust_adjusted_p >= 1e-4 else ''}" \
+        f"{p_text(e.robust_adjusted_p)}"
+    if e.robust:
+        return f"Holds in {count} refits; robust at the learner level ({p})."
+    if held is not None and held * 2 >= k:
+        return (f"Specific to this fit: each refit of the same learner on another sample has a pattern of its own "
+                f"here (found by {count} refits' own tests), but they do not agree: the learner-PD, their mean, "
+                f"does not show it ({p}). Recommendation: regularise or constrain the learner, or drop {name} if "
+                f"it should not matter.")
+    return (f"Specific to this fit: the model has it, refits of the same learner on other samples do not (found by "
+            f"{count} refits' own tests; learner level {p}). Recommendation: regularise or constrain the learner, "
+            f"or drop {name} if it should not matter.")
