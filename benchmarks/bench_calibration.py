@@ -152,6 +152,10 @@ def _refits(args) -> None:
     t0 = time.perf_counter()
     for seed in range(n):
         runs.append(cases.refit_case(1000 + seed, **size))
+        r = runs[-1]
+        print(f"    seed {1000 + seed}: " + "; ".join(
+            f"{c} planted {sum(r[c]['planted'])}/{len(r[c]['planted'])} noise {sum(r[c]['noise'])}/{len(r[c]['noise'])}"
+            for c in cases.REFIT_TRUTH) + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
     bound = cases.binomial_slack(n, level=0.05)
     for c in cases.REFIT_TRUTH:
         planted = [x for r in runs for x in r[c]["planted"]]

@@ -7,6 +7,7 @@ robust and must call the planted importances and the x3·x4 interaction robust. 
 tests/test_calibration_refits.py and benchmarks/bench_calibration.py --refits.
 """
 
+import dataclasses
 import json
 import sys
 import warnings
@@ -289,3 +290,24 @@ def test_without_refits_the_report_says_the_learner_is_not_tested():
     assert a.refits is None and "not tested in this report" in tested_text(a)
     assert "this audit refits nothing" in learner_text(a)
     assert all(e.robust is None and e.robust_why == "" for by in a.evidence.values() for e in by.values())
+
+
+def test_gate_robust_fails_only_on_robust_violations(refitted):
+    a = refitted[0]
+    rules = {"x1": {"monotonic": "decreasing", "max_monotonicity": 0.005},  # x1 increases: a violation of any fit
+             "z1": {"monotonic": "increasing", "max_monotonicity": 0.005}}  # z1 is noise: this fit's own wiggle
+    plain = autopdp.gate(a, {"features": rules})
+    assert [c.passed for c in plain.checks] == [False, False]  # the fitted model violates both, with confidence
+    robust = autopdp.gate(a, {"features": {k: {**v, "robust": True} for k, v in rules.items()}})
+    x1, z1 = robust.checks
+    assert not x1.passed and "the violation is robust: the learner-PD of 6 refits" in x1.message
+    assert x1.proof["robust"] is True and x1.proof["learner"]["adjusted_p"] <= 0.05
+    assert z1.passed and "specific to this fit" in z1.message and z1.proof["robust"] is False
+    # without refits the rule fails closed, saying why
+    b = dataclasses.replace(a, refits=None, refit_curves={})
+    z1b = autopdp.gate(b, {"features": {"z1": {**rules["z1"], "robust": True}}}).checks[0]
+    assert not z1b.passed and "the learner level was not assessed" in z1b.message
+    with pytest.raises(InputError, match="robust' must be true or false"):
+        autopdp.gate(a, {"features": {"z1": {**rules["z1"], "robust": "yes"}}})
+    with pytest.raises(InputError, match="modifies a rule the policy does not set"):
+        autopdp.gate(a, {"features": {"z1": {"min_importance": 0.0, "robust": True}}})
