@@ -221,9 +221,8 @@ def _one_refit(learner, X, y, w, rows, seed, spec: RefitSpec) -> RefitPDs:
         if tuple(map(str, adapter.targets)) != tuple(map(str, spec.targets)):
             raise InputError(f"the refit predicts targets {list(adapter.targets)}, the model {list(spec.targets)}")
         kwargs = dict(spec.link_kwargs, n_jobs=1, progress=False, scheduler=None)
-        link = model_link(fitted, adapter, spec.frame, res1, kwargs)
-        if link is not None and link.transform == "log" and link.predictions is None:
-            link = None  # a log link reads the rows' log predictions only for its threshold: not needed here
+        link = model_link(fitted, adapter, spec.frame, res1, kwargs)  # its rows' predictions are not needed: the
+        # learner-level tests keep the audit's thresholds
         link = with_surfaces(link, fitted, adapter, spec.frame_2d, res2, kwargs, spec.weights_2d)
     return RefitPDs(res1=tuple(res1), res2=tuple(res2), link=link, fit_seconds=fit_seconds,
                     pd_seconds=time.perf_counter() - t0)

@@ -19,7 +19,8 @@ association criterion keeps its independence test with ``min_association``
 **What is tested**: the fitted model.  Every null is conditional on the model
 as fitted and on the audit rows' distribution; the noise is the Monte-Carlo
 error of averaging over those rows.  Whether a refit of the same learner on
-another sample would show the pattern (learner variance) is not tested here.
+another sample would show the pattern (learner variance) is not tested here: given
+the training data and ``refits``, :mod:`autopdp.scores.robustness` tests it.
 
 A material score whose test could not be run is **untested** (never "noise"):
 it is not a finding, and the report says it was not tested and why.
