@@ -47,7 +47,7 @@ __all__ = ["LEARNER_UTILITIES", "NOT_ASSESSED", "learner_level", "with_robustnes
 LEARNER_UTILITIES = ("monotonicity", "lipschitz", "slope", "ice_variance")
 #: the most Monte-Carlo draws of a refit's own test (its share is descriptive; the learner-level test has the
 #: audit's ``max_noise_draws``)
-STABILITY_DRAWS = 2000
+STABILITY_DRAWS = 500
 #: criteria never assessed at the learner level, each with why
 NOT_ASSESSED = {
     "incidence": "incidence compares this fit with the observed target, not a pattern a refit reproduces",
