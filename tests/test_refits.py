@@ -247,6 +247,7 @@ def test_the_report_says_which_findings_are_robust(refitted):
     import re
 
     from autopdp.report.context import findings_context
+    from autopdp.report.findings import robust_kind
     from autopdp.report.methodology import robustness_counts
 
     a = refitted[0]
@@ -259,13 +260,18 @@ def test_the_report_says_which_findings_are_robust(refitted):
         held = int(round(e.stability * a.refits.fitted)) if np.isfinite(e.stability) else None
         if e.robust is True:
             assert f"Holds in {held} of 6 refits; robust at the learner level (adjusted p" in s, s
-        elif e.robust is False:
+        elif robust_kind(e) == "specific":
             assert "Specific to this fit" in s and "Recommendation: regularise or constrain the learner" in s, s
             assert f"found by {held} of 6 refits' own tests" in s, s
+            lv = e.details["learner"]["value"]
+            assert lv <= e.details["learner"]["threshold"] or lv < 0.5 * e.value
+        elif e.robust is False:
+            assert "Not shown to be robust: the learner-PD (the mean of 6 refits' PDs) has it too" in s, s
         else:
             assert "Robustness not assessed (" in s, s
     c = robustness_counts(a)
-    assert c["robust"] >= 1 and c["specific"] >= 1 and c["findings"] == c["robust"] + c["specific"] + c["not_assessed"]
+    assert c["robust"] >= 1 and c["specific"] >= 1
+    assert c["findings"] == c["robust"] + c["specific"] + c["unconfirmed"] + c["not_assessed"]
     markup = a.to_html()
     html = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", " ", markup, flags=re.S)))
     assert f"Of the {c['findings']} findings, {c['robust']} " in html
@@ -278,6 +284,7 @@ def test_the_report_says_which_findings_are_robust(refitted):
     d = docx.Document(io.BytesIO(a.to_docx()))
     text = re.sub(r"\s+", " ", " ".join(p.text for p in d.paragraphs))
     assert "robust at the learner level" in text and "Specific to this fit" in text
+    assert f"Of the {c['findings']} findings" in text  # the summary's counts
     assert "The learner. Tested with 6 refits" in text
 
 

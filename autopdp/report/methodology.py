@@ -77,14 +77,16 @@ def tested_text(audit) -> str:
         return (f"{model}. Whether a refit of the same learner would show the same patterns was asked "
                 f"({refits.requested} refits) but not assessed: {refits.reason}; no finding is called robust.")
     c = robustness_counts(audit)
-    return (f"{model}; and the learner: {_scheme_text(refits)}. Of the {c['findings']} findings, {c['robust']} "
-            f"{'is' if c['robust'] == 1 else 'are'} robust (present at the learner level), {c['specific']} "
-            f"specific to this fit{_not_assessed_count(c)}.")
-
-
-def _not_assessed_count(c: dict) -> str:
-    return f", {c['not_assessed']} not assessed (criteria that are not patterns of the learner)" \
-        if c["not_assessed"] else ""
+    parts = [f"{c['robust']} {'is' if c['robust'] == 1 else 'are'} robust (present at the learner level)",
+             f"{c['specific']} specific to this fit (the learner-PD shows at most the threshold or less than half "
+             f"of it)"]
+    if c["unconfirmed"]:
+        parts.append(f"{c['unconfirmed']} not shown to be robust (the learner-PD has it too, not clear of the "
+                     f"spread between refits)")
+    if c["not_assessed"]:
+        parts.append(f"{c['not_assessed']} not assessed (criteria that are not patterns of the learner)")
+    return (f"{model}; and the learner: {_scheme_text(refits)}. Of the {c['findings']} findings, "
+            f"{', '.join(parts[:-1])} and {parts[-1]}.")
 
 
 def _scheme_text(refits) -> str:
@@ -99,11 +101,14 @@ def _scheme_text(refits) -> str:
 
 def robustness_counts(audit) -> dict:
     """Over the findings (every criterion's passed items but the 1D importance and the level difference):
-    ``{"findings", "robust", "specific", "not_assessed"}``."""
+    ``{"findings", "robust", "specific", "unconfirmed", "not_assessed"}`` (:func:`~.findings.robust_kind`)."""
+    from .findings import robust_kind
+
     items = [e for crit, by in (audit.evidence or {}).items()
              if crit != "importance_1d" and not crit.startswith("similarity_level") for e in by.values() if e.passed]
-    return {"findings": len(items), "robust": sum(e.robust is True for e in items),
-            "specific": sum(e.robust is False for e in items), "not_assessed": sum(e.robust is None for e in items)}
+    kinds = [robust_kind(e) for e in items]
+    return {"findings": len(items), "robust": kinds.count("robust"), "specific": kinds.count("specific"),
+            "unconfirmed": kinds.count("unconfirmed"), "not_assessed": kinds.count("not assessed")}
 
 
 def learner_text(audit) -> str:
@@ -119,8 +124,10 @@ def learner_text(audit) -> str:
             f"\"the learner-PD's statistic is at most the materiality threshold\" (the audit's threshold); the ICE "
             f"spread's z-test subtracts the refits' own spread from the averaged curves' and adds their jackknife "
             f"variance. Benjamini-Hochberg across the PDPs of each criterion, as for the model's tests. A finding is "
-            f"robust when that test rejects; otherwise it is specific to this fit. The share of refits whose own test "
-            f"finds the pattern is shown beside it (descriptive: every flexible fit has patterns of its own). "
+            f"robust when that test rejects; otherwise it is specific to this fit when the learner-PD's statistic "
+            f"is at most the threshold or less than half of this fit's, and not shown to be robust when the "
+            f"learner-PD has it too but not clear of the refits' spread. The share of refits whose own test finds "
+            f"the pattern is shown beside it (descriptive: every flexible fit has patterns of its own). "
             f"Incidence, similarity, correlation and the surrogate's importance are not learner patterns and are not "
             f"assessed. Level and power {MEASURED_REFITS}.")
 
