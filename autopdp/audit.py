@@ -33,6 +33,8 @@ from .scores.utilities import TRUST_IDS
 from .pd.result import PDResult
 from .scores.coverage import outside_grid
 from .scores.evidence import assess
+from .scores.robustness import learner_level, with_robustness
+from .pd.refits import checked_train, refit_curves, refit_spec, run_refits
 from .scores.scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from .scores.selection import intersection_scores, score_columns
 from .stage_failures import DETAIL_KEY, StageFailureWarning, collect_stage_failures
@@ -116,6 +118,7 @@ class _PDs:
     tree_reason: str  # why it does not ("" when it does)
     notes: tuple
     margin: Any = None  # the model's margin for the ICE-variance criterion (autopdp.pd.margin.MarginLink) or None
+    weights_2d: Any = None  # the sample weights of frame_2d's rows (None: unweighted)
 
     @property
     def results(self) -> list:
@@ -219,7 +222,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
         comparisons[name] = tuple(c1) + tuple(c2)
     timings["comparisons"] = time.perf_counter() - t0
     return _PDs(res1=res1, res2=res2, comparisons=comparisons, pairs=pairs, frame_2d=frame_2d, categorical=categorical,
-                fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes), margin=margin)
+                fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes), margin=margin, weights_2d=weights_2d)
 
 
 def _link_kwargs(config: AuditConfig, common: dict, n_jobs) -> dict:
@@ -441,9 +444,26 @@ def _score_table(results: list, scored: _Scored, config: AuditConfig) -> pd.Data
     return scores
 
 
+def _refits(model, train, data: _Inputs, pds: _PDs, config: AuditConfig, *, n_jobs, random_state, scheduler,
+            progress, timings: dict):
+    """Stage 1b (issue 31): ``config.refits`` refits of the learner and their PDs on the audit's grids and rows."""
+    t0 = time.perf_counter()
+    link_kwargs = _link_kwargs(config, dict(percentiles=config.percentiles, grid_method=config.grid_method,
+                                            integer_as_categorical=config.integer_as_categorical,
+                                            max_batch_mb=config.max_batch_mb), n_jobs) if pds.margin is not None else None
+    spec = refit_spec(config, data.frame, data.features, pds.res1, pds.res2, pds.frame_2d, data.weights,
+                      pds.weights_2d, pds.categorical, random_state, data.adapter, link_kwargs)
+    say(f"{config.refits} refits of the learner", progress)
+    refits = run_refits(model, train, config.refits, spec, pds.results, random_state=random_state, n_jobs=n_jobs,
+                        scheduler=scheduler, progress=progress)
+    timings["refits"] = time.perf_counter() - t0
+    timings["refit_fits"] = refits.fit_seconds
+    return refits
+
+
 @_one_tree_plan
 def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None,
-          scheduler=None, sample_weight=None) -> Audit:
+          scheduler=None, sample_weight=None, train=None) -> Audit:
     """Compute every 1D and 2D PD of ``model`` on ``X``, score, rank and select them.
 
     Parameters
@@ -470,6 +490,10 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         rows, and the utilities' density weights and the observed incidence
         are weighted the same way.  The trust checks (OOD share, ALE,
         StratPD, surrogate) stay unweighted; the report says so.
+    train : tuple (X_train, y_train[, w_train]), optional
+        The training data, for ``config.refits`` refits of the model's learner
+        on half-samples of it (:mod:`autopdp.pd.refits`): every finding is then
+        tested at the learner level (:mod:`autopdp.scores.robustness`).
 
     Returns
     -------
@@ -486,12 +510,15 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     """
     started = time.perf_counter()
     config, compare = _resolved(config, compare)
+    train = checked_train(train, config.refits, X)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     data = _validated_inputs(model, X, y, sample_weight, config, compare, random_state)
     timings["validate"] = time.perf_counter() - t0
     pds = _partial_dependences(model, data, config, compare, n_jobs=n_jobs, random_state=random_state,
                                progress=progress, scheduler=scheduler, timings=timings)
+    refits = _refits(model, train, data, pds, config, n_jobs=n_jobs, random_state=random_state, scheduler=scheduler,
+                     progress=progress, timings=timings) if config.refits else None
     scored = _scores_and_trust(model, data, pds, config, random_state=random_state, progress=progress,
                                timings=timings, compare=compare)
     stage_failures = collect_stage_failures(scored.utility_scores)
@@ -506,6 +533,11 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     with announce("noise tests of the material scores", progress):
         evidence = assess(scored.inputs, pds.results, scored.utility_scores, scores, surrogate=scored.surrogate)
     timings["noise_tests"] = time.perf_counter() - t0
+    if refits is not None:
+        t0 = time.perf_counter()
+        with announce(f"learner-level tests on {refits.fitted} refits", progress):
+            evidence = with_robustness(evidence, *learner_level(scored.inputs, pds.results, refits), refits)
+        timings["learner_tests"] = time.perf_counter() - t0
     pds = _without_2d_ice(pds)
     t0 = time.perf_counter()
     outside = outside_grid(
@@ -533,6 +565,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         utility_scores=scored.utility_scores, scores=scores, importance=scored.importance,
         interaction=scored.interaction, notes=tuple(notes), metadata=metadata, data_summary=data_summary, run=run,
         evidence=evidence, stage_failures=stage_failures, sample_weight=data.weights,
+        refits=None if refits is None else refits.summary(), refit_curves=refit_curves(refits),
     )
 
 

@@ -90,6 +90,10 @@ class Audit:
     stage_failures: tuple = ()
     #: the rows' sample weights (None: unweighted), for noise tests run after the audit (the gate's); not in JSON
     sample_weight: Any = field(default=None, repr=False)
+    #: the refits of the learner (issue 31, :class:`autopdp.pd.refits.Refits` without their PDs), None without
+    refits: Any = None
+    #: ``{features: (K, n_targets, grid)}``: every refit's 1D PD (the report's refit band); empty without refits
+    refit_curves: Mapping = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------ queries
     def ranking(self, name: str, ascending: bool = False, kind: str | None = None) -> pd.DataFrame:
@@ -219,6 +223,9 @@ class Audit:
                              "ICE curves are not in results.json: write them with Audit.to_json(path, ice=True) "
                              "or the --ice flag (ice.parquet)")},
             "data_summary": _plain(dict(self.data_summary)),
+            **({"refits": {**self.refits.to_dict(),
+                           "curves": {f[0]: _to_jsonable(np.asarray(v)) for f, v in self.refit_curves.items()}}}
+               if self.refits is not None else {}),
             RUN_KEY: _plain(dict(self.run)),
         }
 
@@ -345,7 +352,7 @@ class Audit:
             notes=tuple(d.get("notes", ())), metadata=d.get("metadata", {}), data_summary=d.get("data_summary", {}),
             run=d.get(RUN_KEY, {}), evidence=evidence,
             stage_failures=tuple(StageFailure.from_dict(f) for f in d.get("stage_failures", ())),
-            sample_weight=sample_weight,
+            sample_weight=sample_weight, **_refits_from(d.get("refits")),
         )
 
     # ------------------------------------------------------------ report
@@ -414,3 +421,13 @@ class Audit:
     def __repr__(self) -> str:
         n1, n2 = len(self.results_1d), len(self.results_2d)
         return f"Audit({n1} 1D + {n2} 2D PDPs, {len(self.selection)} selected, model={self.metadata.get('model', {}).get('name')!r})"
+
+
+def _refits_from(d) -> dict:
+    """``refits`` and ``refit_curves`` of :class:`Audit` from results.json's ``refits`` (absent: none)."""
+    if not d:
+        return {}
+    from .pd.refits import Refits
+
+    curves = {(f,): np.asarray(v, dtype=float) for f, v in (d.get("curves") or {}).items()}
+    return {"refits": Refits.from_dict(d), "refit_curves": curves}

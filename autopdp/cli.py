@@ -168,11 +168,23 @@ def _exit_code(audit, code: int) -> int:
     return EXIT_INTERNAL
 
 
-def _load_data(args):
-    """``(X, y, weights)`` from --data, --target and --weights."""
+def _train(args, cfg):
+    """``(cfg with --refits, (X_train, y_train, w_train) or None)``: --train loaded as --data is (issue 31)."""
+    refits = cfg.refits if getattr(args, "refits", None) is None else args.refits
+    train = getattr(args, "train", None)
+    if refits and not train:
+        raise InputError(f"--refits {refits} needs --train TRAIN.csv (the training data the learner is refitted on).")
+    if train and not refits:
+        raise InputError("--train needs --refits K (e.g. --refits 10): the number of refits of the learner.")
+    cfg = cfg.replace(refits=refits) if refits != cfg.refits else cfg
+    return cfg, (_load_data(args, train) if train else None)
+
+
+def _load_data(args, path=None):
+    """``(X, y, weights)`` from --data (or ``path``: --train), --target and --weights."""
     from .loading import column_error, load_data, split_target
 
-    df = load_data(args.data, sep=args.sep, na_values=args.na_values, decimal=args.decimal)
+    df = load_data(path or args.data, sep=args.sep, na_values=args.na_values, decimal=args.decimal)
     X, y = split_target(df, args.target)
     weights = None
     if args.weights is not None:
@@ -212,7 +224,7 @@ def _inputs(args, **models) -> dict:
     """File records (path, bytes, sha256) of every input of the run, hashed when they are loaded."""
     from .provenance import file_record
 
-    paths = {"data": args.data, **models}
+    paths = {"data": args.data, "training data": getattr(args, "train", None), **models}
     if getattr(args, "config", None):
         paths["config"] = args.config
     if getattr(args, "policy", None):
@@ -338,10 +350,11 @@ def _cmd_report(args) -> int:
         model = _load_model(args, args.model)
         compare = {name: _load_model(args, p) for name, p in compare_paths.items()}
         X, y, weights = _load_data(args)
+        cfg, train = _train(args, cfg)
         inputs = _inputs(args, model=args.model, **{f"compare:{n}": p for n, p in compare_paths.items()})
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler,
-                       sample_weight=weights)
+                       sample_weight=weights, train=train)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
     _write(result, Path(args.out), formats, page_size, started, templates=templates, ice=args.ice)
     return _exit_code(result, EXIT_OK)
@@ -371,6 +384,7 @@ def _cmd_gate(args) -> int:
         model = _load_model(args, args.model)
         champion = _load_model(args, args.champion) if args.champion else None
         X, y, weights = _load_data(args)
+        cfg, train = _train(args, cfg)
         inputs = _inputs(args, model=args.model, champion=args.champion)
     champion_label = _model_label(args.champion, avoid=Path(args.model).stem) if args.champion else None
     policy.check_features([str(c) for c in X.columns])
@@ -378,7 +392,7 @@ def _cmd_gate(args) -> int:
         raise InputError("the policy sets max_incidence, which needs --target.")
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, compare={champion_label: champion} if champion is not None else None, config=cfg,
-                       n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights)
+                       n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights, train=train)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
     with stage("checking the policy"):
         verdict = gate(result, policy, champion=champion_label)
@@ -413,10 +427,11 @@ def _cmd_compare(args) -> int:
     with _loading(load_notes):
         models = {n: _load_model(args, p) for n, p in paths.items()}
         X, y, weights = _load_data(args)
+        cfg, train = _train(args, cfg)  # the refits are of the first model's learner
         inputs = _inputs(args, model=paths[names[0]], **{f"compare:{n}": paths[n] for n in names[1:]})
     with stage("computing and scoring every 1D and 2D partial dependence of every model"):
         result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg,
-                       n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights)
+                       n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights, train=train)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
     _write(result, Path(args.out), formats, page_size, started, comparison=names[0], templates=templates, ice=args.ice)
     return _exit_code(result, EXIT_OK)
@@ -490,6 +505,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--allow-pickle", action="append", default=None, metavar="PATH",
                        help="load this .joblib/.pkl model file although unpickling runs code from it (repeatable, "
                             "one per file: --model, --champion, --compare)")
+        p.add_argument("--train", default=None, metavar="TRAIN",
+                       help="training data (.csv or .parquet, same target, weights and loading options as --data): "
+                            "with --refits K the learner is refitted K times on half-samples of it and each finding "
+                            "says whether it is robust (issue 31)")
+        p.add_argument("--refits", type=int, default=None, metavar="K",
+                       help="refits of the learner on half-samples of --train (config key refits; e.g. 10)")
         p.add_argument("--trust-model", action="store_true", help=argparse.SUPPRESS)  # removed: exit 2 says what replaces it
 
     demo = add("demo", "train a model on the embedded German Credit data and report on it")

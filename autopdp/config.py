@@ -145,6 +145,10 @@ class AuditConfig:
         decision_function gives its probabilities, else of probabilities
         clipped to [2**-53, 1 - 2**-53]; the decision function or the
         prediction; "response": the prediction's own scale).
+    Refits (issue 31, see :mod:`autopdp.scores.robustness`)
+        ``refits`` (default 0): K refits of the model's learner (``sklearn.base.clone``, ``random_state``
+        varied) on half-samples of the training data given as ``train=``; each finding is then tested at
+        the learner level (``Evidence.robust``).  K >= 10 recommended.
     Record
         ``keep_points`` (default False): write the raw values of a random sample of up to 400 rows
         per feature into results.json and draw them on the 2D PDs; off, the record holds only
@@ -198,6 +202,8 @@ class AuditConfig:
     criteria_2d: tuple = CRITERIA_2D
     #: write a sample of up to 400 raw rows (per feature) into results.json and draw them on the 2D PDs
     keep_points: bool = False
+    #: refits of the learner on half-samples of the training data (issue 31; 0: none): each finding's robustness
+    refits: int = 0
     title: str = "Partial dependence validation report"
     model_name: str | None = None
     model_version: str | None = None
@@ -246,6 +252,10 @@ class AuditConfig:
         positive_int("top_k")
         positive_int("noise_draws", minimum=20)
         positive_int("max_noise_draws", minimum=20)
+        if not isinstance(self.refits, numbers.Integral) or isinstance(self.refits, bool) or self.refits < 0 \
+                or self.refits == 1 or self.refits > 1000:
+            raise InputError(f"config key 'refits' (--refits) must be 0 (none) or a whole number from 2 to 1000, "
+                             f"got {self.refits!r}.")
         if self.max_noise_draws < self.noise_draws:
             raise InputError(f"config key 'max_noise_draws' ({self.max_noise_draws}) must be at least 'noise_draws' "
                              f"({self.noise_draws}).")

@@ -11,6 +11,7 @@ Policy (TOML)::
     max_similarity = 0.05        # tolerated gap to the champion for this feature
     max_slope = 1.0              # tolerated slope score
     min_importance = 0.01        # this feature must matter at least this much
+    robust = true                # its shape rules fail only on robust violations (needs --train, --refits)
 
     [importance]
     forbidden = ["personal_status_sex", "foreign_worker"]
@@ -59,6 +60,7 @@ import numpy as np
 from ._io import atomic_write_text
 from .config import AuditConfig, load_toml
 from .errors import InputError
+from .gate_robust import robust_verdicts
 from .gate_tests import default_bound, lipschitz_test, monotonicity_test, run_limit_tests, similarity_test, slope_test
 from .scores.utilities import score_lipschitz, score_monotonicity
 from .scores.utilities.monotonicity import DIRECTIONS
@@ -70,7 +72,7 @@ DEFAULT_MIN_IMPORTANCE = 0.001
 DEFAULT_FORBIDDEN_TOP_K = 5
 
 FEATURE_KEYS = ("monotonic", "max_monotonicity", "lipschitz", "max_lipschitz", "max_incidence", "max_similarity",
-                "max_slope", "min_importance")
+                "max_slope", "min_importance", "robust")
 IMPORTANCE_KEYS = ("forbidden", "forbidden_top_k", "required", "min_importance", "required_top_k")
 CHAMPION_KEYS = ("max_similarity",)
 SECTIONS = ("features", "importance", "champion", "audit", "gate")
@@ -109,7 +111,8 @@ def _check_keys(table, allowed, where: str):
 
 
 #: a key that only modifies another rule -> the key(s) that make that rule (one of them must be set)
-FEATURE_MODIFIERS = {"max_monotonicity": ("monotonic",), "lipschitz": ("max_lipschitz",)}
+FEATURE_MODIFIERS = {"max_monotonicity": ("monotonic",), "lipschitz": ("max_lipschitz",),
+                     "robust": ("monotonic", "max_lipschitz", "max_slope")}
 IMPORTANCE_MODIFIERS = {"forbidden_top_k": ("forbidden",), "min_importance": ("required",),
                         "required_top_k": ("required",)}
 #: the AuditConfig keys the gate's verdict rests on (the scores it re-computes and its evidence mode): a --config
@@ -124,7 +127,7 @@ def _check_rules(features: Mapping, imp: Mapping, champ: Mapping) -> None:
     for name, table in features.items():
         for key, needs in FEATURE_MODIFIERS.items():
             if key in table and not any(table.get(k) not in (None, "none") for k in needs):
-                what = ' = "increasing" or "decreasing"' if needs == ("monotonic",) else " = LIMIT"
+                what = ' = "increasing" or "decreasing"' if needs[0] == "monotonic" else " = LIMIT"
                 raise InputError(
                     f"policy key 'features.{name}.{key}' modifies a rule the policy does not set: add "
                     f"'features.{name}.{needs[0]}'{what} (or remove the key).")
@@ -156,6 +159,9 @@ class FeaturePolicy:
     max_similarity: float | None = None
     max_slope: float | None = None
     min_importance: float | None = None
+    #: the shape rules fail only on a violation that is robust (the learner-PD of the refits shows it too;
+    #: :mod:`autopdp.gate_robust`); off by default
+    robust: bool = False
 
 
 @dataclass(frozen=True)
@@ -192,6 +198,10 @@ class GatePolicy:
                     kw[k] = v
                 elif k == "lipschitz":
                     kw[k] = _number(v, key, positive=True)
+                elif k == "robust":
+                    if not isinstance(v, bool):
+                        raise InputError(f"policy key {key!r} must be true or false, got {v!r}.")
+                    kw[k] = v
                 else:
                     kw[k] = _number(v, key, minimum=0)
             feats[name] = FeaturePolicy(**kw)
@@ -661,6 +671,7 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
                      "exceeds": not check.passed, "p_value": 1.0 if check.passed else float("nan"),
                      "adjusted_p": 1.0 if check.passed else float("nan"), "significance": audit.config.significance}
         checks.append(_decided(check, proof, policy.decide, source, rule, default_bound(audit, t)[0]))
+    checks = robust_verdicts(audit, policy, checks)
     if policy.forbidden or policy.required:
         imp = audit.importance.max(axis=1).sort_values(ascending=False, kind="stable")
         rank = {f: i + 1 for i, f in enumerate(imp.index)}

@@ -110,11 +110,15 @@ def _rng(kind: str, feature: str, target_index: int) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(f"autopdp.gate|{kind}|{feature}|{target_index}".encode()))
 
 
-def _noise(r, t: int, sample_weight):
+def _noise(r, t: int, sample_weight, extra=None):
     """:func:`pd_noise_model` with each factor row's sign fixed (its largest entry positive): the covariance is
     the same, and the draws no longer depend on the sign an SVD happens to return, so a model whose predictions
-    are multiplied by 100 gets the same draws times 100 (and the same p-value)."""
+    are multiplied by 100 gets the same draws times 100 (and the same p-value).  ``extra``: a factor added to it
+    (the refits' corrected spread, for a rule with ``robust = true``, :mod:`autopdp.gate_robust`)."""
     model = pd_noise_model(r, t, sample_weight)
+    if model is not None and extra is not None:
+        model = dataclasses.replace(model, factor=np.vstack([model.factor, np.asarray(extra, dtype=float)]),
+                                    source=f"{model.source} + the refits' spread, Nadeau-Bengio corrected")
     return None if model is None else _canonical(model)
 
 
@@ -134,10 +138,10 @@ def _shrunk(fit: np.ndarray, f: np.ndarray, observed: float, bound: float) -> np
     return fit + (f - fit) * (bound / observed)
 
 
-def monotonicity_test(audit, r, t: int, s, bound: float, sample_weight=None) -> LimitTest:
+def monotonicity_test(audit, r, t: int, s, bound: float, sample_weight=None, extra=None) -> LimitTest:
     """``s``: the monotonicity score with the policy's declared direction (``details['direction']``)."""
     test = LimitTest("monotonicity", r.features[0], float(s.value), float(bound), None, tol=_scale_tol(audit, t))
-    noise = _noise(r, t, sample_weight)
+    noise = _noise(r, t, sample_weight, extra)
     if not test.exceeds or noise is None or s.comparison is None:
         return test
     f = np.asarray(r.average[t], dtype=float).ravel()
@@ -158,11 +162,11 @@ def monotonicity_test(audit, r, t: int, s, bound: float, sample_weight=None) -> 
     return test
 
 
-def lipschitz_test(audit, r, t: int, s, bound: float, sample_weight=None) -> LimitTest:
+def lipschitz_test(audit, r, t: int, s, bound: float, sample_weight=None, extra=None) -> LimitTest:
     """``s``: the Lipschitz score (its ``comparison`` is the bounded fit, ``details['bound']`` its slope bound)."""
     test = LimitTest("lipschitz", r.features[0], float(s.value), float(bound), None, cap=LIPSCHITZ_MAX_DRAWS,
                      tol=_scale_tol(audit, t))
-    noise = _noise(r, t, sample_weight)
+    noise = _noise(r, t, sample_weight, extra)
     x = axis_positions(r, 0)
     slope_bound = (s.details or {}).get("bound")
     if not test.exceeds or noise is None or s.comparison is None or x is None or slope_bound is None:
@@ -189,10 +193,10 @@ def _steepest(curves: np.ndarray, du: np.ndarray) -> np.ndarray:
     return np.max(np.where(np.isfinite(s), s, 0.0), axis=-1)
 
 
-def slope_test(audit, r, t: int, observed: float, bound: float, sample_weight=None) -> LimitTest:
+def slope_test(audit, r, t: int, observed: float, bound: float, sample_weight=None, extra=None) -> LimitTest:
     """The slope score (steepest slope per full feature range, :mod:`autopdp.scores.utilities.slope`)."""
     test = LimitTest("slope", r.features[0], float(observed), float(bound), None, tol=_scale_tol(audit, t))
-    noise = _noise(r, t, sample_weight)
+    noise = _noise(r, t, sample_weight, extra)
     x = axis_positions(r, 0)
     if not test.exceeds or noise is None or x is None or x.size < 2 or x[-1] == x[0]:
         return test

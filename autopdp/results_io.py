@@ -334,6 +334,10 @@ def _evidence_from(e: Mapping, meta: Mapping | None = None, config=None):
         material=bool(e["material"]), significant=bool(e["significant"]), why=e.get("why") or "",
         test=e.get("test", ""), null=shared("null"), statistic=shared("statistic"), draws=int(e.get("draws", 0)),
         kind=e.get("kind", ""), details=dict(e.get("details") or {}),
+        # issue 31's learner-level fields: absent from older files (not assessed)
+        robust=None if e.get("robust") is None else bool(e["robust"]), robust_p=_num(e.get("robust_p")),
+        robust_adjusted_p=_num(e.get("robust_adjusted_p")), stability=_num(e.get("stability")),
+        robust_why=e.get("robust_why") or "",
     )
     if e.get("why") is None:
         item = dataclasses.replace(item, why=rebuilt_why(item, config))

@@ -36,8 +36,8 @@ TESTED = (
 METHODOLOGY = (
     "the model is held fixed, so the null is conditional on the fitted model and on the distribution of the audit rows.",
     "Not established. That the pattern is in the data-generating process, or would survive a refit:",
-    "The learner: not tested in this report. Refitting the same learner on resamples of the training data would test "
-    "it; this audit refits nothing.",
+    "The learner. Not tested in this report. Refitting the same learner on resamples of the training data would test "
+    "it (give the training data and refits: --train, --refits); this audit refits nothing.",
     "makes an effect exactly at the threshold a finding at most at the nominal level (0.1)",
     "The Benjamini-Hochberg adjustment bounds the expected share of false findings among a criterion's findings at "
     "0.1.",

@@ -17,8 +17,8 @@ from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
 from .figures import draw_all, plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
 from .methodology import (adjustment_name, confidence_text, criterion_tests, finding_definition, importance_text,
                           scale_text,
-                          pd_method_text, tested_text)
-from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, title_of
+                          learner_text, pd_method_text, tested_text)
+from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, robustness_sentence, title_of
 from .explore import shown_score
 from .params import split_params
 
@@ -256,10 +256,13 @@ def _pd_figure(audit, features, uid=None, target_index=None):
     name = _label(r.features)
     ood = _ood(audit, r.features)
     if r.ndim == 1:
+        refits = getattr(audit, "refit_curves", {}).get(r.features)
         svg = _plot(plot_pd_1d, r, target_index=t, comparison=g,
                     comparison_label=_g_label(uid, score) if g is not None else None, distribution=dist, ood=ood,
-                    extra_curves=_overlays(audit, r, uid))
+                    extra_curves=_overlays(audit, r, uid), refits=None if refits is None else refits[:, t])
         alt = f"Partial dependence of {what} on {name}"
+        if refits is not None:
+            alt += f", its Monte-Carlo 95% band beside the range of {refits.shape[0]} refits' PDs and their mean"
         if g is not None:
             alt += f", with the {_g_label(uid, score)} overlaid"
         alt += ", grey ICE curves and the data distribution underneath."
@@ -459,6 +462,9 @@ def _findings(audit, selection=None):
             sentence = finding_sentence(sel.features, criterion, s, scale=_scale(audit, audit.pd(sel.features), s),
                                         outcome=outcome_label(audit, s.target),
                                         evidence=_evidence(audit, criterion, sel.features))
+        robust = robustness_sentence(_evidence(audit, criterion, sel.features), getattr(audit, "refits", None),
+                                     " and ".join(sel.features))
+        sentence = f"{sentence} {robust}" if robust else sentence
         out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence,
                     "trust": trust_text(audit, sel.features),
                     "evidence": "; ".join(x for x in (evidence_text(e, with_test=False) for e in sel.evidence) if x)})
@@ -733,6 +739,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
             "tests": criterion_tests(audit),
             "scales": scale_text(audit),
             "max_noise_draws": cfg.max_noise_draws,
+            "learner": learner_text(audit),
         },
     }
 

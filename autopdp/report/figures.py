@@ -163,9 +163,10 @@ def _shade_ood(ax, x, ood, levels):
 
 
 def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None, extra_curves=(),
-               distribution=None, ice_curves=40, title=None, ood=None, width=5.2, height=3.2) -> str:
+               distribution=None, ice_curves=40, title=None, ood=None, width=5.2, height=3.2, refits=None) -> str:
     """PD line, a sample of ICE curves, +-1 std band, the comparison curve g, the data distribution
-    and grey bands where most of the PD's augmented rows are unrealistic."""
+    and grey bands where most of the PD's augmented rows are unrealistic.  ``refits`` (K, grid): the refits'
+    PDs (issue 31): their range is drawn beside the PD's Monte-Carlo 95% band, with their mean (the learner-PD)."""
     x, levels = _x_positions(result)
     f = np.asarray(result.average[target_index], dtype=float)
     std = np.asarray(result.std[target_index], dtype=float)
@@ -190,6 +191,8 @@ def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None
                 ax.autoscale_view()
             if not crisp and np.isfinite(std).all():
                 ax.fill_between(x, f - std, f + std, color=BAND_COLOR, alpha=0.35, linewidth=0, label="PD ± 1 std of ICE")
+            if refits is not None and not crisp:
+                _refit_bands(ax, x, f, np.asarray(result.stderr[target_index], dtype=float), refits)
             if crisp:
                 for t in range(result.n_targets):
                     ax.plot(x, result.average[t], linewidth=1.8, label=f"share predicted {text(result.targets[t])}")
@@ -220,6 +223,18 @@ def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None
             ax.set_title(text(title))
         ax.legend(loc="best", fontsize=7, frameon=False)
         return svg_of(fig)
+
+
+def _refit_bands(ax, x, f, stderr, refits):
+    """The PD's Monte-Carlo 95% band (± 1.96 standard errors of averaging over the rows) and, beside it, the range
+    of the K refits' PDs (hatched) with their mean, the learner-PD (dotted)."""
+    refits = np.asarray(refits, dtype=float)
+    if np.isfinite(stderr).all():
+        ax.fill_between(x, f - 1.96 * stderr, f + 1.96 * stderr, color=PD_COLOR, alpha=0.25, linewidth=0,
+                        label="Monte-Carlo 95% band")
+    ax.fill_between(x, refits.min(axis=0), refits.max(axis=0), facecolor="none", edgecolor=G_COLOR, hatch="///",
+                    linewidth=0.4, label=f"range of {refits.shape[0]} refits' PDs")
+    ax.plot(x, refits.mean(axis=0), color=G_COLOR, linewidth=1.2, linestyle=":", label="learner-PD (mean of refits)")
 
 
 def _ylabel(result, target_index) -> str:

@@ -7,7 +7,8 @@ import numpy as np
 from .._format import fmt
 from ..trust.ood import OOD_MOSTLY, OOD_OK
 
-__all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "PAIR_SENTENCES", "fmt", "p_text", "evidence_text"]
+__all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "PAIR_SENTENCES", "fmt", "p_text", "evidence_text",
+           "robust_kind", "robustness_sentence"]
 
 UTILITY_TITLES = {
     "monotonicity": "Least monotonic",
@@ -305,3 +306,55 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
             "curves)."
         )
     return f"{name}: {uid}{of} = {v}."
+
+
+def robust_kind(e) -> str:
+    """"robust", "specific" (the learner-PD shows at most the threshold or less than half of this fit's
+    statistic), "unconfirmed" (the learner-PD has it too, not clear of the refits' spread) or "not assessed"."""
+    if e is None or getattr(e, "robust", None) is None:
+        return "not assessed"
+    if e.robust:
+        return "robust"
+    learner = (e.details or {}).get("learner") or {}
+    lv = float(learner.get("value") if learner.get("value") is not None else np.nan)
+    thr = float(learner.get("threshold") if learner.get("threshold") is not None else np.nan)
+    if not np.isfinite(lv) or (np.isfinite(thr) and lv <= thr) or lv < 0.5 * float(e.value):
+        return "specific"
+    return "unconfirmed"
+
+
+def robustness_sentence(e, refits, name: str) -> str:
+    """Whether finding ``e`` (of ``name``) holds at the learner level (issue 31), one to three sentences; "" without
+    refits.  Built from the item's own ``robust``, ``robust_adjusted_p``, ``stability`` and learner-level statistic
+    (``details["learner"]``) and the refits' count."""
+    if refits is None or e is None:
+        return ""
+    if not refits.assessed:
+        return f"Robustness not assessed: {refits.reason}."
+    kind = robust_kind(e)
+    if kind == "not assessed":
+        why = (e.robust_why or "not assessed").removeprefix("not assessed: ").rstrip(".")
+        return f"Robustness not assessed ({why})."
+    k = int(refits.fitted)
+    stab = getattr(e, "stability", float("nan"))
+    held = int(round(stab * k)) if np.isfinite(stab) else None
+    count = f"{held} of {k}" if held is not None else f"? of {k}"
+    q = e.robust_adjusted_p
+    p = f"adjusted p {'= ' if np.isfinite(q) and q >= 1e-4 else ''}{p_text(q)}"
+    if kind == "robust":
+        return f"Holds in {count} refits; robust at the learner level ({p})."
+    learner = (e.details or {}).get("learner") or {}
+    stat = (e.statistic or e.criterion).split(" (")[0]
+    values = f"{stat} {fmt(learner.get('value'))} against this fit's {fmt(e.value)}"
+    if kind == "unconfirmed":
+        return (f"Not shown to be robust: the learner-PD (the mean of {k} refits' PDs) has it too ({values}), but "
+                f"not clear of the spread between refits ({p}; found by {count} refits' own tests). "
+                f"Recommendation: treat it as uncertain; more training data would pin the learner down.")
+    if held is not None and held * 2 >= k:
+        return (f"Specific to this fit: each refit of the same learner on another sample has a pattern of its own "
+                f"here (found by {count} refits' own tests), but their mean, the learner-PD, shows much less "
+                f"({values}; {p}). Recommendation: regularise or constrain the learner, or drop {name} if it "
+                f"should not matter.")
+    return (f"Specific to this fit: the model has it, refits of the same learner on other samples do not (found by "
+            f"{count} refits' own tests; learner-PD {values}; {p}). Recommendation: regularise or constrain the "
+            f"learner, or drop {name} if it should not matter.")

@@ -350,7 +350,17 @@ def _resolve(items: dict, budget: _Budget) -> dict:
 LIPSCHITZ_MAX_DRAWS = 5000
 
 
-def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
+def _with_refits(noise: NoiseModel | None, extra, key) -> NoiseModel | None:
+    """``noise`` plus the refits' corrected spread ``extra[key]`` (the learner-level test,
+    :mod:`autopdp.scores.robustness`); ``noise`` itself without it."""
+    factor = None if noise is None or not extra else extra.get(key)
+    if factor is None:
+        return noise
+    return NoiseModel(factor=np.vstack([noise.factor, np.asarray(factor, dtype=float)]), shape=noise.shape,
+                      source=f"{noise.source} + the refits' spread, Nadeau-Bengio corrected")
+
+
+def assess(inputs, results, utility_scores, scores, *, surrogate=None, extra_noise=None) -> dict:
     """``{criterion: {features: Evidence}}`` for every ranked utility and 2D criterion.
 
     Parameters
@@ -365,6 +375,9 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
     Besides the criteria, ``"similarity_level:<name>"`` holds one item per
     comparison model: the overall difference of the two models' predictions
     (a model-level fact, not a per-feature finding).
+
+    ``extra_noise``: ``{(features, target index, "response" | "link"): factor}``, noise added to every PD's
+    Monte-Carlo noise (the refits' spread for the learner-level test).
     """
     cfg = inputs.config
     sd = np.asarray(inputs.prediction_std, dtype=float)
@@ -379,7 +392,8 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
     def noise_of(r, t):
         key = (r.features, t)
         if key not in noises:
-            noises[key] = pd_noise_model(r, t, inputs.sample_weight)
+            noises[key] = _with_refits(pd_noise_model(r, t, inputs.sample_weight), extra_noise,
+                                       (r.features, t, "response"))
         return noises[key]
 
     def threshold(t):
@@ -438,7 +452,8 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None) -> dict:
 
     # ---- 2D criteria
     if two_d:
-        evidence.update(_assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, noise_of, cfg))
+        evidence.update(_assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, noise_of, cfg,
+                                   extra_noise))
     evidence["importance_1d"] = imp_final
     return evidence
 
@@ -793,7 +808,7 @@ def _on_response(items: dict, response: str) -> dict:
     return out
 
 
-def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, noise_of, cfg) -> dict:
+def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, noise_of, cfg, extra_noise=None) -> dict:
     evidence = {}
     two = scores[scores["kind"] == "2d"].set_index(scores.loc[scores["kind"] == "2d", "features"].map(tuple))
     two_importance = dict(zip(two.index, two["importance"])) if "importance" in two else {}
@@ -849,7 +864,8 @@ def _assess_2d(inputs, two_d, scores, imp_final, surrogate, threshold, tol_of, n
         statistic = f"Greenwell interaction on the {_short(scale_name)} scale"
         scale = {"scale": scale_name, **({"link_rows": int(rs.n_rows)} if surface is not None else {})}
         if np.isfinite(thr) and stat[t] >= thr:
-            noise = noise_of(r, t) if surface is None else pd_noise_model(rs, t, sw)
+            noise = noise_of(r, t) if surface is None else \
+                _with_refits(pd_noise_model(rs, t, sw), extra_noise, (r.features, t, "link"))
             if noise is None:
                 crit["interaction"][r.features] = _item(
                     "interaction", r.features, stat[t], thr, statistic=statistic, details=scale,

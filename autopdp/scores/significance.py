@@ -19,7 +19,8 @@ association criterion keeps its independence test with ``min_association``
 **What is tested**: the fitted model.  Every null is conditional on the model
 as fitted and on the audit rows' distribution; the noise is the Monte-Carlo
 error of averaging over those rows.  Whether a refit of the same learner on
-another sample would show the pattern (learner variance) is not tested here.
+another sample would show the pattern (learner variance) is not tested here: given
+the training data and ``refits``, :mod:`autopdp.scores.robustness` tests it.
 
 A material score whose test could not be run is **untested** (never "noise"):
 it is not a finding, and the report says it was not tested and why.
@@ -181,6 +182,15 @@ class Evidence:
     draws: int = 0
     kind: str = ""
     details: dict = field(default_factory=dict, compare=False)
+    #: the learner-level decision (issue 31, :mod:`autopdp.scores.robustness`): True / False, None when not assessed
+    robust: bool | None = None
+    #: the learner-level test's p-value and its Benjamini-Hochberg (or Holm) adjustment across the PDPs
+    robust_p: float = float("nan")
+    robust_adjusted_p: float = float("nan")
+    #: the share of refits whose own test finds the pattern (descriptive; NaN when not assessed)
+    stability: float = float("nan")
+    #: why the learner-level decision is what it is (or why it was not assessed); "" without refits
+    robust_why: str = ""
 
     @property
     def passed(self) -> bool:
@@ -204,7 +214,9 @@ class Evidence:
             "threshold": num(self.threshold), "material": self.material, "significant": self.significant,
             "passed": self.passed, "untested": self.untested, "why": self.why, "test": self.test,
             "null": self.null, "statistic": self.statistic, "draws": int(self.draws), "kind": self.kind,
-            "details": _json_ready(self.details),
+            "details": _json_ready(self.details), "robust": self.robust, "robust_p": num(self.robust_p),
+            "robust_adjusted_p": num(self.robust_adjusted_p), "stability": num(self.stability),
+            "robust_why": self.robust_why,
         }
 
 

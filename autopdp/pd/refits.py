@@ -1,0 +1,356 @@
+"""Refits of the same learner (issue 31): the model's unfitted clone fitted on K half-samples of the training data,
+and each refit's PDs on the audit's own grids and rows.
+
+The learner
+    ``sklearn.base.clone(model)``: the same class and hyperparameters, unfitted.  Every ``random_state``
+    parameter of the estimator (of each step of a Pipeline) is set to a seed of its own per refit, so the learner's
+    own randomness (subsampling, feature bagging, early-stopping splits) counts as learner variance.  A model with
+    no learner to clone (a callable ``f(X)``, a duck-typed object without ``get_params``), or no training data
+    given, or a refit that fails to fit, is **not assessed**: :class:`Refits` holds the one-line reason and no
+    finding is called robust.
+
+The resampling scheme
+    Half-samples without replacement: refit k is fitted on ``n_fit = floor(n_train / 2)`` rows drawn without
+    replacement (Molnar et al. 2023, following Nadeau and Bengio 2003).  Unlike the bootstrap, no row is
+    repeated (a tree learner fitted on duplicated rows overfits them), and the overlap between two refits'
+    training sets is known, so Nadeau and Bengio's corrected variance applies: the variance of the mean over K
+    refits is ``(1/K + n_test/n_fit) * S^2`` with ``S^2`` the refits' sample variance and ``n_test = n_train -
+    n_fit`` (the rows a refit did not see); for half-samples the factor is ``1/K + 1``
+    (:attr:`Refits.correction`).
+
+What is computed per refit
+    The 1D PDs with ICE curves on the audit's 1D grids and ICE rows, the 2D PDs with the ICE surfaces of the same
+    sampled rows on the audit's 2D grids and rows, and, when the audit reads structure on the model's link
+    scale, the refit's link curves and surfaces (:func:`autopdp.pd.link.model_link`, :func:`with_surfaces`).
+    Refits run in parallel (joblib threads, ``n_jobs``) or one Dask task per refit when a scheduler is given.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from .link import model_link, with_surfaces
+from .partial_dependence import partial_dependence
+from .response import make_adapter
+
+__all__ = ["SCHEME", "Refits", "RefitPDs", "RefitSpec", "checked_train", "learner_of", "refit_curves", "refit_spec",
+           "run_refits", "train_rows"]
+
+SCHEME = "half-samples without replacement"
+#: fewest training rows for refits on half-samples (each refit then sees at least 10 rows)
+MIN_TRAIN_ROWS = 20
+
+
+@dataclass(frozen=True, eq=False)
+class RefitPDs:
+    """One refit's PDs on the audit's grids and rows (``link``: its link curves and surfaces, or None)."""
+
+    res1: tuple
+    res2: tuple
+    link: Any
+    fit_seconds: float
+    pd_seconds: float
+
+
+@dataclass(frozen=True, eq=False)
+class Refits:
+    """The refits of an audit: K requested, the scheme, and each refit's PDs (empty when not assessed).
+
+    ``reason`` is the one-line reason the learner level was not assessed ("" when it was).
+    """
+
+    requested: int
+    n_train: int = 0
+    n_fit: int = 0
+    scheme: str = SCHEME
+    reason: str = ""
+    seeds: tuple = ()
+    pds: tuple = field(default=(), repr=False)
+    fit_seconds: float = 0.0
+    pd_seconds: float = 0.0
+
+    @property
+    def fitted(self) -> int:
+        return len(self.pds)
+
+    @property
+    def assessed(self) -> bool:
+        return not self.reason and self.fitted >= 2
+
+    @property
+    def correction(self) -> float:
+        """Nadeau and Bengio's factor: Var(mean over K refits) = (1/K + n_test/n_fit) S^2."""
+        if not self.fitted or not self.n_fit:
+            return float("nan")
+        return 1.0 / self.fitted + (self.n_train - self.n_fit) / self.n_fit
+
+    def summary(self) -> "Refits":
+        """The same counts and reason without the refits' PDs (what an :class:`~autopdp.Audit` keeps)."""
+        return Refits.from_dict(self.to_dict())
+
+    def to_dict(self) -> dict:
+        return {"requested": int(self.requested), "fitted": int(self.fitted), "n_train": int(self.n_train),
+                "n_fit": int(self.n_fit), "scheme": self.scheme, "reason": self.reason,
+                "assessed": bool(self.assessed), "correction": None if not np.isfinite(self.correction)
+                else float(self.correction), "seeds": [int(s) for s in self.seeds],
+                "fit_seconds": float(self.fit_seconds), "pd_seconds": float(self.pd_seconds)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Refits":
+        """The summary read back from results.json (the refits' PDs are not stored: ``fitted`` is 0)."""
+        return _StoredRefits(requested=int(d.get("requested", 0)), n_train=int(d.get("n_train", 0)),
+                             n_fit=int(d.get("n_fit", 0)), scheme=d.get("scheme", SCHEME), reason=d.get("reason", ""),
+                             seeds=tuple(d.get("seeds", ())), fit_seconds=float(d.get("fit_seconds", 0.0)),
+                             pd_seconds=float(d.get("pd_seconds", 0.0)), stored_fitted=int(d.get("fitted", 0)))
+
+
+@dataclass(frozen=True, eq=False)
+class _StoredRefits(Refits):
+    """:class:`Refits` read from results.json: the counts as recorded, without the refits' PDs."""
+
+    stored_fitted: int = 0
+
+    @property
+    def fitted(self) -> int:
+        return self.stored_fitted
+
+    @property
+    def assessed(self) -> bool:
+        return not self.reason and self.stored_fitted >= 2
+
+
+@dataclass(frozen=True, eq=False)
+class RefitSpec:
+    """What every refit's PDs are computed on: the audit's rows, grids and settings."""
+
+    frame: Any
+    features: list
+    custom_1d: dict
+    categorical: list | None
+    frame_2d: Any
+    pairs: list
+    custom_2d: dict
+    weights: Any
+    weights_2d: Any
+    subsample: int | None
+    std_rows: int | None
+    random_state: Any
+    common: dict  # response, target, method, ... as the audit's partial_dependence calls take them
+    link_kwargs: dict | None  # None: the audit reads no link scale
+    targets: tuple
+    response: str
+    target: Any
+
+
+def learner_of(model):
+    """``(unfitted clone, "")`` or ``(None, reason)`` when the model has no learner to refit."""
+    if not hasattr(model, "fit"):
+        what = "a callable f(X)" if callable(model) and not hasattr(model, "predict") else \
+            f"a {type(model).__name__} without fit"
+        return None, f"the model is {what}: there is no learner to refit"
+    if not hasattr(model, "get_params"):
+        return None, f"the model ({type(model).__name__}) has no get_params: sklearn.base.clone cannot copy its learner"
+    try:
+        from sklearn.base import clone
+
+        return clone(model), ""
+    except Exception as exc:  # noqa: BLE001 - any failure to clone makes the learner level unassessable
+        return None, f"sklearn.base.clone failed on the model ({type(exc).__name__}: {exc})"
+
+
+def _seeded(learner, seed: int):
+    """``learner`` with every ``random_state`` parameter (its own and each Pipeline step's) set to ``seed``."""
+    try:
+        params = learner.get_params(deep=True)
+    except Exception:  # noqa: BLE001
+        return learner
+    keys = {k: int(seed) for k in params if k == "random_state" or k.endswith("__random_state")}
+    return learner.set_params(**keys) if keys else learner
+
+
+def _take(obj, rows):
+    if obj is None:
+        return None
+    if hasattr(obj, "iloc"):
+        return obj.iloc[rows]
+    return np.asarray(obj)[rows]
+
+
+def _fit(learner, X, y, w):
+    if w is None:
+        return learner.fit(X, y)
+    if hasattr(learner, "steps"):  # a Pipeline routes the weights to its last step
+        return learner.fit(X, y, **{f"{learner.steps[-1][0]}__sample_weight": w})
+    return learner.fit(X, y, sample_weight=w)
+
+
+def train_rows(n_train: int, k: int, random_state) -> tuple[list, list]:
+    """``(rows, seeds)``: each refit's half-sample (sorted row positions) and its learner seed."""
+    rng = np.random.default_rng([int(random_state or 0), 31])
+    n_fit = n_train // 2
+    rows = [np.sort(rng.choice(n_train, size=n_fit, replace=False)) for _ in range(k)]
+    seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=k)]
+    return rows, seeds
+
+
+def _one_refit(learner, X, y, w, rows, seed, spec: RefitSpec) -> RefitPDs:
+    """Fit one refit on its half-sample and compute its PDs on the audit's grids and rows."""
+    t0 = time.perf_counter()
+    fitted = _fit(_seeded(learner, seed), _take(X, rows), _take(y, rows), _take(w, rows))
+    fit_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    common = dict(spec.common, progress=False, scheduler=None)
+    res1 = partial_dependence(fitted, spec.frame, spec.features, kind="both", categorical_features=spec.categorical,
+                              custom_values=spec.custom_1d, n_jobs=1, sample_weight=spec.weights,
+                              subsample=spec.subsample, random_state=spec.random_state, **common)
+    res2 = []
+    if spec.pairs:
+        res2 = partial_dependence(
+            fitted, spec.frame_2d, spec.pairs, kind="both", categorical_features=spec.categorical,
+            custom_values=spec.custom_2d, n_jobs=1, sample_weight=spec.weights_2d, random_state=spec.random_state,
+            subsample=min(spec.std_rows, spec.frame_2d.n_rows) if spec.std_rows else None, std=True, **common)
+    link = None
+    if spec.link_kwargs is not None:
+        adapter = make_adapter(fitted, spec.response, spec.target,
+                               probe=spec.frame.take_rows(np.arange(min(5, spec.frame.n_rows))).data)
+        if tuple(map(str, adapter.targets)) != tuple(map(str, spec.targets)):
+            raise InputError(f"the refit predicts targets {list(adapter.targets)}, the model {list(spec.targets)}")
+        kwargs = dict(spec.link_kwargs, n_jobs=1, progress=False, scheduler=None)
+        link = model_link(fitted, adapter, spec.frame, res1, kwargs)  # its rows' predictions are not needed: the
+        # learner-level tests keep the audit's thresholds
+        link = with_surfaces(link, fitted, adapter, spec.frame_2d, res2, kwargs, spec.weights_2d)
+    return RefitPDs(res1=tuple(res1), res2=tuple(res2), link=link, fit_seconds=fit_seconds,
+                    pd_seconds=time.perf_counter() - t0)
+
+
+def _same_rows(spec: RefitSpec, out: RefitPDs, audit_results) -> str:
+    """"" when the refit's PDs are on the audit's grids and ICE rows, else what differs."""
+    for a, b in zip(audit_results, (*out.res1, *out.res2)):
+        if a.features != b.features or a.grid_shape != b.grid_shape:
+            return f"the refit's PD of {' x '.join(a.features)} is not on the audit's grid"
+        ra, rb = a.ice_rows, b.ice_rows
+        if (ra is None) != (rb is None) or (ra is not None and not np.array_equal(ra, rb)):
+            return f"the refit's ICE rows of {' x '.join(a.features)} are not the audit's"
+    return ""
+
+
+def run_refits(model, train, k: int, spec: RefitSpec, audit_results, *, random_state=0, n_jobs=None,
+               scheduler=None, progress=None) -> Refits:
+    """K refits of ``model``'s learner on half-samples of ``train`` = ``(X, y[, w])`` and their PDs."""
+    k = int(k)
+    if train is None:
+        return Refits(requested=k, reason="no training data was given (train=, --train): the learner cannot be "
+                                          "refitted")
+    X, y, w = (tuple(train) + (None,))[:3]
+    n_train = int(X.shape[0])
+    learner, reason = learner_of(model)
+    if learner is None:
+        return Refits(requested=k, n_train=n_train, reason=reason)
+    if n_train < MIN_TRAIN_ROWS:
+        return Refits(requested=k, n_train=n_train, reason=f"the training data has {n_train} rows, fewer than "
+                                                           f"{MIN_TRAIN_ROWS}: half-samples are too small to refit")
+    rows, seeds = train_rows(n_train, k, random_state)
+    t0 = time.perf_counter()
+    try:
+        outs = _run(learner, X, y, w, rows, seeds, spec, n_jobs=n_jobs, scheduler=scheduler, progress=progress)
+    except Exception as exc:  # noqa: BLE001 - a learner that cannot be refitted: not assessed, with its error
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return Refits(requested=k, n_train=n_train, n_fit=n_train // 2, seeds=tuple(seeds),
+                      reason=f"a refit of the learner failed ({type(exc).__name__}{': ' + text[:200] if text else ''})")
+    for out in outs:
+        differs = _same_rows(spec, out, audit_results)
+        if differs:
+            return Refits(requested=k, n_train=n_train, n_fit=n_train // 2, seeds=tuple(seeds), reason=differs)
+    return Refits(requested=k, n_train=n_train, n_fit=n_train // 2, seeds=tuple(seeds), pds=tuple(outs),
+                  fit_seconds=float(sum(o.fit_seconds for o in outs)), pd_seconds=float(sum(o.pd_seconds for o in outs)))
+
+
+def _run(learner, X, y, w, rows, seeds, spec, *, n_jobs, scheduler, progress) -> list:
+    from sklearn.base import clone
+
+    if scheduler is not None:
+        from .distributed import _client
+
+        client, own = _client(scheduler)
+        try:
+            futures = [client.submit(_one_refit, clone(learner), X, y, w, r, s, spec, pure=False)
+                       for r, s in zip(rows, seeds)]
+            return client.gather(futures)
+        finally:
+            if own:
+                client.close()
+    from joblib import Parallel, delayed
+
+    from .._progress import progress_bar
+
+    jobs = (delayed(_one_refit)(clone(learner), X, y, w, r, s, spec) for r, s in zip(rows, seeds))
+    out = []
+    b = progress_bar(total=len(rows), desc="refits", enabled=progress)
+    try:
+        for res in Parallel(n_jobs=n_jobs or 1, prefer="threads", return_as="generator")(jobs):
+            out.append(res)
+            b.update(1)
+    finally:
+        b.close()
+    return out
+
+
+def checked_train(train, refits: int, X=None):
+    """``train`` as ``(X, y, w)`` after the checks a bad input fails with one line (None when not given)."""
+    if train is None:
+        return None
+    if not refits:
+        raise InputError("train= (--train) is given but config key 'refits' (--refits) is 0: set refits=K "
+                         "(e.g. 10) to refit the learner, or leave the training data out.")
+    if not isinstance(train, (tuple, list)) or len(train) not in (2, 3):
+        raise InputError(f"train= takes (X_train, y_train) or (X_train, y_train, w_train), got "
+                         f"{type(train).__name__}{' of ' + str(len(train)) if isinstance(train, (tuple, list)) else ''}.")
+    Xt, yt = train[0], train[1]
+    wt = train[2] if len(train) == 3 else None
+    if not hasattr(Xt, "shape") or len(getattr(Xt, "shape", ())) != 2:
+        raise InputError("train= X_train must be a DataFrame or a 2D array.")
+    n = int(Xt.shape[0])
+    if yt is None or len(yt) != n:
+        raise InputError(f"train= y_train has {0 if yt is None else len(yt)} values for {n} rows of X_train.")
+    if wt is not None and len(wt) != n:
+        raise InputError(f"train= w_train has {len(wt)} values for {n} rows of X_train.")
+    if X is not None and hasattr(X, "columns") and hasattr(Xt, "columns") and list(X.columns) != list(Xt.columns):
+        missing = [c for c in X.columns if c not in Xt.columns]
+        raise InputError(f"train= X_train has other columns than X (missing {missing[:5]}); give the training data "
+                         f"with the audit data's columns.")
+    return Xt, yt, wt
+
+
+def refit_spec(config, frame, features, res1, res2, frame_2d, weights, weights_2d, categorical, random_state,
+               adapter, link_kwargs) -> RefitSpec:
+    """The :class:`RefitSpec` of an audit: its 1D and 2D grids, rows and settings (as its own PDs were computed)."""
+    def custom(results):
+        out = {}
+        for r in results:
+            for f, kind, g in zip(r.features, r.kinds, r.grid):
+                out[f] = list(g) if kind == "categorical" else g
+        return out
+
+    common = dict(response=config.response, target=config.target, percentiles=config.percentiles,
+                  grid_method=config.grid_method, integer_as_categorical=config.integer_as_categorical,
+                  max_batch_mb=config.max_batch_mb, method=config.method, std_rows=config.std_rows)
+    return RefitSpec(frame=frame, features=list(features), custom_1d=custom(res1), categorical=categorical,
+                     frame_2d=frame_2d, pairs=[r.features for r in res2], custom_2d=custom(res2), weights=weights,
+                     weights_2d=weights_2d, subsample=config.subsample, std_rows=config.std_rows,
+                     random_state=random_state, common=common, link_kwargs=link_kwargs,
+                     targets=tuple(adapter.targets), response=adapter.response, target=config.target)
+
+
+def refit_curves(refits: Refits | None) -> dict:
+    """``{features: (K, n_targets, grid)}``: every refit's 1D PD, for the report's refit band."""
+    if refits is None or not refits.assessed:
+        return {}
+    out = {}
+    for i, r in enumerate(refits.pds[0].res1):
+        out[r.features] = np.stack([np.asarray(p.res1[i].average, dtype=float) for p in refits.pds])
+    return out
