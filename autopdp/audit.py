@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from .config import AuditConfig
 from .pd.data import Frame, sample_rows
@@ -519,6 +520,19 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
                                progress=progress, scheduler=scheduler, timings=timings)
     refits = _refits(model, train, data, pds, config, n_jobs=n_jobs, random_state=random_state, scheduler=scheduler,
                      progress=progress, timings=timings) if config.refits else None
+    # From here on the work is many small linear-algebra calls (SVDs of ICE rows, isotonic and bounded fits) on two
+    # threads at once (scores beside trust checks): BLAS's own threads would spin against them (measured on the
+    # demo with refits: the learner-level tests took 102 s with BLAS's threads, 13 s without), so BLAS runs one
+    # thread per caller until the audit returns.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _after_pds(model, data, pds, refits, config, random_state=random_state, progress=progress,
+                          timings=timings, compare=compare, started=started, sample_weight=sample_weight)
+
+
+def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, random_state, progress, timings,
+               compare, started, sample_weight) -> Audit:
+    """Stages 2 to 4 of :func:`audit`: scores and trust checks, the score table, the noise and learner-level
+    tests, PD outside the grid, and the result."""
     scored = _scores_and_trust(model, data, pds, config, random_state=random_state, progress=progress,
                                timings=timings, compare=compare)
     stage_failures = collect_stage_failures(scored.utility_scores)

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .evidence import assess
-from .scoring import ScoringInputs, _score_utility, _weights, grid_cells, importance_table, pair_criteria
+from .scoring import ScoringInputs, _score_utility, _weights, grid_cells, importance_table
 from .significance import Evidence
 
 __all__ = ["LEARNER_UTILITIES", "NOT_ASSESSED", "learner_level", "with_robustness"]
@@ -78,15 +78,17 @@ def _spread_factor(curves: np.ndarray, correction: float) -> np.ndarray:
     return np.sqrt(correction / max(k - 1, 1)) * dev
 
 
-def _learner_link(link, refit_links, keep=None):
-    """The audit's link (its rows' predictions kept: the thresholds) with the refits' mean curves and surfaces."""
+def _learner_link(link, refit_links, keep=None, only=None):
+    """The audit's link (its rows' predictions kept: the thresholds) with the refits' mean curves and surfaces;
+    ``only``: just that 1D PDP's curves (no surfaces), for the jackknife's many leave-one-out links."""
     if link is None:
         return None
     refit_links = [x for i, x in enumerate(refit_links) if keep is None or i in keep]
     curves = {f: _stack([x.curves[f] for x in refit_links]).mean(axis=0) for f in link.curves
-              if refit_links and all(x is not None and f in x.curves for x in refit_links)}
+              if (only is None or f == only)
+              and refit_links and all(x is not None and f in x.curves for x in refit_links)}
     surfaces = {}
-    for f, s in link.surfaces.items():
+    for f, s in ({} if only is not None else link.surfaces).items():
         if refit_links and all(x is not None and f in x.surfaces for x in refit_links):
             surfaces[f] = dataclasses.replace(s, result=_mean_result(s.result, [x.surfaces[f].result
                                                                               for x in refit_links]))
@@ -96,9 +98,12 @@ def _learner_link(link, refit_links, keep=None):
 def _inputs_like(inputs: ScoringInputs, config, link) -> ScoringInputs:
     """The audit's scoring inputs (rows, thresholds' prediction sd, weights) for other PDs: no comparison models,
     no predictions (incidence is not assessed), ``link`` as the structure criteria's scale."""
-    return ScoringInputs(frame=inputs.frame, y=inputs.y, is_classifier=inputs.is_classifier,
-                         prediction_std=inputs.prediction_std, config=config, comparisons={},
-                         sample_weight=inputs.sample_weight, predictions=None, comparison_predictions={}, link=link)
+    out = ScoringInputs(frame=inputs.frame, y=inputs.y, is_classifier=inputs.is_classifier,
+                        prediction_std=inputs.prediction_std, config=config, comparisons={},
+                        sample_weight=inputs.sample_weight, predictions=None, comparison_predictions={}, link=link)
+    # the data's columns and pair associations are the audit's: share its caches rather than recompute per refit
+    out._columns, out._associations = inputs._columns, inputs._associations
+    return out
 
 
 def _assess_pds(inputs: ScoringInputs, results, extra_noise=None, adjust=None) -> dict:
@@ -112,9 +117,15 @@ def _assess_pds(inputs: ScoringInputs, results, extra_noise=None, adjust=None) -
     res2 = [r for r in results if r.ndim == 2]
     records = [{"features": r.features, "kind": "1d"} for r in res1]
     if res2:
-        criteria = pair_criteria(inputs, res2, importance_table(res1), pd.DataFrame())
-        records += [{"features": r.features, "kind": "2d", "importance": criteria[r.features]["importance"],
-                     "intersection": np.nan} for r in res2]
+        # the pairs' importance only (the geometric mean of the two features' PD importances, as pair_criteria):
+        # the data's association is not assessed at the learner level and would be recomputed for every refit
+        imp = importance_table(res1)
+        imp = imp.max(axis=1) if not imp.empty else pd.Series(dtype=float)
+        for r in res2:
+            ia, ib = (float(imp.get(f, np.nan)) for f in r.features)
+            both = np.isfinite(ia) and np.isfinite(ib)
+            records.append({"features": r.features, "kind": "2d", "intersection": np.nan,
+                            "importance": float(np.sqrt(ia * ib)) if both else float("nan")})
     scores = pd.DataFrame.from_records(records)
     for col in ("importance", "intersection"):
         if col not in scores:
@@ -138,7 +149,7 @@ def _jackknife_ice(inputs, learner_results, refits, link, correction):
             for j in range(k):
                 keep = [m for m in range(k) if m != j]
                 rj = _mean_result(r, [refits.pds[m].res1[i] for m in keep])
-                lj = _learner_link(link, [p.link for p in refits.pds], keep=set(keep))
+                lj = _learner_link(link, [p.link for p in refits.pds], keep=set(keep), only=r.features)
                 sj = _score_utility(_inputs_like(inputs, inputs.config, lj), rj, "ice_variance", cells, w)
                 loo.append(float(sj["ice_variance"].details.get("mean_square", np.nan)))
             loo = np.asarray(loo)
