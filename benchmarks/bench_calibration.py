@@ -168,6 +168,21 @@ def _refits(args) -> None:
         print(f"  {c:14s} planted robust {_ci(sum(planted), len(planted))}   noise robust "
               f"{_ci(sum(noise), len(noise))} (seeds with any: {any_noise}/{n}, 99% bound at 5%: {bound})   "
               f"noise found by the model's own test {sum(found)}/{len(found)}")
+    # coverage of the learner-PD's 95% interval (and of the refits' range the figure draws) for the PD of the truth
+    print("  coverage of the PD of the truth, share of grid values over seeds (95% Clopper-Pearson interval):")
+    for f in cases.REFIT_COLUMNS:
+        cov = [r["coverage"][(f,)] for r in runs if (f,) in r.get("coverage", {})]
+        if not cov:
+            continue
+        line = []
+        for key, what in (("rows", "learner-PD interval, truth on the audit rows"),
+                          ("population", "learner-PD interval (+ Monte-Carlo), truth over the population"),
+                          ("range", "refits' range")):
+            hits = np.concatenate([np.asarray(c[key], dtype=bool) for c in cov])
+            line.append(f"{what} {_ci(int(hits.sum()), hits.size)}")
+        bias = float(np.mean([c["bias"] for c in cov]))
+        half = float(np.mean([c["half_width"] for c in cov]))
+        print(f"    {f}: " + "; ".join(line) + f"; mean |learner-PD - truth| {bias:.4f}, mean half-width {half:.4f}")
     print(f"  callable: {cases.refit_not_assessed_case()['reason']}")
     print(f"  ({time.perf_counter() - t0:.0f} s)")
 

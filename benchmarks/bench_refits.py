@@ -4,7 +4,9 @@
 
 For each case: the plain audit's time; the audit with ``refits=K`` and its time split into the learner's own fits
 (the K refits' ``fit`` calls, ``timings_s["refit_fits"]``), the refits' PDs and the learner-level tests (the rest);
-and the ratio the issue bounds, (audit with refits - the refits' fits) / plain audit (at most 2 on an idle machine).
+and the ratio the issue bounds ("beyond the refits' own fits, K = 10 refits cost at most 2x the plain audit"): what the
+refits add beyond their fits, (audit with refits - plain audit - the refits' fits) / plain audit, beside the whole
+audit's (audit with refits - the refits' fits) / plain audit.
 The demo: the embedded German Credit random forest (1,000 rows; the refits are fitted on half-samples of the same
 rows it was trained on).  Adult: a HistGradientBoostingClassifier (150 iterations, native categoricals) trained on
 half of ``--adult-rows`` rows (48,842: the whole file) and audited on the other half.  The load average is printed
@@ -70,13 +72,16 @@ def run(name, model, X, y, train, k, n_jobs, config=None) -> dict:
     fits = float(t.get("refit_fits", np.nan))
     pds = float(t.get("refits", np.nan)) - fits
     tests = float(t.get("learner_tests", np.nan))
-    ratio = (total - fits) / plain
+    extra = total - plain - fits  # what the K refits add beyond their own fits
+    ratio = extra / plain
     print(f"{name}: {len(X):,} audit rows, {len(train[0]):,} training rows, K = {k} ({a.refits.fitted} fitted"
           f"{'; not assessed: ' + a.refits.reason if a.refits.reason else ''})")
     print(f"  plain audit {plain:7.1f} s")
     print(f"  with refits {total:7.1f} s = learner's own fits {fits:.1f} s + refits' PDs {pds:.1f} s + learner-level "
           f"tests {tests:.1f} s + the plain audit's stages {total - fits - pds - tests:.1f} s")
-    print(f"  (with refits - fits) / plain = {ratio:.2f} (bound: 2); {_load()}", flush=True)
+    print(f"  the refits beyond their fits: (with refits - plain - fits) / plain = {ratio:.2f} (the issue's bound: 2); "
+          f"the whole audit beyond the fits: (with refits - fits) / plain = {(total - fits) / plain:.2f}; {_load()}",
+          flush=True)
     return {"plain": plain, "total": total, "fits": fits, "ratio": ratio}
 
 

@@ -618,17 +618,66 @@ REFIT_TRUTH = {
 }
 
 
+def _refit_eta(X) -> np.ndarray:
+    return np.asarray(2 * X.x1 - 2 * X.x2 ** 2 + 1.5 * X.x3 + 1.5 * X.x4 + 3 * X.x3 * X.x4, dtype=float)
+
+
 def _refit_data(rng, n):
     X = pd.DataFrame(rng.uniform(-1, 1, size=(n, len(REFIT_COLUMNS))), columns=list(REFIT_COLUMNS))
-    eta = 2 * X.x1 - 2 * X.x2 ** 2 + 1.5 * X.x3 + 1.5 * X.x4 + 3 * X.x3 * X.x4
-    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(int)
-    return X, y.to_numpy()
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-_refit_eta(X)))).astype(int)
+    return X, y
+
+
+#: rows of the fixed sample the population PD is averaged over (its own Monte-Carlo error, ~0.2 / sqrt(rows), is
+#: a few hundredths of the bands measured)
+POPULATION_ROWS = 100_000
+
+
+def _pd_of_truth(X: pd.DataFrame, feature: str, grid) -> np.ndarray:
+    """PD of the true P(y = 1 | x) over the rows of ``X`` at each grid value of ``feature``."""
+    out = []
+    for v in np.asarray(grid, dtype=float):
+        Xv = X.copy()
+        Xv[feature] = v
+        out.append(float(np.mean(1 / (1 + np.exp(-_refit_eta(Xv))))))
+    return np.asarray(out)
+
+
+def _refit_coverage(a, Xa: pd.DataFrame) -> dict:
+    """Per 1D PDP: the share of grid values where the learner-PD's 95% interval holds the population PD, and the
+    same for the refits' range the figure draws.
+
+    The learner-PD's interval is ``mean +- 1.96 sqrt(c s^2 + se^2)``: ``s^2`` the refits' variance at the grid
+    value, ``c`` the Nadeau-Bengio factor, ``se`` the PD's Monte-Carlo standard error over the audit rows (the
+    fitted model's, standing in for the learner-PD's); against the PD of the truth over the audit rows themselves
+    (``rows``: no Monte-Carlo part, the learner's part only) and over :data:`POPULATION_ROWS` fresh rows
+    (``population``)."""
+    if a.refits is None or not a.refits.assessed or not a.refit_curves:
+        return {}
+    c = float(a.refits.correction)
+    population = _refit_data(np.random.default_rng(7), POPULATION_ROWS)[0]
+    out = {}
+    for r in a.results:
+        if r.ndim != 1 or r.features not in a.refit_curves:
+            continue
+        t = [str(x) for x in r.targets].index("1") if "1" in [str(x) for x in r.targets] else len(r.targets) - 1
+        curves = np.asarray(a.refit_curves[r.features], dtype=float)[:, t, :]
+        mean, s2 = curves.mean(axis=0), curves.var(axis=0, ddof=1)
+        se = np.asarray(r.stderr[t], dtype=float).ravel()
+        grid = r.grid[0]
+        on_rows, on_pop = _pd_of_truth(Xa, r.features[0], grid), _pd_of_truth(population, r.features[0], grid)
+        half_rows, half_pop = 1.96 * np.sqrt(c * s2), 1.96 * np.sqrt(c * s2 + se * se)
+        lo, hi = curves.min(axis=0), curves.max(axis=0)
+        out[r.features] = {"rows": np.abs(on_rows - mean) <= half_rows, "population": np.abs(on_pop - mean) <= half_pop,
+                           "range": (on_pop >= lo) & (on_pop <= hi),
+                           "bias": float(np.mean(np.abs(on_rows - mean))), "half_width": float(np.mean(half_rows))}
+    return out
 
 
 def refit_case(seed: int, *, n_train: int = 3000, n_audit: int = 1000, refits: int = 10, max_iter: int = 150,
                materiality: float = 0.0, grid: int = 12) -> dict:
     """``{criterion: {"planted": [robust, ...], "noise": [robust, ...], "found_noise": [passed, ...]}}``
-    for one seed (``robust`` None counts as not robust)."""
+    for one seed (``robust`` None counts as not robust), and under ``"coverage"`` :func:`_refit_coverage`."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     rng = np.random.default_rng(seed)
@@ -645,6 +694,7 @@ def refit_case(seed: int, *, n_train: int = 3000, n_audit: int = 1000, refits: i
         out[c] = {"planted": [bool(by[k].robust) for k in planted if k in by],
                   "noise": [bool(by[k].robust) for k in noise if k in by],
                   "found_noise": [bool(by[k].passed) for k in noise if k in by]}
+    out["coverage"] = _refit_coverage(a, Xa)
     return out
 
 

@@ -78,10 +78,13 @@ def test_every_item_has_a_decision_or_a_reason_and_the_summary_counts(refitted):
         for e in by.values():
             if e.robust is None:
                 assert e.robust_why.startswith("not assessed"), (crit, e.robust_why)
-            else:  # intersection counts the other criteria: no p-value of its own
-                assert (crit == "intersection") != np.isfinite(e.robust_p) and 0 <= e.stability <= 1, (crit, e)
-    # correlation is the data's: never a learner-level claim
+            else:  # a decision is a learner-level test's: it has a p-value
+                assert np.isfinite(e.robust_p) and 0 <= e.stability <= 1, (crit, e)
+    # correlation is the data's, and the intersection counts the other pair criteria's findings: never a
+    # learner-level claim of their own
     assert all(e.robust is None for e in a.evidence["correlation"].values())
+    assert a.evidence["intersection"] and all(e.robust is None and "pair criteria" in e.robust_why
+                                              for e in a.evidence["intersection"].values())
     # stability is descriptive: every refit's own test finds z1's importance (each refit fits its own noise)
     assert a.evidence["importance_1d"][("z1",)].stability >= 0.5
     assert set(a.refit_curves) == {(f,) for f in cases.REFIT_COLUMNS}

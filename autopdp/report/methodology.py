@@ -132,7 +132,8 @@ def learner_text(audit) -> str:
             f"learner-PD has it too but not clear of the refits' spread. The share of refits whose own test finds "
             f"the pattern is shown beside it (descriptive: every flexible fit has patterns of its own). "
             f"Incidence, similarity, correlation and the surrogate's importance are not learner patterns and are not "
-            f"assessed. Level and power {MEASURED_REFITS}.")
+            f"assessed, nor is the intersection (it counts the other pair criteria's findings, each with its own "
+            f"verdict). Level and power {MEASURED_REFITS}.")
 
 
 def _rows_text(n: int) -> str:

@@ -55,6 +55,8 @@ NOT_ASSESSED = {
     "similarity_level": "the level difference compares this fit with another fitted model",
     "correlation": "correlation is the data's association, not the model's",
     "surrogate_importance": "the surrogate is fitted to this model only",
+    "intersection": "the intersection ranks a pair across the pair criteria, the data's correlation among them; "
+                    "each criterion carries its own verdict",
 }
 
 
@@ -238,6 +240,9 @@ def _one(e: Evidence, crit: str, base: str, le: Evidence | None, stab, refits) -
         return dataclasses.replace(e, robust=None, robust_why="not assessed: no learner-level test for this item",
                                    stability=float("nan") if stab is None else float(stab))
     stability_value = float("nan") if stab is None else float(stab)
+    if not np.isfinite(le.value):
+        return dataclasses.replace(e, robust=None, robust_why="not assessed: the learner-PD has no value of this "
+                                   "statistic", stability=stability_value)
     learner = {"value": le.value, "threshold": le.threshold, "noise_level": le.noise_level, "test": le.test,
                "refits": int(refits.fitted)}
     if le.material and not np.isfinite(le.p_value):
