@@ -142,6 +142,15 @@ def _threshold(args, over: list) -> None:
               flush=True)
 
 
+def _coverage_counts(coverage: dict) -> str:
+    """One seed's grid values covered, over every 1D PDP: learner-PD interval (audit rows, population), range."""
+    out = []
+    for key in ("rows", "population", "range"):
+        hits = [bool(x) for by in coverage.values() for x in np.asarray(by[key], dtype=bool)]
+        out.append(f"{key} {sum(hits)}/{len(hits)}")
+    return ", ".join(out)
+
+
 def _refits(args) -> None:
     """Issue 31: the learner-level test over seeds (``calibration_cases.refit_case``): power on the planted
     patterns, the rate of noise patterns called robust, per criterion."""
@@ -158,7 +167,8 @@ def _refits(args) -> None:
         r = runs[-1]
         print(f"    seed {1000 + seed}: " + "; ".join(
             f"{c} planted {sum(r[c]['planted'])}/{len(r[c]['planted'])} noise {sum(r[c]['noise'])}/{len(r[c]['noise'])}"
-            for c in cases.REFIT_TRUTH) + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
+            for c in cases.REFIT_TRUTH) + "; coverage " + _coverage_counts(r.get("coverage", {}))
+            + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
     bound = cases.binomial_slack(n, level=0.05)
     for c in cases.REFIT_TRUTH:
         planted = [x for r in runs for x in r[c]["planted"]]
