@@ -1,6 +1,6 @@
 """Cost of the learner-level test (issue 31): K refits beside the plain audit, on the demo and on Adult.
 
-    python benchmarks/bench_refits.py [--refits 10] [--adult-rows 4000] [--skip demo,adult] [--n-jobs 1]
+    python benchmarks/bench_refits.py [--refits 10] [--adult-rows 48842] [--skip demo,adult] [--n-jobs N]
 
 For each case: the plain audit's time; the audit with ``refits=K`` and its time split into the learner's own fits
 (the K refits' ``fit`` calls, ``timings_s["refit_fits"]``), the refits' PDs and the learner-level tests (the rest);
@@ -62,9 +62,14 @@ def _demo():
 
 def run(name, model, X, y, train, k, n_jobs, config=None) -> dict:
     config = config or AuditConfig()
-    t0 = time.perf_counter()
-    autopdp.audit(model, X, y, config=config, n_jobs=n_jobs, progress=False)
-    plain = time.perf_counter() - t0
+    # the first audit in a process loads numba's compiled kernels and warms the caches: time the plain audit twice
+    # and keep the faster, so the ratio is not flattered by a slow first call
+    plains = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        autopdp.audit(model, X, y, config=config, n_jobs=n_jobs, progress=False)
+        plains.append(time.perf_counter() - t0)
+    plain = min(plains)
     t0 = time.perf_counter()
     a = autopdp.audit(model, X, y, train=train, config=config.replace(refits=k), n_jobs=n_jobs, progress=False)
     total = time.perf_counter() - t0
@@ -76,7 +81,7 @@ def run(name, model, X, y, train, k, n_jobs, config=None) -> dict:
     ratio = extra / plain
     print(f"{name}: {len(X):,} audit rows, {len(train[0]):,} training rows, K = {k} ({a.refits.fitted} fitted"
           f"{'; not assessed: ' + a.refits.reason if a.refits.reason else ''})")
-    print(f"  plain audit {plain:7.1f} s")
+    print(f"  plain audit {plain:7.1f} s (the faster of two; the first took {plains[0]:.1f} s)")
     print(f"  with refits {total:7.1f} s = learner's own fits {fits:.1f} s + refits' PDs {pds:.1f} s + learner-level "
           f"tests {tests:.1f} s + the plain audit's stages {total - fits - pds - tests:.1f} s")
     print(f"  the refits beyond their fits: (with refits - plain - fits) / plain = {ratio:.2f} (the issue's bound: 2); "
@@ -88,9 +93,10 @@ def run(name, model, X, y, train, k, n_jobs, config=None) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--refits", type=int, default=10)
-    ap.add_argument("--adult-rows", type=int, default=4000, help="rows of Adult (48842: all; half train, half audit)")
+    ap.add_argument("--adult-rows", type=int, default=48842, help="rows of Adult (48842: all; half train, half audit)")
     ap.add_argument("--skip", default="", help="comma-separated: demo, adult")
-    ap.add_argument("--n-jobs", type=int, default=1, help="workers for the PDs and the refits (default 1)")
+    ap.add_argument("--n-jobs", type=int, default=None,
+                    help="workers for the PDs and the refits (default: the audit's own default, n_jobs=None)")
     args = ap.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     warnings.simplefilter("ignore")

@@ -98,24 +98,33 @@ class TreePlan:
             Z = _as_array(P)
         self.Z = Z
         self.counting_unavailable = ""
-        self.ensemble = None
-        try:
-            if np.isnan(self.Z).any():
-                raise TreePathUnavailable("the data has missing values in columns the trees see")
-            self.ensemble = extract_ensemble(self.final, adapter, self.Z.shape[1])
-        except TreePathUnavailable as exc:
-            self.counting_unavailable = str(exc)
+        self._ensemble, self._ensemble_built = None, False  # leaf counting's, built when first needed (:attr:`ensemble`)
         self.rows_unavailable = ""
         self.forest = None
         try:
             self.forest, self.n_out = extract_forest(self.final, adapter)
         except TreePathUnavailable as exc:
             self.rows_unavailable = str(exc)
-        if self.ensemble is None and self.forest is None:
+        if self.forest is None and self.ensemble is None:
             raise TreePathUnavailable(self.rows_unavailable or self.counting_unavailable)
         self._engine = None
         self._kernel = None
         self._maps: dict[tuple, tuple[int, np.ndarray]] = {}
+
+    @property
+    def ensemble(self):
+        """Leaf counting's ensemble (None when counting does not apply: ``counting_unavailable`` says why), built
+        on first use: a run that takes the per-row kernel (ICE, std) never pays for it."""
+        if not self._ensemble_built:
+            ensemble = None
+            try:
+                if np.isnan(self.Z).any():
+                    raise TreePathUnavailable("the data has missing values in columns the trees see")
+                ensemble = extract_ensemble(self.final, self.adapter, self.Z.shape[1])
+            except TreePathUnavailable as exc:
+                self.counting_unavailable = str(exc)
+            self._ensemble, self._ensemble_built = ensemble, True
+        return self._ensemble
 
     def _pre(self, X):
         if self.pre is None:
@@ -154,21 +163,58 @@ class TreePlan:
         self._maps[key] = out
         return out
 
+    def _probe_rows(self) -> np.ndarray:
+        return np.linspace(0, self.frame.n_rows - 1, min(self.frame.n_rows, 32)).astype(np.int64)
+
+    def probe_many(self, specs) -> None:
+        """Map every feature of ``specs`` not mapped yet with one preprocessing call for all of them (the
+        preprocessing's fixed cost per call dominates a probe).  A feature whose probe fails here is left unmapped:
+        :meth:`mapped` probes it alone and says why."""
+        if not self.encodes:
+            return
+        todo, keys = [], set()
+        for spec in specs:
+            key = (spec.position, tuple(spec.grid.tolist()))
+            if key not in self._maps and key not in keys:
+                todo.append((key, spec))
+                keys.add(key)
+        if len(todo) < 2:
+            return
+        from .engine import assemble
+
+        rows = self._probe_rows()
+        parts = [Augmenter(self.frame, [spec])(rows, [spec.grid]) for _, spec in todo]
+        try:
+            Z_all = self._to_Z(assemble(self.frame, parts))
+        except (TreePathUnavailable, ValueError, TypeError):
+            return  # a grid the preprocessing refuses: the one-by-one probes find which
+        start = 0
+        for key, spec in todo:
+            stop = start + rows.size * spec.size
+            try:
+                self._maps[key] = self._check_probe(spec, rows, Z_all[start:stop].reshape(rows.size, spec.size, -1))
+            except TreePathUnavailable:
+                pass
+            start = stop
+
     def _probe(self, spec):
         frame = self.frame
-        m = min(frame.n_rows, 32)
-        rows = np.linspace(0, frame.n_rows - 1, m).astype(np.int64)
-        G = spec.size
+        rows = self._probe_rows()
         aug = Augmenter(frame, [spec])
         from .engine import assemble
 
         Xp = assemble(frame, [aug(rows, [spec.grid])])
         try:
-            Zp = self._to_Z(Xp).reshape(m, G, -1)
+            Zp = self._to_Z(Xp).reshape(rows.size, spec.size, -1)
         except TreePathUnavailable:
             raise
         except (ValueError, TypeError) as exc:  # the preprocessing refuses grid values (e.g. an unknown category)
             raise TreePathUnavailable(f"the preprocessing failed on grid values: {type(exc).__name__}: {exc}") from None
+        return self._check_probe(spec, rows, Zp)
+
+    def _check_probe(self, spec, rows, Zp):
+        """(column of Z, grid as the trees see it) from the probe rows' preprocessed grid ``Zp`` (rows, G, cols)."""
+        frame = self.frame
         same = (Zp == Zp[:, :1, :]) | (np.isnan(Zp) & np.isnan(Zp[:, :1, :]))
         varies = ~np.all(same, axis=(0, 1))
         base = self.Z[rows]
@@ -232,17 +278,21 @@ class TreePlan:
         self._kernel = (w, kernel)
         return kernel
 
-    def prepare(self, w) -> None:
+    def prepare(self, w, rows: bool = False) -> None:
         """Build what every feature set shares (once, before work is shared out).
 
         A per-row kernel that fails its check against the model is dropped; when
-        no engine is left, :class:`TreePathUnavailable` says why.
+        no engine is left, :class:`TreePathUnavailable` says why.  ``rows``: the
+        work needs every row's values (ICE, std), so leaf counting is built only
+        when the per-row kernel is unavailable.
         """
         if self.forest is not None:
             try:
                 self.kernel(w)
             except TreePathUnavailable as exc:
                 self.forest, self.rows_unavailable = None, str(exc)
+        if rows and self.forest is not None:
+            return
         if self.ensemble is not None:
             self.averages([], w)
         if self.forest is None and self.ensemble is None:

@@ -250,6 +250,7 @@ def _refused_sets(plan, spec_sets) -> dict[int, str]:
     """{set index: reason} for the feature sets the tree path cannot take (a feature that does not
     reach the trees as one column of its own, e.g. one-hot encoded or mixed with others)."""
     refused = {}
+    plan.probe_many([spec for specs in spec_sets for spec in specs])
     for i, specs in enumerate(spec_sets):
         try:
             for spec in specs:
@@ -435,7 +436,9 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
     plan = setup.tree_plan()  # once, before the work is shared out
     if plan is not None and not setup.centered:
         try:
-            plan.prepare(setup.weights)  # leaf counts, the per-row kernel and its check against the model, once
+            # the per-row kernel and its check against the model, once; leaf counts only when the work needs no
+            # row's own values (averages only) or the kernel does not apply
+            plan.prepare(setup.weights, rows=setup.want_std or any(keep for _, keep in jobs))
         except TreePathUnavailable as exc:
             setup.tree_unavailable = str(exc)
             setup._plan = None
