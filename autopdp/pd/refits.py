@@ -27,6 +27,7 @@ What is computed per refit
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,9 +38,10 @@ from ..errors import InputError
 from .link import model_link, with_surfaces
 from .partial_dependence import partial_dependence
 from .response import make_adapter
+from .sampling import ice_design
 
-__all__ = ["SCHEME", "Refits", "RefitPDs", "RefitSpec", "checked_train", "learner_of", "refit_curves", "refit_spec",
-           "run_refits", "train_rows"]
+__all__ = ["SCHEME", "Refits", "RefitPDs", "RefitSpec", "checked_train", "ht_weights", "learner_of", "refit_curves",
+           "refit_spec", "run_refits", "train_rows"]
 
 SCHEME = "half-samples without replacement"
 #: fewest training rows for refits on half-samples (each refit then sees at least 10 rows)
@@ -73,6 +75,9 @@ class Refits:
     pds: tuple = field(default=(), repr=False)
     fit_seconds: float = 0.0
     pd_seconds: float = 0.0
+    #: the audit PDs' ICE rows and sampling design (:attr:`RefitSpec.shape_1d` + ``shape_2d``): the learner-level
+    #: test adds the sampling part of the refits' PDs averaged over a sample of rows (not stored in results.json)
+    ice_shapes: tuple = field(default=(), repr=False)
 
     @property
     def fitted(self) -> int:
@@ -145,6 +150,10 @@ class RefitSpec:
     targets: tuple
     response: str
     target: Any
+    #: the audit's 1D / 2D PDs, each as (features, ICE rows, design of a sample of rows or None), see _ice_shape: a
+    #: refit's PDs are computed on those rows only (see the module docs)
+    shape_1d: tuple = ()
+    shape_2d: tuple = ()
 
 
 def learner_of(model):
@@ -198,6 +207,50 @@ def train_rows(n_train: int, k: int, random_state) -> tuple[list, list]:
     return rows, seeds
 
 
+def _ice_shape(results, weights) -> tuple:
+    """``(features, ICE rows, design)`` of each audit PD (:attr:`RefitSpec.shape_1d`): ``design`` is the kept
+    rows' ``(w, pi, total)`` (:func:`autopdp.pd.sampling.ice_design`) when they are a sample of the rows, None when
+    the PD kept every row's curve (or its weights do not match its rows): the refit then averages over all rows,
+    as the audit did."""
+    out = []
+    for r in results:
+        rows = None if r.ice_rows is None or r.individual is None else np.asarray(r.ice_rows, dtype=np.intp)
+        design = None if rows is None or rows.size >= r.n_rows else ice_design(r, weights)
+        out.append((tuple(r.features), rows, design))
+    return tuple(out)
+
+
+def ht_weights(design) -> np.ndarray:
+    """The kept rows' Horvitz-Thompson weights ``w / pi`` (what each stands for) from ``(w, pi, total)``."""
+    w, pi, _ = design
+    return np.where(pi > 0, np.asarray(w, dtype=float) / np.where(pi > 0, pi, 1.0), 0.0)
+
+
+def _on_ice_rows(fitted, frame, shapes, weights, custom, categorical, common, subsample, random_state) -> list:
+    """The refit's PDs on the audit's grids, each on its PD's ICE rows: the average is the kept rows'
+    Horvitz-Thompson (Hajek) weighted mean, the ICE curves are those rows' own, in the audit's row order.  PDs
+    that kept every row's curve are computed as the audit computed them (all rows, the same ``subsample``)."""
+    groups: dict = {}
+    for i, (_, rows, design) in enumerate(shapes):
+        key = b"all" if design is None else rows.tobytes()
+        groups.setdefault(key, (rows, design, []))[2].append(i)
+    out = [None] * len(shapes)
+    for rows, design, idx in groups.values():
+        sets = [shapes[i][0][0] if len(shapes[i][0]) == 1 else tuple(shapes[i][0]) for i in idx]
+        if design is None:
+            res = partial_dependence(fitted, frame, sets, kind="both", categorical_features=categorical,
+                                     custom_values=custom, n_jobs=1, sample_weight=weights, subsample=subsample,
+                                     random_state=random_state, std=True, **common)
+        else:
+            res = partial_dependence(fitted, frame.take_rows(rows), sets, kind="both",
+                                     categorical_features=categorical, custom_values=custom, n_jobs=1,
+                                     sample_weight=ht_weights(design), subsample=None, std=True, **common)
+            res = [dataclasses.replace(r, ice_rows=rows) for r in res]
+        for i, r in zip(idx, res):
+            out[i] = r
+    return out
+
+
 def _one_refit(learner, X, y, w, rows, seed, spec: RefitSpec) -> RefitPDs:
     """Fit one refit on its half-sample and compute its PDs on the audit's grids and rows."""
     t0 = time.perf_counter()
@@ -205,15 +258,11 @@ def _one_refit(learner, X, y, w, rows, seed, spec: RefitSpec) -> RefitPDs:
     fit_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     common = dict(spec.common, progress=False, scheduler=None)
-    res1 = partial_dependence(fitted, spec.frame, spec.features, kind="both", categorical_features=spec.categorical,
-                              custom_values=spec.custom_1d, n_jobs=1, sample_weight=spec.weights,
-                              subsample=spec.subsample, random_state=spec.random_state, **common)
-    res2 = []
-    if spec.pairs:
-        res2 = partial_dependence(
-            fitted, spec.frame_2d, spec.pairs, kind="both", categorical_features=spec.categorical,
-            custom_values=spec.custom_2d, n_jobs=1, sample_weight=spec.weights_2d, random_state=spec.random_state,
-            subsample=min(spec.std_rows, spec.frame_2d.n_rows) if spec.std_rows else None, std=True, **common)
+    res1 = _on_ice_rows(fitted, spec.frame, spec.shape_1d, spec.weights, spec.custom_1d, spec.categorical, common,
+                        spec.subsample, spec.random_state)
+    res2 = _on_ice_rows(fitted, spec.frame_2d, spec.shape_2d, spec.weights_2d, spec.custom_2d, spec.categorical,
+                        common, min(spec.std_rows, spec.frame_2d.n_rows) if spec.std_rows else None,
+                        spec.random_state) if spec.pairs else []
     link = None
     if spec.link_kwargs is not None:
         adapter = make_adapter(fitted, spec.response, spec.target,
@@ -267,7 +316,8 @@ def run_refits(model, train, k: int, spec: RefitSpec, audit_results, *, random_s
         if differs:
             return Refits(requested=k, n_train=n_train, n_fit=n_train // 2, seeds=tuple(seeds), reason=differs)
     return Refits(requested=k, n_train=n_train, n_fit=n_train // 2, seeds=tuple(seeds), pds=tuple(outs),
-                  fit_seconds=float(sum(o.fit_seconds for o in outs)), pd_seconds=float(sum(o.pd_seconds for o in outs)))
+                  fit_seconds=float(sum(o.fit_seconds for o in outs)), pd_seconds=float(sum(o.pd_seconds for o in outs)),
+                  ice_shapes=tuple(spec.shape_1d) + tuple(spec.shape_2d))
 
 
 def _run(learner, X, y, w, rows, seeds, spec, *, n_jobs, scheduler, progress) -> list:
@@ -343,7 +393,8 @@ def refit_spec(config, frame, features, res1, res2, frame_2d, weights, weights_2
                      frame_2d=frame_2d, pairs=[r.features for r in res2], custom_2d=custom(res2), weights=weights,
                      weights_2d=weights_2d, subsample=config.subsample, std_rows=config.std_rows,
                      random_state=random_state, common=common, link_kwargs=link_kwargs,
-                     targets=tuple(adapter.targets), response=adapter.response, target=config.target)
+                     targets=tuple(adapter.targets), response=adapter.response, target=config.target,
+                     shape_1d=_ice_shape(res1, weights), shape_2d=_ice_shape(res2, weights_2d))
 
 
 def refit_curves(refits: Refits | None) -> dict:

@@ -80,6 +80,53 @@ def _spread_factor(curves: np.ndarray, correction: float) -> np.ndarray:
     return np.sqrt(correction / max(k - 1, 1)) * dev
 
 
+def _sampling_factor(r, t: int, shape) -> np.ndarray | None:
+    """Factor of the sampling part of a refit's (or the learner's) PD averaged over the audit's ICE rows only
+    (:func:`autopdp.pd.refits._on_ice_rows`): the design variance of that Horvitz-Thompson (Hajek) mean.
+
+    The ICE sample (:mod:`autopdp.pd.sampling`) keeps some rows with certainty and a uniform sample of the rest:
+    a stratified simple random sample, whose unbiased variance estimate is, per stratum of equal ``pi < 1``,
+    ``(1 - pi) / pi**2 * n_h / (n_h - 1) * sum_i (y_i - ybar_h)(y_i - ybar_h)^T / total**2`` with ``y_i = w_i d_i``
+    (``d_i`` row i's curve less the mean).  The PD's noise model
+    (:func:`~autopdp.scores.significance.pd_noise_model`) holds the Monte-Carlo error of a mean over all rows; a
+    mean over the kept rows adds this.  None when the PD averaged over every row."""
+    if shape is None or shape[2] is None or r.individual is None:
+        return None
+    from ..pd.refits import ht_weights
+
+    rows, design = shape[1], shape[2]
+    w, pi, total = (np.asarray(design[0], dtype=float), np.asarray(design[1], dtype=float), float(design[2]))
+    ice = np.asarray(r.individual[t], dtype=float).reshape(rows.size, -1)
+    h = ht_weights(design)
+    if ice.shape[0] != h.size or not (np.isfinite(total) and total > 0 and h.sum() > 0):
+        return None
+    y = w[:, None] * (ice - (h @ ice) / float(h.sum()))
+    out = np.zeros_like(y)
+    for p in np.unique(pi[(pi > 0) & (pi < 1)]):
+        g = pi == p
+        n_g = int(g.sum())
+        if n_g < 2:
+            continue
+        scale = np.sqrt((1.0 - p) * n_g / (n_g - 1.0)) / (p * total)
+        out[g] = scale * (y[g] - y[g].mean(axis=0))
+    return out
+
+
+def _with_sampling(extra: dict, results, shapes: dict) -> dict:
+    """``extra`` with each response-scale PD's sampling part (:func:`_sampling_factor`) stacked on its factor."""
+    for r in results:
+        shape = shapes.get(tuple(r.features))
+        if shape is None or shape[2] is None:
+            continue
+        for t in range(np.asarray(r.average).shape[0]):
+            f = _sampling_factor(r, t, shape)
+            if f is None:
+                continue
+            key = (r.features, t, "response")
+            extra[key] = f if key not in extra else np.vstack([extra[key], f])
+    return extra
+
+
 def _learner_link(link, refit_links, keep=None, only=None):
     """The audit's link (its rows' predictions kept: the thresholds) with the refits' mean curves and surfaces;
     ``only``: just that 1D PDP's curves (no surfaces), for the jackknife's many leave-one-out links."""
@@ -193,6 +240,8 @@ def learner_level(inputs: ScoringInputs, results, refits) -> tuple[dict, dict]:
             curves = _stack([p.link.surfaces[f].result.average for p in refits.pds])
             for t in range(curves.shape[1]):
                 extra[(f, t, "link")] = _spread_factor(curves[:, t].reshape(k, -1), c)
+    shapes = {tuple(sh[0]): sh for sh in getattr(refits, "ice_shapes", ())}
+    extra = _with_sampling(extra, learner_results, shapes)
     learner_inputs = _inputs_like(inputs, cfg, link)
     learner = _assess_pds(learner_inputs, learner_results, extra,
                           adjust=_jackknife_ice(learner_inputs, learner_results, refits, inputs.link, c))
@@ -202,7 +251,9 @@ def learner_level(inputs: ScoringInputs, results, refits) -> tuple[dict, dict]:
     for j, p in enumerate(refits.pds):
         refit_link = None if inputs.link is None or p.link is None else \
             dataclasses.replace(p.link, predictions=inputs.link.predictions)
-        ev = _assess_pds(_inputs_like(inputs, own_cfg, refit_link), list(per_refit[j]))
+        own = [dataclasses.replace(r, average=rr.average, individual=rr.individual) for r, rr in
+               zip(results, per_refit[j])]  # the refit's curves on the audit's rows, as the audit's results
+        ev = _assess_pds(_inputs_like(inputs, own_cfg, refit_link), own, _with_sampling({}, own, shapes))
         for crit, by in ev.items():
             for key, e in by.items():
                 found.setdefault(crit, {}).setdefault(key, []).append(bool(e.passed))
