@@ -152,10 +152,18 @@ def _grid_points(specs: list[FeatureSpec]) -> list[np.ndarray]:
     return [np.repeat(grids[0], n1), np.tile(grids[1], n0)]
 
 
-def density_counts(frame: Frame, specs: list[FeatureSpec]) -> np.ndarray:
-    """Rows nearest each grid point (joint cell for a pair)."""
+def density_counts(frame: Frame, specs: list[FeatureSpec], cache: dict | None = None) -> np.ndarray:
+    """Rows nearest each grid point (joint cell for a pair).  ``cache``: a dict kept for one frame, holding each
+    spec's nearest grid index (the pairs of a run share their features' specs)."""
     shape = tuple(s.size for s in specs)
-    idx = [nearest_grid_index(frame.column(s.position), s) for s in specs]
+    idx = []
+    for s in specs:
+        hit = None if cache is None else cache.get(id(s))
+        if hit is None or hit[0] is not s:
+            hit = (s, nearest_grid_index(frame.column(s.position), s))  # the spec is held: its id stays its own
+            if cache is not None:
+                cache[id(s)] = hit
+        idx.append(hit[1])
     ok = np.all([i >= 0 for i in idx], axis=0)
     if not ok.any():
         return np.zeros(shape, dtype=np.int64)

@@ -171,6 +171,7 @@ class _Setup:
         self._plan = None
         self._plan_done = False
         self._specs: dict[int, FeatureSpec] = {}
+        self.nearest: dict = {}  # density_counts' cache of each spec's nearest grid index on this frame
 
     def tree_plan(self):
         """The exact tree path for this model and data, or None (reason in ``tree_unavailable``)."""
@@ -335,7 +336,7 @@ def _tree_result(setup: _Setup, specs, average, std, individual, ice_rows, note)
     return PDResult(
         features=tuple(s.name for s in specs), kinds=tuple(s.kind for s in specs), grid=tuple(s.grid for s in specs),
         average=average, individual=individual, std=std, stderr=std * (np.sqrt(float((w * w).sum())) / total),
-        counts=density_counts(setup.frame, specs), targets=setup.adapter.targets, response=setup.adapter.response,
+        counts=density_counts(setup.frame, specs, setup.nearest), targets=setup.adapter.targets, response=setup.adapter.response,
         centered=False, n_rows=setup.frame.n_rows, total_weight=total, n_missing=tuple(s.n_missing for s in specs),
         ordered=tuple(s.ordered for s in specs), ice_rows=ice_rows, method="tree",
         notes=tuple(s.note for s in specs if s.note) + (note,),
@@ -361,7 +362,7 @@ def _recursion_result(setup: _Setup, specs) -> PDResult:
     nan = np.full(avg.shape, np.nan)
     return PDResult(
         features=tuple(s.name for s in specs), kinds=tuple(s.kind for s in specs), grid=tuple(s.grid for s in specs),
-        average=avg, individual=None, std=nan, stderr=nan, counts=density_counts(setup.frame, specs),
+        average=avg, individual=None, std=nan, stderr=nan, counts=density_counts(setup.frame, specs, setup.nearest),
         targets=setup.adapter.targets, response=setup.adapter.response, centered=False, n_rows=setup.frame.n_rows,
         total_weight=float(setup.weights.sum()), n_missing=tuple(s.n_missing for s in specs),
         ordered=tuple(s.ordered for s in specs), method="recursion",

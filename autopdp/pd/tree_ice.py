@@ -119,6 +119,15 @@ class _Builder:
         self.values.append(v)
         self.cats.append((cats, known))
 
+    def bulk(self, feature, threshold, kind, missing_left, left, right, values):
+        """Many nodes at once (arrays of one tree's nodes, as :meth:`node` takes them one by one; no categories)."""
+        for key, arr in (("feature", feature), ("threshold", threshold), ("kind", kind),
+                         ("missing_left", missing_left), ("left", left), ("right", right)):
+            self.cols[key].extend(np.asarray(arr).tolist())
+        values = np.asarray(values, dtype=float).reshape(len(feature), self.K)
+        self.values.extend(values)
+        self.cats.extend([(None, None)] * len(feature))
+
     def build(self, link, scale=1.0, float32=False) -> NodeForest:
         n = len(self.cols["feature"])
         top = max([int(max(c)) for c, _ in self.cats if c is not None and len(c)] + [0])
@@ -152,15 +161,18 @@ class _Builder:
 
 def _sklearn_tree(b: _Builder, tree, values):
     """Add one fitted sklearn ``Tree``; ``values``: (node_count, K) leaf contributions."""
-    base = b.tree(tree.node_count)
+    n = int(tree.node_count)
+    base = b.tree(n)
+    left = np.asarray(tree.children_left[:n], dtype=np.int64)
+    right = np.asarray(tree.children_right[:n], dtype=np.int64)
+    leaf = left == -1
     mleft = getattr(tree, "missing_go_to_left", None)
-    for i in range(tree.node_count):
-        l, r = int(tree.children_left[i]), int(tree.children_right[i])
-        if l == -1:
-            b.node(-1, value=values[i])
-        else:
-            b.node(int(tree.feature[i]), float(tree.threshold[i]), NUMERIC,
-                   bool(mleft[i]) if mleft is not None else False, base + l, base + r)
+    missing = np.zeros(n, dtype=bool) if mleft is None else np.asarray(mleft[:n]).astype(bool) & ~leaf
+    values = np.asarray(values, dtype=float).reshape(n, b.K)
+    b.bulk(np.where(leaf, -1, np.asarray(tree.feature[:n], dtype=np.int64)),
+           np.where(leaf, 0.0, np.asarray(tree.threshold[:n], dtype=np.float64)), np.full(n, NUMERIC, dtype=np.int64),
+           missing, np.where(leaf, -1, base + left), np.where(leaf, -1, base + right),
+           np.where(leaf[:, None], values, 0.0))
 
 
 def _hgb(model, K):

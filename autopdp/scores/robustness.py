@@ -151,7 +151,7 @@ def _inputs_like(inputs: ScoringInputs, config, link) -> ScoringInputs:
                         prediction_std=inputs.prediction_std, config=config, comparisons={},
                         sample_weight=inputs.sample_weight, predictions=None, comparison_predictions={}, link=link)
     # the data's columns and pair associations are the audit's: share its caches rather than recompute per refit
-    out._columns, out._associations = inputs._columns, inputs._associations
+    out._columns, out._associations, out._nearest = inputs._columns, inputs._associations, inputs._nearest
     return out
 
 
@@ -159,7 +159,8 @@ def _assess_pds(inputs: ScoringInputs, results, extra_noise=None, adjust=None) -
     """:func:`assess` of ``results`` (each criterion's test, BH across the PDPs); ``adjust`` edits the scores."""
     from .scoring import score_result
 
-    utility_scores = {r.features: score_result(inputs, r) for r in results}
+    # the utilities' evidence is of the 1D PDs (assess reads no 2D utility score): the surfaces are not scored
+    utility_scores = {r.features: score_result(inputs, r) for r in results if r.ndim == 1}
     if adjust is not None:
         adjust(utility_scores)
     res1 = [r for r in results if r.ndim == 1]

@@ -53,6 +53,7 @@ class ScoringInputs:
         self._columns: dict[int, np.ndarray] = {}
         self._associations: dict[tuple, tuple] = {}
         self._observed: dict = {}
+        self._nearest: dict = {}  # grid_cells' nearest grid index per feature and grid (computed once)
 
     def observed(self, target):
         """:func:`~autopdp.scores.utilities.incidence.observed_values` of ``y`` for ``target`` (computed once)."""
@@ -81,8 +82,15 @@ def grid_cells(inputs: ScoringInputs, result) -> np.ndarray:
     """Flat grid-cell index of every data row for ``result``'s grid (-1 for none)."""
     idx = []
     for name, kind, grid, ordered in zip(result.features, result.kinds, result.grid, result.ordered):
-        spec = FeatureSpec(name=name, position=-1, kind=kind, grid=np.asarray(grid), ordered=ordered, n_missing=0)
-        idx.append(nearest_grid_index(inputs.column(name), spec))
+        cache = getattr(inputs, "_nearest", None)
+        key = (name, kind, bool(ordered), id(grid))
+        hit = None if cache is None else cache.get(key)
+        if hit is None or hit[0] is not grid:
+            spec = FeatureSpec(name=name, position=-1, kind=kind, grid=np.asarray(grid), ordered=ordered, n_missing=0)
+            hit = (grid, nearest_grid_index(inputs.column(name), spec))  # the grid is held: its id stays its own
+            if cache is not None:
+                cache[key] = hit
+        idx.append(hit[1])
     ok = np.all([i >= 0 for i in idx], axis=0)
     cells = np.full(inputs.frame.n_rows, -1, dtype=np.int64)
     if ok.any():
