@@ -447,7 +447,7 @@ def _score_table(results: list, scored: _Scored, config: AuditConfig) -> pd.Data
 
 def _refits(model, train, data: _Inputs, pds: _PDs, config: AuditConfig, *, n_jobs, random_state, scheduler,
             progress, timings: dict):
-    """Stage 1b (issue 31): ``config.refits`` refits of the learner and their PDs on the audit's grids and rows."""
+    """Stage 1b (issue 31): ``config.refits`` refits of the learner and their PDs on the audit's grids and ICE rows."""
     t0 = time.perf_counter()
     link_kwargs = _link_kwargs(config, dict(percentiles=config.percentiles, grid_method=config.grid_method,
                                             integer_as_categorical=config.integer_as_categorical,

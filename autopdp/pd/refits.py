@@ -19,9 +19,13 @@ The resampling scheme
     (:attr:`Refits.correction`).
 
 What is computed per refit
-    The 1D PDs with ICE curves on the audit's 1D grids and ICE rows, the 2D PDs with the ICE surfaces of the same
-    sampled rows on the audit's 2D grids and rows, and, when the audit reads structure on the model's link
-    scale, the refit's link curves and surfaces (:func:`autopdp.pd.link.model_link`, :func:`with_surfaces`).
+    The 1D PDs with ICE curves on the audit's 1D grids, the 2D PDs with ICE surfaces on its 2D grids, each on the
+    audit's ICE rows only (the rows whose curves the audit keeps: all rows up to ``subsample`` for 1D, ``std_rows``
+    for 2D), and, when the audit reads structure on the model's link scale, the refit's link curves and surfaces
+    (:func:`autopdp.pd.link.model_link`, :func:`with_surfaces`).  Where the ICE rows are a sample of the audit
+    rows, the refit's PD is their Horvitz-Thompson (Hajek) weighted mean (:func:`ht_weights`), and the
+    learner-level test adds that mean's sampling error (:func:`autopdp.scores.robustness._sampling_factor`): a
+    refit costs the size of the ICE sample, not of the data.
     Refits run in parallel (joblib threads, ``n_jobs``) or one Dask task per refit when a scheduler is given.
 """
 
@@ -50,7 +54,7 @@ MIN_TRAIN_ROWS = 20
 
 @dataclass(frozen=True, eq=False)
 class RefitPDs:
-    """One refit's PDs on the audit's grids and rows (``link``: its link curves and surfaces, or None)."""
+    """One refit's PDs on the audit's grids and ICE rows (``link``: its link curves and surfaces, or None)."""
 
     res1: tuple
     res2: tuple
@@ -252,7 +256,7 @@ def _on_ice_rows(fitted, frame, shapes, weights, custom, categorical, common, su
 
 
 def _one_refit(learner, X, y, w, rows, seed, spec: RefitSpec) -> RefitPDs:
-    """Fit one refit on its half-sample and compute its PDs on the audit's grids and rows."""
+    """Fit one refit on its half-sample and compute its PDs on the audit's grids and ICE rows."""
     t0 = time.perf_counter()
     fitted = _fit(_seeded(learner, seed), _take(X, rows), _take(y, rows), _take(w, rows))
     fit_seconds = time.perf_counter() - t0

@@ -97,7 +97,8 @@ def _scheme_text(refits) -> str:
     return (f"{refits.fitted} refits of the same learner (the model's unfitted clone, hyperparameters kept, its "
             f"random_state varied per refit) on half-samples without replacement of the {refits.n_train:,} training "
             f"rows ({refits.n_fit:,} rows each), every finding's statistic computed on the learner-PD (the mean of the "
-            f"refits' PDs on the same grids and rows) and tested against the Monte-Carlo noise plus the refits' spread "
+            f"refits' PDs on the same grids, over the audit's ICE rows) and tested against the Monte-Carlo noise "
+            f"(with the sampling error where those rows are a sample) plus the refits' spread "
             f"with Nadeau and Bengio's correction for overlapping training sets (variance factor 1/K + n_test/n_fit = "
             f"1/{refits.fitted} + {n_test:,}/{refits.n_fit:,} = {refits.correction:.3g})")
 
