@@ -149,3 +149,38 @@ def test_the_batched_bisection_finds_the_same_least_favourable_surface():
         fast = at_threshold(avg, fit, value, thr, statistic=one, batch=lambda fs, mw=mw: _interaction_stat(fs, kinds, mw))
         np.testing.assert_array_equal(fast, slow)
         assert one(slow) <= thr + 1e-12 * max(value, 1.0) and one(slow) > 0.99 * thr
+
+
+def test_a_model_fitted_on_pandas_categories_is_refitted_from_csv_text(tmp_path):
+    """A HistGradientBoosting model fitted on a category column (categorical_features="from_dtype"), audited and
+    refitted from CSV files (text columns, no dtype): the refits give the learner the text as categories, as the
+    model was fitted, and the learner level is assessed (it was 'a refit of the learner failed' before)."""
+    import json
+
+    import skops.io as sio
+
+    from autopdp.cli import main
+
+    rng = np.random.default_rng(1)
+
+    def frame(n):
+        X, y = _data(rng, n)
+        X["colour"] = pd.Categorical(rng.choice(["red", "green", "blue"], size=n))
+        y = np.where(X["colour"] == "red", 1 - y, y)
+        return X, y
+
+    Xt, yt = frame(600)
+    Xa, ya = frame(300)
+    model = HistGradientBoostingClassifier(max_iter=15, categorical_features="from_dtype", random_state=0).fit(Xt, yt)
+    sio.dump(model, tmp_path / "model.skops")
+    Xt.assign(target=yt).to_csv(tmp_path / "train.csv", index=False)
+    Xa.assign(target=ya).to_csv(tmp_path / "data.csv", index=False)
+    trust = ["--trust-type", "functools.partial", "--trust-type", "sklearn.utils.validation.check_array"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = main(["report", "--model", str(tmp_path / "model.skops"), "--data", str(tmp_path / "data.csv"),
+                   "--target", "target", "--train", str(tmp_path / "train.csv"), "--refits", "2", "--pairs", "c:d",
+                   "--formats", "json", "--out", str(tmp_path / "out"), *trust])
+    assert rc == 0
+    refits = json.loads((tmp_path / "out" / "results.json").read_text())["refits"]
+    assert refits["reason"] == "" and refits["fitted"] == 2 and refits["assessed"]

@@ -195,11 +195,41 @@ def _take(obj, rows):
 
 
 def _fit(learner, X, y, w):
+    """Fit ``learner``; a learner that refuses the training data's text columns (e.g. a HistGradientBoosting model
+    fitted on pandas categories, ``categorical_features="from_dtype"``: a CSV has no dtype to say so) is fitted
+    again with those columns as pandas categories, as the model must have been."""
+    try:
+        return _fit_once(learner, X, y, w)
+    except (ValueError, TypeError):
+        as_categories = _text_as_categories(X)
+        if as_categories is None:
+            raise
+        return _fit_once(learner, as_categories, y, w)
+
+
+def _fit_once(learner, X, y, w):
     if w is None:
         return learner.fit(X, y)
     if hasattr(learner, "steps"):  # a Pipeline routes the weights to its last step
         return learner.fit(X, y, **{f"{learner.steps[-1][0]}__sample_weight": w})
     return learner.fit(X, y, sample_weight=w)
+
+
+def _text_as_categories(X):
+    """``X`` with its text (object or string) columns as pandas categories (their sorted values), or None when it
+    has none."""
+    import pandas as pd
+
+    if not hasattr(X, "columns"):
+        return None
+    text = [c for c in X.columns if pd.api.types.is_object_dtype(X[c]) or pd.api.types.is_string_dtype(X[c])]
+    if not text:
+        return None
+    out = X.copy()
+    for c in text:
+        values = sorted({str(v) for v in X[c].dropna()})
+        out[c] = pd.Categorical(X[c].where(X[c].isna(), X[c].astype(str)), categories=values)
+    return out
 
 
 def train_rows(n_train: int, k: int, random_state) -> tuple[list, list]:
