@@ -321,3 +321,32 @@ def test_gate_robust_fails_only_on_robust_violations(refitted):
         autopdp.gate(a, {"features": {"z1": {**rules["z1"], "robust": "yes"}}})
     with pytest.raises(InputError, match="modifies a rule the policy does not set"):
         autopdp.gate(a, {"features": {"z1": {"min_importance": 0.0, "robust": True}}})
+
+
+def test_every_findings_verdict_is_in_the_tables_not_only_the_selected_ones(refitted):
+    """The summary counts every finding's learner-level verdict; the HTML's tables name each one (its ranking's
+    'finding?' cell and the every-score table's 'finding under'), so a validator can see which are specific to
+    this fit without reading results.json."""
+    from autopdp.report.context import build_context
+    from autopdp.report.explore import ROBUST_LABELS
+    from autopdp.report.findings import robust_kind
+
+    a = refitted[0]
+    ctx = build_context(a)
+    cells = {(t["uid"], r["label"]): r["finding_text"] for t in ctx["rankings"] for r in t["rows"]}
+    wide = {r["label"]: r["findings"] for r in ctx["all_pdps"]["rows"]}
+    checked = 0
+    for crit, by in a.evidence.items():
+        for feats, e in by.items():
+            label = " × ".join(feats)
+            if (crit, label) not in cells or not e.passed:
+                continue
+            kind = robust_kind(e)
+            if kind in ROBUST_LABELS:
+                assert cells[(crit, label)] == f"yes ({ROBUST_LABELS[kind]})"
+                assert f"{crit} ({ROBUST_LABELS[kind]})" in wide[label]
+                checked += 1
+            else:
+                assert cells[(crit, label)] == "yes" and f"{crit} (" not in wide[label]
+    assert checked >= 3
+    assert any("specific to this fit" in v for v in cells.values())

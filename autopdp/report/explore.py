@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..scores.selection import PAIR_CRITERIA
-from .findings import UTILITY_DEFINITIONS, fmt, p_text, title_of
+from .findings import UTILITY_DEFINITIONS, fmt, p_text, robust_kind, title_of
 
 __all__ = ["pdp_key", "criterion_tables", "all_pdps", "finding_pages", "shown_score", "TOP_ROWS"]
 
@@ -63,6 +63,23 @@ def shown_score(audit, uid: str, features) -> float:
         return float("nan")
 
 
+#: a finding's learner-level verdict as the tables show it (issue 31; :func:`~.findings.robust_kind`)
+ROBUST_LABELS = {"robust": "robust", "specific": "specific to this fit", "unconfirmed": "not shown robust"}
+
+
+def robust_label(e) -> str:
+    """"robust", "specific to this fit" or "not shown robust" for a finding assessed at the learner level, else ""."""
+    if e is None or not e.passed or getattr(e, "robust", None) is None:
+        return ""
+    return ROBUST_LABELS.get(robust_kind(e), "")
+
+
+def finding_text(state: str, e) -> str:
+    """The table cell of a finding: its state ("yes", "noise", ...) and, for a finding, its learner verdict."""
+    label = robust_label(e) if state == "yes" else ""
+    return f"{state} ({label})" if label else state
+
+
 def _state(e) -> str:
     if e is None:
         return ""
@@ -88,7 +105,8 @@ def criterion_tables(audit, utilities) -> list[dict]:
             rows.append({
                 "pdp": pdp_key(feats), "label": r["feature"], "rank": r["rank"], "score": r["value"],
                 "score_v": _num(shown_score(audit, uid, feats)), "scaled": r["scaled"], "p": r["p"],
-                "p_v": "" if e is None else _num(e.adjusted_p), "finding": r["finding"], "target": r["target"],
+                "p_v": "" if e is None else _num(e.adjusted_p), "finding": r["finding"],
+                "finding_text": finding_text(r["finding"], e), "target": r["target"],
                 "trust": r["trust"], "kind": "1d",
             })
         tables.append({"id": u["id"], "uid": uid, "title": u["title"], "definition": u["definition"], "kind": "1d",
@@ -108,7 +126,8 @@ def criterion_tables(audit, utilities) -> list[dict]:
             rows.append({
                 "pdp": pdp_key(feats), "label": " × ".join(feats), "rank": int(rank), "score": fmt(value),
                 "score_v": _num(value), "scaled": "", "p": "" if e is None else p_text(e.adjusted_p),
-                "p_v": "" if e is None else _num(e.adjusted_p), "finding": _state(e), "target": "",
+                "p_v": "" if e is None else _num(e.adjusted_p), "finding": _state(e),
+                "finding_text": finding_text(_state(e), e), "target": "",
                 "trust": "", "kind": "2d",
             })
         tables.append({"id": f"pair-{c}", "uid": c, "title": title_of(c),
@@ -126,6 +145,7 @@ def all_pdps(audit, figure_keys) -> dict:
     for _, row in audit.scores.iterrows():
         feats = tuple(row["features"])
         found = [c for c in cols if (e := ev.get(c, {}).get(feats)) is not None and e.passed]
+        shown = [f"{c} ({label})" if (label := robust_label(ev[c][feats])) else c for c in found]
         ps = [e.adjusted_p for c in cols if (e := ev.get(c, {}).get(feats)) is not None
               and np.isfinite(e.adjusted_p)]
         key = pdp_key(feats)
@@ -133,7 +153,7 @@ def all_pdps(audit, figure_keys) -> dict:
             "pdp": key, "label": " × ".join(feats), "kind": row["kind"], "open": key in figure_keys,
             "values": [{"text": fmt(v), "v": _num(v)} for v in
                        (shown_score(audit, c, feats) if c.startswith("similarity:") else row[c] for c in cols)],
-            "findings": ", ".join(found), "finding": "yes" if found else "no",
+            "findings": ", ".join(shown), "finding": "yes" if found else "no",
             "p_v": _num(min(ps)) if ps else "", "p": p_text(min(ps)) if ps else "",
         })
     return {"columns": cols, "rows": rows}
@@ -155,6 +175,7 @@ def finding_pages(audit, findings, utilities, pairs, top_k, tables) -> list[dict
             per_pdp.setdefault(r["pdp"], []).append({
                 "criterion": t["uid"], "title": t["title"], "rank": r["rank"], "of": t["n"], "score": r["score"],
                 "scaled": r["scaled"], "p": r["p"], "finding": r["finding"],
+                "finding_text": r.get("finding_text", r["finding"]),
             })
     pages = []
     for i, (sel, f) in enumerate(zip(audit.selection, findings)):

@@ -610,7 +610,8 @@ def _finding_pages(w, ctx):
         w.para(f"Can this PDP be trusted? {f['trust']}", size=8.5)
         if f.get("scores"):
             w.table(["criterion", "rank", "score", "× pred. sd", "adjusted p", "finding?"],
-                    [[s_["criterion"], f"{s_['rank']} of {s_['of']}", s_["score"], s_["scaled"], s_["p"], s_["finding"]]
+                    [[s_["criterion"], f"{s_['rank']} of {s_['of']}", s_["score"], s_["scaled"], s_["p"],
+                      s_.get("finding_text") or s_["finding"]]
                      for s_ in f["scores"]], size=7.5)
 
 
@@ -645,7 +646,7 @@ def _rankings(w, ctx):
         header = ["rank", "PDP", "score"] + (["× pred. sd"] if tab["kind"] == "1d" else []) \
             + (["adjusted p", "finding?"] if tab["tested"] else [])
         rows = [[r["rank"], r["label"], r["score"]] + ([r["scaled"]] if tab["kind"] == "1d" else [])
-                + ([r["p"], r["finding"]] if tab["tested"] else []) for r in tab["rows"][:n]]
+                + ([r["p"], r.get("finding_text") or r["finding"]] if tab["tested"] else []) for r in tab["rows"][:n]]
         w.table(header, rows, size=7.5)
 
 
