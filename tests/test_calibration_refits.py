@@ -1,5 +1,5 @@
-"""Issue 31's calibration, small: the learner-level test over a few seeds (the 40-seed figures are in
-docs/methodology.md, from ``benchmarks/bench_calibration.py --refits 40``).
+"""Issue 31's calibration, small: the learner-level test over a few seeds (the figures over 12-20 seeds are in
+docs/methodology.md, from ``benchmarks/bench_calibration.py --refits 20`` and ``--refits 12 --refit-audit 2500``).
 
 A HistGradientBoostingClassifier trained on a target from x1..x4 (x2 squared, x3·x4 planted) with pure-noise z1,
 z2 (``calibration_cases.refit_case``), at materiality 0: the model's own tests find patterns on the noise features
