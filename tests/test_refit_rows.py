@@ -184,3 +184,19 @@ def test_a_model_fitted_on_pandas_categories_is_refitted_from_csv_text(tmp_path)
     assert rc == 0
     refits = json.loads((tmp_path / "out" / "results.json").read_text())["refits"]
     assert refits["reason"] == "" and refits["fitted"] == 2 and refits["assessed"]
+
+
+def test_the_demo_refits_its_learner_on_its_own_training_rows(tmp_path, capsys):
+    """`autopdp demo --refits K`: the demo's random forest refitted on half-samples of the 1,000 German Credit rows
+    it was trained on; every evidence item gets a verdict or a reason; a negative K is exit 2."""
+    import json
+
+    from autopdp.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["demo", "--refits", "2", "--formats", "json", "--out", str(tmp_path / "out")]) == 0
+    d = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert d["refits"]["fitted"] == 2 and d["refits"]["assessed"] and d["refits"]["n_train"] == 1000
+    assert main(["demo", "--refits", "-1", "--out", str(tmp_path / "bad")]) == 2
+    assert "--refits" in capsys.readouterr().err
