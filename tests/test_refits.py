@@ -350,3 +350,17 @@ def test_every_findings_verdict_is_in_the_tables_not_only_the_selected_ones(refi
                 assert cells[(crit, label)] == "yes" and f"{crit} (" not in wide[label]
     assert checked >= 3
     assert any("specific to this fit" in v for v in cells.values())
+
+
+def test_the_summary_names_the_robust_main_effects(refitted):
+    """The 1D importance (the learner-level reading of a main effect) is not among the counted findings; the
+    summary names the important features whose importance is robust, strongest first."""
+    from autopdp.report.methodology import tested_text
+
+    a = refitted[0]
+    items = [(f[0], e) for f, e in a.evidence["importance_1d"].items() if e.passed]
+    robust = [f for f, e in sorted(items, key=lambda fe: -fe[1].value) if e.robust]
+    assert robust, "the planted importances are robust in this fixture"
+    assert (f"Main effects (PD importance) robust at the learner level: {', '.join(robust)} ({len(robust)} of the "
+            f"{len(items)} important features).") in tested_text(a)
+    assert "z1" not in robust and "z2" not in robust

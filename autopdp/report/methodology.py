@@ -90,7 +90,22 @@ def tested_text(audit) -> str:
     if c["not_assessed"]:
         parts.append(f"{c['not_assessed']} not assessed (criteria that are not patterns of the learner)")
     return (f"{model}; and the learner: {_scheme_text(refits)}. Of the {c['findings']} findings, "
-            f"{', '.join(parts[:-1])} and {parts[-1]}.")
+            f"{', '.join(parts[:-1])} and {parts[-1]}.{_main_effects_text(audit)}")
+
+
+def _main_effects_text(audit) -> str:
+    """" Main effects robust at the learner level: ..." from the 1D importance evidence (not counted among the
+    findings above: importance is the PD's overall spread, the learner-level reading of a main effect)."""
+    items = [(f, e) for f, e in (audit.evidence or {}).get("importance_1d", {}).items() if e.passed]
+    if not items:
+        return ""
+    robust = [f[0] for f, e in sorted(items, key=lambda fe: -float(fe[1].value)) if e.robust]
+    shown = ", ".join(robust[:8]) + (f" and {len(robust) - 8} more" if len(robust) > 8 else "")
+    if not robust:
+        return (f" No feature's main effect (its PD importance) is robust at the learner level: none of the "
+                f"{len(items)} important features.")
+    return (f" Main effects (PD importance) robust at the learner level: {shown} ({len(robust)} of the "
+            f"{len(items)} important features).")
 
 
 def _scheme_text(refits) -> str:
