@@ -35,7 +35,8 @@ TESTED = (
 #: the methodology chapter's own statements (HTML, PDF and Word render the same block)
 METHODOLOGY = (
     "the model is held fixed, so the null is conditional on the fitted model and on the distribution of the audit rows.",
-    "Not established. That the pattern is in the data-generating process, or would survive a refit:",
+    "Not established by these tests. That the pattern is in the data-generating process, or would survive a refit:",
+    "The next item says whether refits of the learner asked the second question.",
     "The learner. Not tested in this report. Refitting the same learner on resamples of the training data would test "
     "it (give the training data and refits: --train, --refits); this audit refits nothing.",
     "makes an effect exactly at the threshold a finding at most at the nominal level (0.1)",
