@@ -200,3 +200,37 @@ def test_the_demo_refits_its_learner_on_its_own_training_rows(tmp_path, capsys):
     assert d["refits"]["fitted"] == 2 and d["refits"]["assessed"] and d["refits"]["n_train"] == 1000
     assert main(["demo", "--refits", "-1", "--out", str(tmp_path / "bad")]) == 2
     assert "--refits" in capsys.readouterr().err
+
+
+def test_a_refit_that_fails_either_way_reports_the_learners_own_error():
+    """A learner that refuses the training data's text columns and refuses pandas categories too: the retry with
+    categories fails, and the reason given is the learner's refusal of the data as given, not the retry's."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.linear_model import LogisticRegression
+
+    class Picky(ClassifierMixin, BaseEstimator):
+        def fit(self, X, y):
+            if any(pd.api.types.is_object_dtype(X[c]) for c in X.columns):
+                raise ValueError("Picky takes numbers, not text")
+            if any(isinstance(X[c].dtype, pd.CategoricalDtype) for c in X.columns):
+                raise ValueError("Picky takes no categories either")
+            self.inner_ = LogisticRegression().fit(X, y)
+            self.classes_ = self.inner_.classes_
+            return self
+
+        def predict_proba(self, X):
+            return self.inner_.predict_proba(X)
+
+        def predict(self, X):
+            return self.inner_.predict(X)
+
+    rng = np.random.default_rng(2)
+    X, y = _data(rng, 200)
+    Xt = X.assign(colour=rng.choice(["red", "blue"], size=200)).astype({"colour": object})
+    model = Picky().fit(X.assign(colour=0.0), y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = autopdp.audit(model, X.assign(colour=0.0), y, train=(Xt, y), config=AuditConfig(refits=2, pairs="none"),
+                          progress=False)
+    assert not a.refits.assessed
+    assert a.refits.reason == "a refit of the learner failed (ValueError: Picky takes numbers, not text)"

@@ -201,11 +201,14 @@ def _fit(learner, X, y, w):
     again with those columns as pandas categories, as the model must have been."""
     try:
         return _fit_once(learner, X, y, w)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError) as first:
         as_categories = _text_as_categories(X)
         if as_categories is None:
             raise
-        return _fit_once(learner, as_categories, y, w)
+        try:
+            return _fit_once(learner, as_categories, y, w)
+        except (ValueError, TypeError):
+            raise first from None  # the learner's own refusal of the data as given names the problem
 
 
 def _fit_once(learner, X, y, w):
