@@ -43,7 +43,7 @@ from ..errors import InputError
 from .link import model_link, with_surfaces
 from .partial_dependence import partial_dependence
 from .response import make_adapter
-from .sampling import ice_design
+from .sampling import ht_weights, ice_design
 
 __all__ = ["SCHEME", "Refits", "RefitPDs", "RefitSpec", "checked_train", "ht_weights", "learner_of", "refit_curves",
            "refit_spec", "run_refits", "train_rows"]
@@ -256,12 +256,6 @@ def _ice_shape(results, weights) -> tuple:
         design = None if rows is None or rows.size >= r.n_rows else ice_design(r, weights)
         out.append((tuple(r.features), rows, design))
     return tuple(out)
-
-
-def ht_weights(design) -> np.ndarray:
-    """The kept rows' Horvitz-Thompson weights ``w / pi`` (what each stands for) from ``(w, pi, total)``."""
-    w, pi, _ = design
-    return np.where(pi > 0, np.asarray(w, dtype=float) / np.where(pi > 0, pi, 1.0), 0.0)
 
 
 def _on_ice_rows(fitted, frame, shapes, weights, custom, categorical, common, subsample, random_state) -> list:

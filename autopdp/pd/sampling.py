@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["certainty_rows", "kept_inclusion", "ice_design", "ice_row_weights"]
+__all__ = ["certainty_rows", "kept_inclusion", "ice_design", "ice_row_weights", "ht_weights"]
 
 
 def certainty_rows(weights, k: int, total: float | None = None) -> np.ndarray:
@@ -100,8 +100,11 @@ def ice_row_weights(result, sample_weight) -> np.ndarray | None:
     if sample_weight is None or result.individual is None:
         return None
     design = ice_design(result, sample_weight)
-    if design is None:
-        return None
+    return None if design is None else ht_weights(design)
+
+
+def ht_weights(design) -> np.ndarray:
+    """The kept rows' Horvitz-Thompson weights ``w / pi`` (what each stands for) from :func:`ice_design`'s
+    ``(w, pi, total)``; 0 for a row with no chance of being kept."""
     w, pi, _ = design
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(pi > 0, w / np.where(pi > 0, pi, 1.0), 0.0)
+    return np.where(pi > 0, np.asarray(w, dtype=float) / np.where(pi > 0, pi, 1.0), 0.0)

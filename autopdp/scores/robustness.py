@@ -37,6 +37,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from ..pd.sampling import ht_weights
 from .evidence import assess
 from .scoring import ScoringInputs, _score_utility, _weights, grid_cells, importance_table
 from .significance import Evidence
@@ -92,8 +93,6 @@ def _sampling_factor(r, t: int, shape) -> np.ndarray | None:
     mean over the kept rows adds this.  None when the PD averaged over every row."""
     if shape is None or shape[2] is None or r.individual is None:
         return None
-    from ..pd.refits import ht_weights
-
     rows, design = shape[1], shape[2]
     w, pi, total = (np.asarray(design[0], dtype=float), np.asarray(design[1], dtype=float), float(design[2]))
     ice = np.asarray(r.individual[t], dtype=float).reshape(rows.size, -1)
