@@ -234,3 +234,62 @@ def test_a_refit_that_fails_either_way_reports_the_learners_own_error():
                           progress=False)
     assert not a.refits.assessed
     assert a.refits.reason == "a refit of the learner failed (ValueError: Picky takes numbers, not text)"
+
+
+def test_a_plan_on_rows_of_planned_data_gives_a_fresh_plans_values():
+    """A refit's 2D PDs on a row sample reuse the plan of its 1D PDs' data (``share_subset``): the trees, feature
+    maps and kernel offset carry over without a new check.  Known answer: the same PDs planned from scratch on those
+    rows, and scikit-learn's weighted brute force; a model whose preprocessing one-hot encodes a column (refused by
+    the tree path) goes to brute force the same way."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+    from autopdp.pd.data import as_frame
+    from autopdp.pd.fastpath import TreePlan, forget_plans, share_subset, shared_plans
+
+    rng = np.random.default_rng(11)
+    n = 300
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.uniform(size=n),
+                      "c": rng.choice(["x", "y", "z"], size=n), "d": rng.choice(["p", "q"], size=n)})
+    y = X["a"] * (X["c"] == "x") + X["b"] + (X["d"] == "p") + rng.normal(scale=0.1, size=n)
+    model = make_pipeline(
+        make_column_transformer((OrdinalEncoder(), ["c"]), (OneHotEncoder(), ["d"]), remainder="passthrough"),
+        RandomForestRegressor(n_estimators=15, min_samples_leaf=3, random_state=0)).fit(X, y)
+    frame = as_frame(X)
+    rows = np.sort(rng.choice(n, size=40, replace=False))
+    w = rng.uniform(0.5, 2.0, size=rows.size)
+    sets = [("a", "c"), ("a", "b"), ("b", "d")]
+    kw = dict(kind="both", grid_resolution=5, sample_weight=w, std=True, progress=False)
+    fresh = autopdp.partial_dependence(model, frame.take_rows(rows), sets, **kw)
+    built = []
+    original = TreePlan.subset
+
+    def spy(self, rows_, sub):
+        built.append(sub)
+        return original(self, rows_, sub)
+
+    TreePlan.subset = spy
+    try:
+        with shared_plans():
+            autopdp.partial_dependence(model, frame, ["a", "c"], kind="both", grid_resolution=5, progress=False)
+            sub = frame.take_rows(rows)
+            share_subset(model, frame, rows, sub)
+            shared = autopdp.partial_dependence(model, sub, sets, **kw)
+            forget_plans(model)
+            import autopdp.pd.fastpath as fastpath
+            assert not [e for e in fastpath._SHARED if e[1] is model]
+    finally:
+        TreePlan.subset = original
+    assert built and built[0] is sub  # the shared plan was the one used
+    for f, s in zip(fresh, shared):
+        assert s.method == f.method
+        np.testing.assert_allclose(s.average, f.average, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(s.individual, f.individual, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(s.std, f.std, rtol=0, atol=1e-12)
+    assert "tree" in shared[0].method and "brute" in shared[2].method  # d is one-hot encoded: brute force
+    Xs = X.iloc[rows].reset_index(drop=True)
+    sk = sk_partial_dependence(model, Xs, ["a", "b"], kind="average", method="brute", sample_weight=w,
+                               custom_values={"a": shared[1].grid[0], "b": shared[1].grid[1]})
+    np.testing.assert_allclose(shared[1].average[0], sk["average"][0], rtol=0, atol=1e-10)

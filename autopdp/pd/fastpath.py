@@ -110,6 +110,26 @@ class TreePlan:
         self._engine = None
         self._kernel = None
         self._maps: dict[tuple, tuple[int, np.ndarray]] = {}
+        self._checked_offset = None  # a subset's: its parent's kernel offset, checked on every parent row
+
+    def subset(self, rows, frame: Frame) -> "TreePlan":
+        """This plan on ``frame``, the rows ``rows`` of this plan's frame, without new checks.
+
+        The trees, the feature maps and the per-row kernel's offset carry over: this plan's kernel reproduced the
+        model's response on every row, these rows included, and a feature map that held over all rows holds over
+        some of them.  The kernel itself is rebuilt on the rows; leaf counting is rebuilt when first used.
+        """
+        import copy
+
+        other = copy.copy(self)
+        other.frame = frame
+        other.Z = np.ascontiguousarray(self.Z[np.asarray(rows, dtype=np.intp)])
+        other._ensemble, other._ensemble_built, other.counting_unavailable = None, False, ""
+        other._engine = None
+        other._kernel = None
+        other._maps = dict(self._maps)
+        other._checked_offset = None if self._kernel is None else self._kernel[1].offset.copy()
+        return other
 
     @property
     def ensemble(self):
@@ -268,6 +288,10 @@ class TreePlan:
         if self._kernel is not None and _same_weights(self._kernel[0], w):
             return self._kernel[1]
         kernel = RowKernel(self.forest, self.Z, w, np.zeros(self.forest.value.shape[1]))
+        if self._checked_offset is not None:  # rows of a plan whose kernel was checked on them (:meth:`subset`)
+            kernel.offset = np.ascontiguousarray(self._checked_offset)
+            self._kernel = (w, kernel)
+            return kernel
         recon = kernel.predictions()  # raw scores without the constant
         offset = np.zeros(self.forest.value.shape[1])
         if self.forest.link != 0 or not _is_averaging_forest(self.final):
@@ -381,6 +405,24 @@ def shared_plans():
     finally:
         if outer is None:
             _SHARED = None
+
+
+def share_subset(model, frame: Frame, rows, sub: Frame) -> None:
+    """Within :func:`shared_plans`: the plans of ``model`` on ``frame`` also serve ``sub``, the rows ``rows`` of
+    ``frame`` (:meth:`TreePlan.subset`), so a PD on a row sample of data already planned is not planned and checked
+    again (a refit's 2D PDs on the ICE rows of its 1D PDs' data).  Nothing happens outside the block or when no
+    plan of ``model`` on ``frame`` was built."""
+    if _SHARED is None:
+        return
+    for k, m, data, plan in list(_SHARED):
+        if m is model and data is frame.data and isinstance(plan, TreePlan):
+            _SHARED.append((k, model, sub.data, plan.subset(rows, sub)))
+
+
+def forget_plans(model) -> None:
+    """Within :func:`shared_plans`: drop the plans of ``model`` (a refit's, once its PDs are done)."""
+    if _SHARED is not None:
+        _SHARED[:] = [entry for entry in _SHARED if entry[1] is not model]
 
 
 def _same_weights(a, b) -> bool:

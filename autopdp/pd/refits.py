@@ -40,6 +40,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..errors import InputError
+from .fastpath import forget_plans, share_subset, shared_plans
 from .link import model_link, with_surfaces
 from .partial_dependence import partial_dependence
 from .response import make_adapter
@@ -274,7 +275,9 @@ def _on_ice_rows(fitted, frame, shapes, weights, custom, categorical, common, su
                                      custom_values=custom, n_jobs=1, sample_weight=weights, subsample=subsample,
                                      random_state=random_state, std=True, **common)
         else:
-            res = partial_dependence(fitted, frame.take_rows(rows), sets, kind="both",
+            sub = frame.take_rows(rows)
+            share_subset(fitted, frame, rows, sub)  # the trees and their check carry over from the rows' frame
+            res = partial_dependence(fitted, sub, sets, kind="both",
                                      categorical_features=categorical, custom_values=custom, n_jobs=1,
                                      sample_weight=ht_weights(design), subsample=None, std=True, **common)
             res = [dataclasses.replace(r, ice_rows=rows) for r in res]
@@ -293,8 +296,11 @@ def _one_refit(learner, X, y, w, rows, seed, spec: RefitSpec) -> RefitPDs:
     # OpenMP threads (HistGradientBoosting's predict) would spin against the tree kernel's threads and the other
     # refits' (measured on 6,000 Adult rows, HistGradientBoostingClassifier, load average 2.9 on 2 cores: a refit's
     # 1D PDs 4.4 s, 0.58 s with one OpenMP thread; its 2D PDs 0.8-5.9 s, 0.5-0.6 s)
-    with threadpool_limits(limits=1, user_api="openmp"):
-        return _refit_pds(fitted, fit_seconds, t0, spec)
+    with threadpool_limits(limits=1, user_api="openmp"), shared_plans():
+        try:
+            return _refit_pds(fitted, fit_seconds, t0, spec)
+        finally:
+            forget_plans(fitted)  # the refit's plans are not needed once its PDs are done
 
 
 def _refit_pds(fitted, fit_seconds, t0, spec: RefitSpec) -> RefitPDs:

@@ -94,10 +94,31 @@ def pd_interaction(result, weighted: bool = True) -> tuple[np.ndarray, np.ndarra
                                  marginal_weights(result) if weighted else (None, None))
 
 
+def _normalised(weights, size: int) -> np.ndarray | None:
+    """``weights / sum`` when :func:`flatness` would use them along an axis of ``size`` positions (>= 2), else None."""
+    if weights is None or size < 2:
+        return None
+    w = np.asarray(weights, dtype=float).ravel()
+    if w.size != size or not np.isfinite(w).all() or not w.sum() > 0:
+        return None
+    return w / w.sum()
+
+
 def interaction_statistic(avg: np.ndarray, kinds, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Interaction of surfaces ``avg`` of shape ``(..., k1, k2)`` with per-axis weights (or None)."""
     k1, k2 = kinds
     w1, w2 = weights
+    avg = np.asarray(avg, dtype=float)
+    a1, a2 = _normalised(w1, avg.shape[-2]), _normalised(w2, avg.shape[-1])
+    if a1 is not None and a2 is not None:
+        # both axes weighted (the audit's case): the same weighted sds as :func:`flatness`, as matrix products
+        # (the tests draw thousands of surfaces at once)
+        m1 = a1 @ avg  # (..., k2): each column's weighted mean over feature 1's grid
+        cond_1 = np.sqrt(np.maximum(a1 @ (avg - m1[..., None, :]) ** 2, 0.0))
+        cond_2 = np.sqrt(np.maximum(((avg - (avg @ a2)[..., None]) ** 2) @ a2, 0.0))
+        first_given_second = np.sqrt(np.maximum(((cond_1 - (cond_1 @ a2)[..., None]) ** 2) @ a2, 0.0))
+        second_given_first = np.sqrt(np.maximum(((cond_2 - (cond_2 @ a1)[..., None]) ** 2) @ a1, 0.0))
+        return (first_given_second + second_given_first) / 2.0, first_given_second, second_given_first
     # importance of feature 1 along axis -2 of the grid, for each value of feature 2 ...
     cond_1 = flatness(avg, k1, axis=-2, weights=w1)  # (..., k2)
     first_given_second = flatness(cond_1, k2, axis=-1, weights=w2)
