@@ -2,8 +2,9 @@
 
     python benchmarks/bench_refits.py [--refits 10] [--adult-rows 48842] [--skip demo,adult] [--n-jobs N]
 
-For each case: the plain audit's time; the audit with ``refits=K`` and its time split into the learner's own fits
-(the K refits' ``fit`` calls, ``timings_s["refit_fits"]``), the refits' PDs and the learner-level tests (the rest);
+For each case: the plain audit's time and the audit with ``refits=K``, each run twice and the faster kept (for the
+audit with refits, the run with less time beyond its own fits), its time split into the learner's own fits (the K
+refits' ``fit`` calls, ``timings_s["refit_fits"]``), the refits' PDs and the learner-level tests (the rest);
 and the ratio the issue bounds ("beyond the refits' own fits, K = 10 refits cost at most 2x the plain audit"): what the
 refits add beyond their fits, (audit with refits - plain audit - the refits' fits) / plain audit, beside the whole
 audit's (audit with refits - the refits' fits) / plain audit.
@@ -70,9 +71,15 @@ def run(name, model, X, y, train, k, n_jobs, config=None) -> dict:
         autopdp.audit(model, X, y, config=config, n_jobs=n_jobs, progress=False)
         plains.append(time.perf_counter() - t0)
     plain = min(plains)
-    t0 = time.perf_counter()
-    a = autopdp.audit(model, X, y, train=train, config=config.replace(refits=k), n_jobs=n_jobs, progress=False)
-    total = time.perf_counter() - t0
+    # the audit with refits, likewise twice: the run whose time beyond its own fits is the smaller is kept (the
+    # learner's fits vary from run to run on a busy machine, and are not what the bound is about)
+    runs = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        a = autopdp.audit(model, X, y, train=train, config=config.replace(refits=k), n_jobs=n_jobs, progress=False)
+        total = time.perf_counter() - t0
+        runs.append((total - float(a.run["timings_s"].get("refit_fits", np.nan)), total, a))
+    _, total, a = min(runs, key=lambda r: r[0])
     t = a.run["timings_s"]
     fits = float(t.get("refit_fits", np.nan))
     pds = float(t.get("refits", np.nan)) - fits
@@ -82,7 +89,8 @@ def run(name, model, X, y, train, k, n_jobs, config=None) -> dict:
     print(f"{name}: {len(X):,} audit rows, {len(train[0]):,} training rows, K = {k} ({a.refits.fitted} fitted"
           f"{'; not assessed: ' + a.refits.reason if a.refits.reason else ''})")
     print(f"  plain audit {plain:7.1f} s (the faster of two; the first took {plains[0]:.1f} s)")
-    print(f"  with refits {total:7.1f} s = learner's own fits {fits:.1f} s + refits' PDs {pds:.1f} s + learner-level "
+    print(f"  with refits {total:7.1f} s (of two runs, the one with less time beyond its fits; the other took "
+          f"{max(runs, key=lambda r: r[0])[1]:.1f} s) = learner's own fits {fits:.1f} s + refits' PDs {pds:.1f} s + learner-level "
           f"tests {tests:.1f} s + the plain audit's stages {total - fits - pds - tests:.1f} s")
     print(f"  the refits beyond their fits: (with refits - plain - fits) / plain = {ratio:.2f} (the issue's bound: 2); "
           f"the whole audit beyond the fits: (with refits - fits) / plain = {(total - fits) / plain:.2f}; {_load()}",

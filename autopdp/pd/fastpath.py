@@ -419,8 +419,24 @@ def share_subset(model, frame: Frame, rows, sub: Frame) -> None:
             _SHARED.append((k, model, sub.data, plan.subset(rows, sub)))
 
 
+def shared_adapter(model, response, target, make):
+    """Within :func:`shared_plans`: one response adapter per model, ``response`` and ``target`` (``make()`` builds
+    it, probing the model, the first time); outside the block, ``make()``.  A refit's 1D PDs, 2D PDs and link
+    probe its model once instead of three times."""
+    if _SHARED is None:
+        return make()
+    key = ("adapter", str(response), repr(target))
+    for k, m, _, adapter in list(_SHARED):
+        if k == key and m is model:
+            return adapter
+    adapter = make()
+    _SHARED.append((key, model, None, adapter))
+    return adapter
+
+
 def forget_plans(model) -> None:
-    """Within :func:`shared_plans`: drop the plans of ``model`` (a refit's, once its PDs are done)."""
+    """Within :func:`shared_plans`: drop the plans (and adapters) of ``model`` (a refit's, once its PDs are
+    done)."""
     if _SHARED is not None:
         _SHARED[:] = [entry for entry in _SHARED if entry[1] is not model]
 

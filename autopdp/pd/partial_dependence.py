@@ -17,7 +17,7 @@ from .._progress import progress_bar
 from .data import Frame, as_frame, describe_missing, probe_rows
 from .engine import augmented_rows, brute_force_many, rows_per_batch
 from ..errors import InputError, InputTypeError
-from .fastpath import METHODS, plan_tree_path
+from .fastpath import METHODS, plan_tree_path, shared_adapter
 from .sampling import _weighted_sample, certainty_rows  # noqa: F401
 from .trees import TreePathUnavailable
 from .grids import FeatureSpec, build_spec, resolve_categorical
@@ -147,7 +147,8 @@ class _Setup:
         self.sample_weight = _sample_weight(sample_weight, self.frame.n_rows)
         _reject_infinite(self.frame, self.categorical)
         probe = self.frame.take_rows(probe_rows(self.frame)).data
-        self.adapter = make_adapter(model, response, target, probe=probe, missing=describe_missing(self.frame))
+        self.adapter = shared_adapter(model, response, target, lambda: make_adapter(
+            model, response, target, probe=probe, missing=describe_missing(self.frame)))
         self.keep_individual = kind in ("individual", "both")
         if std is not None and not isinstance(std, bool):
             raise InputError(f"std must be True, False or None, got {std!r}.")

@@ -40,7 +40,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..errors import InputError
-from .fastpath import forget_plans, share_subset, shared_plans
+from .fastpath import forget_plans, share_subset, shared_adapter, shared_plans
 from .link import model_link, with_surfaces
 from .partial_dependence import partial_dependence
 from .response import make_adapter
@@ -312,8 +312,9 @@ def _refit_pds(fitted, fit_seconds, t0, spec: RefitSpec) -> RefitPDs:
                         spec.random_state) if spec.pairs else []
     link = None
     if spec.link_kwargs is not None:
-        adapter = make_adapter(fitted, spec.response, spec.target,
-                               probe=spec.frame.take_rows(np.arange(min(5, spec.frame.n_rows))).data)
+        # the adapter of the refit's 1D PDs (the same response and target), probed once
+        adapter = shared_adapter(fitted, spec.common["response"], spec.common["target"], lambda: make_adapter(
+            fitted, spec.response, spec.target, probe=spec.frame.take_rows(np.arange(min(5, spec.frame.n_rows))).data))
         if tuple(map(str, adapter.targets)) != tuple(map(str, spec.targets)):
             raise InputError(f"the refit predicts targets {list(adapter.targets)}, the model {list(spec.targets)}")
         kwargs = dict(spec.link_kwargs, n_jobs=1, progress=False, scheduler=None)
