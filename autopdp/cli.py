@@ -327,6 +327,16 @@ def _cmd_demo(args) -> int:
     return _exit_code(result, EXIT_OK)
 
 
+def _cmd_warmup(args) -> int:
+    from .warmup import warm_up
+
+    with stage("compiling the tree and OOD kernels"):
+        done = warm_up()
+    print(f"autopdp: {done['kernels']} kernels ready in {done['seconds']:.1f} s ({done['compiled']} compiled, "
+          f"{done['loaded']} already kept) in {done['folder']} (AUTOPDP_CACHE_DIR sets the folder)")
+    return EXIT_OK
+
+
 def _parse_compare(items, flag="--compare"):
     out = {}
     for item in items or []:
@@ -524,6 +534,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="refit the demo's learner K times on half-samples of the German Credit rows it was trained "
                            "on, and say of each finding whether it is robust (e.g. 10; default 0: not tested)")
     demo.set_defaults(func=_cmd_demo)
+
+    warm = add("warmup", "compile the tree and OOD kernels now, into the folder they are kept in once per machine "
+                         "($AUTOPDP_CACHE_DIR, else ~/.cache/autopdp/kernels): run it when a CI image is built")
+    warm.set_defaults(func=_cmd_warmup)
 
     rep = add("report", "report on a saved model and a data file")
     rep.add_argument("--model", required=True, help="fitted model: .skops (safe) or .joblib/.pkl (needs --allow-pickle PATH)")

@@ -26,6 +26,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._kernel_cache import install as _install_kernel_cache
+
+_install_kernel_cache()  # the compiled kernels kept once per machine (autopdp._kernel_cache), set before they are defined
+
 __all__ = ["count", "pd_sets", "own_paths", "grid_masks", "leaf_masks", "row_leaves", "ice_from_codes", "ice_singles",
            "ice_pairs", "pair_corners", "sigmoid_factors"]
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._kernel_cache import install as _install_kernel_cache
+
+_install_kernel_cache()  # the compiled kernels kept once per machine (autopdp._kernel_cache), set before they are defined
+
 __all__ = ["kth_distance", "conditional_outside"]
 
 
