@@ -41,8 +41,10 @@ def _venv(work: Path, name: str, wheel: Path) -> Path:
     env = work / name
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
     py = env / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
-    subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(wheel)], check=True)
+    for what in (["--upgrade", "pip"], [str(wheel)]):
+        out = subprocess.run([str(py), "-m", "pip", "install", "--quiet", *what], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"pip install {' '.join(what)} failed: {out.stderr[-2000:]}")
     return env
 
 
