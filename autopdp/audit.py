@@ -166,7 +166,9 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     # ---- 2D PDs (on a row subsample, grids from all rows)
     res2: list[PDResult] = []
     pairs = choose_pairs(config.pairs, features, res1, names, notes)
-    rows_2d = sample_rows(frame.n_rows, config.max_rows_2d, rng) if pairs and not fast_2d else None
+    # brute force: max_rows_2d rows; the tree path: every row up to max_rows_2d_tree (its cost grows with the rows)
+    cap_key = "max_rows_2d_tree" if fast_2d else "max_rows_2d"
+    rows_2d = sample_rows(frame.n_rows, getattr(config, cap_key), rng) if pairs else None
     frame_2d = frame if rows_2d is None else frame.take_rows(rows_2d)
     weights_2d = None if weights is None else (weights if rows_2d is None else weights[rows_2d])
     custom_2d = {}
@@ -193,7 +195,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
                      f"{se.max():.3g} (on the model's output scale)." if se.size else "")
             notes.append(
                 f"2D PDs average over a random sample of {frame_2d.n_rows:,} of the {frame.n_rows:,} rows "
-                f"(max_rows_2d; the brute-force path).{error}"
+                f"({cap_key}; the {'exact tree' if fast_2d else 'brute-force'} path).{error}"
             )
     timings["pd_2d"] = time.perf_counter() - t0
     margin = _link_2d(margin, model, data, config, res2, frame_2d, weights_2d, common, n_jobs, timings)
@@ -390,7 +392,7 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         # interface (command line or Python) decides how the stage reports progress
         with announce("trust checks (out-of-distribution share, ALE, StratPD, surrogate)", progress):
             trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, predictions=predictions,
-                                               random_state=random_state)
+                                               random_state=random_state, frame_2d=pds.frame_2d)
         timings["trust"] = time.perf_counter() - t0
         utility_scores, importance, interaction, criteria = scoring.result()
     for key, by_id in trust.items():

@@ -99,7 +99,10 @@ class AuditConfig:
         error before any work, naming the count and suggesting ``top:N``.  ``features`` (restrict to these columns),
         ``max_rows`` (row subsample for every PD; None = all rows),
         ``max_rows_2d`` (row subsample for the 2D PDs on the brute-force path,
-        default 500; the report gives their Monte-Carlo error), ``subsample``
+        default 500; the report gives their Monte-Carlo error), ``max_rows_2d_tree``
+        (the same on the exact tree path, default 10,000: on more rows the 2D PDs, their
+        ICE rows and their 2D ALE are computed on that many sampled rows, with their
+        Monte-Carlo error; None = every row), ``subsample``
         (ICE curves kept per 1D PD, default 1000), ``max_batch_mb`` (default 256:
         the most memory, in MB, one array that grows with the input may take: a
         batch of augmented rows, the ICE curves of all PDs, the out-of-distribution
@@ -107,9 +110,9 @@ class AuditConfig:
         that would need more is refused before any work), ``method``
         ("auto": the exact tree path when it applies, else brute force;
         "brute"; "tree"; "recursion") and ``std_rows`` (see
-        :func:`autopdp.partial_dependence`).  On the tree path every PD, its
-        ICE curves and std are exact on every row and ``max_rows_2d`` does
-        not apply.
+        :func:`autopdp.partial_dependence`).  On the tree path every 1D PD, its
+        ICE curves and std are exact on every row, and every 2D PD on every row up
+        to ``max_rows_2d_tree`` rows.
     Model
         ``response``, ``target`` (see :func:`autopdp.partial_dependence`),
         ``categorical_features``, ``categories`` ({feature: [levels in
@@ -174,6 +177,7 @@ class AuditConfig:
     features: tuple | None = None
     max_rows: int | None = None
     max_rows_2d: int | None = 500
+    max_rows_2d_tree: int | None = 10_000
     subsample: int | None = 1000
     max_batch_mb: float = 256.0
     method: str = "auto"
@@ -274,6 +278,7 @@ class AuditConfig:
             raise InputError(f"config key 'multiple_testing' must be 'bh' or 'holm', got {self.multiple_testing!r}.")
         positive_int("max_rows", allow_none=True)
         positive_int("max_rows_2d", allow_none=True)
+        positive_int("max_rows_2d_tree", allow_none=True)
         positive_int("subsample", allow_none=True)
         positive_int("integer_as_categorical", minimum=0)
         positive_int("max_levels", minimum=2, maximum=MAX_LEVELS_LIMIT)

@@ -112,3 +112,45 @@ def test_one_tree_plan_per_audit(monkeypatch):
     # outside an audit every call plans for itself (nothing is kept)
     autopdp.partial_dependence(model, X, ["u"], kind="average")
     assert len(built) == 2
+
+
+def test_beyond_max_rows_2d_tree_the_2d_pds_and_their_ale_use_the_same_sampled_rows():
+    """On more rows than ``max_rows_2d_tree`` the tree path's 2D PDs average over that many sampled rows (the note
+    says so, with the Monte-Carlo error), the 1D PDs still over every row, and each 2D ALE is computed on the 2D PDs'
+    own rows.  Known answers: the row counts, the exact 2D ALE of those rows from a fresh source (the same curve), and
+    the sampled 2D PD within 4.5 Monte-Carlo standard errors of the 2D PD over every row, cell by cell."""
+    from autopdp.trust import checks
+
+    rng = np.random.default_rng(3)
+    n = 1500
+    X = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    y = X.a * X.b + X.c + rng.normal(0, 0.3, n)
+    model = RandomForestRegressor(n_estimators=20, min_samples_leaf=5, random_state=0).fit(X, y)
+    cfg = AuditConfig(max_rows_2d_tree=400, pairs=[("a", "b")], grid_resolution_2d=5)
+    seen = {}
+    original = checks._exact_ale_curves
+
+    def spy(model_, frame, results, config, frame_2d=None):
+        out = original(model_, frame, results, config, frame_2d)
+        seen.update(frame=frame, frame_2d=frame_2d, curves=out)
+        return out
+
+    checks._exact_ale_curves = spy
+    try:
+        a = autopdp.audit(model, X, y, config=cfg, progress=False)
+    finally:
+        checks._exact_ale_curves = original
+    one = {r.features: r for r in a.results if r.ndim == 1}
+    two = [r for r in a.results if r.ndim == 2][0]
+    assert all(r.n_rows == n for r in one.values()) and two.n_rows == 400
+    assert any("400 of the 1,500 rows (max_rows_2d_tree; the exact tree path)" in note for note in a.notes)
+    assert seen["frame"].n_rows == n and seen["frame_2d"].n_rows == 400
+    curve_2d = seen["curves"][(("a", "b"), "prediction")]
+    assert curve_2d.counts.sum() == 400 and seen["curves"][(("a",), "prediction")].counts.sum() == n
+    fresh = ale_curves_exact(ExactICE(model, seen["frame_2d"]), seen["frame_2d"], [], [("a", "b")],
+                             bins_1d={}, bins_2d={("a", "b"): checks._ale_bins_2d(two)})
+    np.testing.assert_allclose(fresh[("a", "b")].pd, curve_2d.pd, rtol=0, atol=1e-12)
+    full = autopdp.partial_dependence(model, X, [("a", "b")], custom_values={"a": two.grid[0], "b": two.grid[1]},
+                                      kind="average")[0]
+    gap = np.abs(np.asarray(two.average) - np.asarray(full.average)) / np.asarray(two.stderr)
+    assert np.nanmax(gap) < 4.5, np.nanmax(gap)

@@ -732,7 +732,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
             "ice_variance_centering": cfg.ice_variance_centering, "top_k": cfg.top_k,
             "response": audit.metadata.get("response"), "pd_method": audit.metadata.get("pd_method", first.method if first is not None else "brute"),
             "tree_path": audit.metadata.get("tree_path", ""),
-            "max_rows_2d": cfg.max_rows_2d, "subsample": cfg.subsample,
+            "max_rows_2d": cfg.max_rows_2d, "max_rows_2d_tree": cfg.max_rows_2d_tree, "subsample": cfg.subsample,
             "grid_1d_example": grid_1d,
             "pd_text": pd_method_text(audit),
             "importance_text": importance_text(audit),

@@ -108,12 +108,13 @@ def _ale_bins_2d(r) -> int:
     return max(2, min(10, *r.grid_shape))
 
 
-def _exact_ale_curves(model, frame, results, config) -> dict:
+def _exact_ale_curves(model, frame, results, config, frame_2d=None) -> dict:
     """ALE curves of the numeric 1D and 2D PDPs from exact per-row ICE when the tree path applies.
 
     The same curves :func:`autopdp.trust.ale.ale` and :func:`autopdp.trust.ale.ale_2d` give, without predicting on
     modified copies of the data; ``{}`` when the tree path does not apply (they are then computed by
-    prediction, one PDP at a time).  Keys: ``(feature,)`` or ``(feature, feature)`` and the target.
+    prediction, one PDP at a time).  Keys: ``(feature,)`` or ``(feature, feature)`` and the target.  The 2D
+    curves are computed on ``frame_2d``, the rows the 2D PDs average over (default: ``frame``).
     """
     from .ale import ale_curves_exact
     from ..pd.partial_dependence import ExactICE
@@ -123,19 +124,25 @@ def _exact_ale_curves(model, frame, results, config) -> dict:
     numeric_2d = [r for r in results if r.ndim == 2 and r.kinds == ("numeric", "numeric")]
     if not numeric_1d and not numeric_2d or config.method not in ("auto", "tree"):
         return {}
+    frame_2d = frame if frame_2d is None else frame_2d
     try:
         source = ExactICE(model, frame, response=config.response, target=config.target)
+        source_2d = source if frame_2d is frame or not numeric_2d else \
+            ExactICE(model, frame_2d, response=config.response, target=config.target)
     except TreePathUnavailable:
         return {}
     out = {}
     for t, target in enumerate(source.targets or (None,)):
         wanted_1d = [r for r in numeric_1d if r.targets[r.target_index(None)] == target or target is None]
         wanted_2d = [r for r in numeric_2d if r.targets[r.target_index(None)] == target or target is None]
-        curves = ale_curves_exact(
-            source, frame, [r.features[0] for r in wanted_1d], [r.features for r in wanted_2d],
-            bins_1d={r.features[0]: _ale_bins_1d(r) for r in wanted_1d},
-            bins_2d={r.features: _ale_bins_2d(r) for r in wanted_2d}, column=t,
-        )
+        bins = dict(bins_1d={r.features[0]: _ale_bins_1d(r) for r in wanted_1d},
+                    bins_2d={r.features: _ale_bins_2d(r) for r in wanted_2d}, column=t)
+        if source_2d is source:
+            curves = ale_curves_exact(source, frame, [r.features[0] for r in wanted_1d],
+                                      [r.features for r in wanted_2d], **bins)
+        else:
+            curves = ale_curves_exact(source, frame, [r.features[0] for r in wanted_1d], [], **bins)
+            curves.update(ale_curves_exact(source_2d, frame_2d, [], [r.features for r in wanted_2d], **bins))
         out.update({((k,) if isinstance(k, str) else tuple(k), target): v for k, v in curves.items()})
     return out
 
@@ -171,11 +178,15 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
         return dict(zip(jobs, pool.map(one, jobs)))
 
 
-def trust_scores(model, adapter, frame, y, results, config, *, predictions=None, random_state: int = 0):
+def trust_scores(model, adapter, frame, y, results, config, *, predictions=None, random_state: int = 0,
+                 frame_2d=None):
     """``({features: {uid: UtilityScore}}, surrogate, curves)`` for the trust utilities in the config.
 
-    ``predictions``: the model's response on ``frame`` (n_rows, n_targets) when the caller has it.
+    ``predictions``: the model's response on ``frame`` (n_rows, n_targets) when the caller has it;
+    ``frame_2d``: the rows the 2D PDs average over (a sample of ``frame`` on large data, ``max_rows_2d`` and
+    ``max_rows_2d_tree``): their 2D ALE is computed on the same rows (default: ``frame``).
     """
+    frame_2d = frame if frame_2d is None else frame_2d
     wanted = [u for u in config.utilities if u in TRUST_IDS]
     out: dict[tuple, dict] = {r.features: {} for r in results}
     curves: dict[tuple, dict] = {r.features: {} for r in results}
@@ -183,7 +194,7 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     loss = config.loss
     support = SupportModel(frame, kinds, random_state=random_state, max_levels=config.max_levels,
                            max_mb=config.max_batch_mb) if "ood_share" in wanted and kinds else None
-    exact_ale = _exact_ale_curves(model, frame, results, config) if "ale_divergence" in wanted else {}
+    exact_ale = _exact_ale_curves(model, frame, results, config, frame_2d) if "ale_divergence" in wanted else {}
     stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds) if "stratpd" in wanted and y is not None else {}
     for r in results:
         t = r.target_index(None)
@@ -213,7 +224,7 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
             if "stratpd" in wanted:
                 out[r.features]["stratpd"] = not_applicable("stratpd", "computed for 1D PDPs.", target)
             if "ale_divergence" in wanted:
-                out[r.features]["ale_divergence"] = _ale_2d_gap(model, adapter, frame, r, t, config, target,
+                out[r.features]["ale_divergence"] = _ale_2d_gap(model, adapter, frame_2d, r, t, config, target,
                                                                 exact_ale.get((r.features, target)))
             continue
         name = r.features[0]
