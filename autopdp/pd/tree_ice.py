@@ -601,7 +601,7 @@ class RowKernel:
     """
 
     def __init__(self, forest: NodeForest, Z: np.ndarray, w: np.ndarray, offset: np.ndarray,
-                 chunk_bytes: float = 32e6, cache_bytes: float = 64e6):
+                 chunk_bytes: float = 32e6, cache_bytes: float = 128e6):
         self.forest = forest
         Z = np.asarray(Z, dtype=np.float64)
         self.Z = np.ascontiguousarray(Z.astype(np.float32).astype(np.float64) if forest.float32 else Z)
