@@ -167,8 +167,8 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     res2: list[PDResult] = []
     pairs = choose_pairs(config.pairs, features, res1, names, notes)
     # brute force: max_rows_2d rows; the tree path: every row up to max_rows_2d_tree (its cost grows with the rows)
-    cap_key = "max_rows_2d_tree" if fast_2d else "max_rows_2d"
-    rows_2d = sample_rows(frame.n_rows, getattr(config, cap_key), rng) if pairs else None
+    cap_key, cap = ("max_rows_2d_tree", config.max_rows_2d_tree) if fast_2d else ("max_rows_2d", config.max_rows_2d)
+    rows_2d = sample_rows(frame.n_rows, cap, rng) if pairs else None
     frame_2d = frame if rows_2d is None else frame.take_rows(rows_2d)
     weights_2d = None if weights is None else (weights if rows_2d is None else weights[rows_2d])
     custom_2d = {}

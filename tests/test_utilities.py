@@ -290,3 +290,20 @@ def test_config_errors_name_the_key():
         AuditConfig(expected_monotonic={"age": "up"})
     with pytest.raises(ValueError, match="config key 'lipschitz.age' must be a positive slope bound"):
         AuditConfig(lipschitz={"age": -1})
+
+
+def test_weighted_interaction_as_matrix_products_equals_greenwells_composition():
+    """``interaction_statistic`` with both axes weighted (the audit's case) computes the weighted sds as matrix
+    products; known answer: Greenwell's definition composed from :func:`flatness`, on single and stacked surfaces."""
+    from autopdp.scores.importance import flatness, interaction_statistic
+
+    rng = np.random.default_rng(4)
+    for shape in [(2, 2), (7, 5), (300, 6, 4)]:
+        avg = rng.normal(size=shape)
+        w1, w2 = rng.uniform(0.1, 1, size=shape[-2]), rng.uniform(0.1, 1, size=shape[-1])
+        c1 = flatness(avg, "numeric", axis=-2, weights=w1)
+        c2 = flatness(avg, "numeric", axis=-1, weights=w2)
+        first, second = flatness(c1, "numeric", axis=-1, weights=w2), flatness(c2, "numeric", axis=-1, weights=w1)
+        got = interaction_statistic(avg, ("numeric", "categorical"), (w1, w2))
+        for a, b in zip(got, ((first + second) / 2, first, second)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)

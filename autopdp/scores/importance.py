@@ -49,14 +49,13 @@ def flatness(values: np.ndarray, kind: str, axis: int = -1, weights: np.ndarray 
     ax = axis if axis >= 0 else v.ndim + axis
     if v.shape[ax] < 2:
         return np.zeros(np.delete(np.array(v.shape), ax))
-    if weights is not None:
-        w = np.asarray(weights, dtype=float).ravel()
-        if w.size == v.shape[ax] and np.isfinite(w).all() and w.sum() > 0:
-            shape = [1] * v.ndim
-            shape[ax] = w.size
-            w = (w / w.sum()).reshape(shape)
-            m = np.sum(v * w, axis=ax, keepdims=True)
-            return np.sqrt(np.sum(w * (v - m) ** 2, axis=ax))
+    w = _normalised(weights, v.shape[ax])
+    if w is not None:
+        shape = [1] * v.ndim
+        shape[ax] = w.size
+        w = w.reshape(shape)
+        m = np.sum(v * w, axis=ax, keepdims=True)
+        return np.sqrt(np.sum(w * (v - m) ** 2, axis=ax))
     if kind == "categorical":
         return (np.max(v, axis=ax) - np.min(v, axis=ax)) / 4.0
     return np.std(v, axis=ax, ddof=1)
@@ -114,10 +113,10 @@ def interaction_statistic(avg: np.ndarray, kinds, weights) -> tuple[np.ndarray, 
         # both axes weighted (the audit's case): the same weighted sds as :func:`flatness`, as matrix products
         # (the tests draw thousands of surfaces at once)
         m1 = a1 @ avg  # (..., k2): each column's weighted mean over feature 1's grid
-        cond_1 = np.sqrt(np.maximum(a1 @ (avg - m1[..., None, :]) ** 2, 0.0))
-        cond_2 = np.sqrt(np.maximum(((avg - (avg @ a2)[..., None]) ** 2) @ a2, 0.0))
-        first_given_second = np.sqrt(np.maximum(((cond_1 - (cond_1 @ a2)[..., None]) ** 2) @ a2, 0.0))
-        second_given_first = np.sqrt(np.maximum(((cond_2 - (cond_2 @ a1)[..., None]) ** 2) @ a1, 0.0))
+        cond_1 = np.sqrt(a1 @ (avg - m1[..., None, :]) ** 2)
+        cond_2 = np.sqrt(((avg - (avg @ a2)[..., None]) ** 2) @ a2)
+        first_given_second = np.sqrt(((cond_1 - (cond_1 @ a2)[..., None]) ** 2) @ a2)
+        second_given_first = np.sqrt(((cond_2 - (cond_2 @ a1)[..., None]) ** 2) @ a1)
         return (first_given_second + second_given_first) / 2.0, first_given_second, second_given_first
     # importance of feature 1 along axis -2 of the grid, for each value of feature 2 ...
     cond_1 = flatness(avg, k1, axis=-2, weights=w1)  # (..., k2)
