@@ -418,6 +418,53 @@ def saturated_logistic(seed: int, n: int = 600, proba_only: bool = False, materi
     return {"incidence": _outcome(a, "incidence", ones), "ice_variance": _outcome(a, "ice_variance", ones)}
 
 
+#: the staircase model's truth on the log-odds: steep in x1, curved in x2, wavy in x3 (one feature per tree)
+def _staircase_eta(d):
+    return 1.2 * d["x1"].to_numpy() - 0.8 * d["x2"].to_numpy() ** 2 + 0.5 * np.sin(6 * d["x3"].to_numpy())
+
+
+def _staircase_rows(rng, n, rho=0.0):
+    """x1 ~ U(-2, 2), x3 ~ U(0, 1) and x2 ~ N(0, 1), x2 correlated ``rho`` with x1 (independent at 0)."""
+    x1 = rng.uniform(-2, 2, n)
+    x2 = rho * x1 / np.sqrt(4.0 / 3.0) + np.sqrt(1.0 - rho * rho) * rng.standard_normal(n)
+    return pd.DataFrame({"x1": x1, "x2": x2, "x3": rng.uniform(0, 1, n)})
+
+
+def staircase_model():
+    """A gradient-boosted classifier, one feature per tree, fitted once on 20,000 rows of the log-odds above:
+    its predictions are staircases in each feature, as every tree model's are."""
+    if "staircase" not in _UNIT_CACHE:
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        rng = np.random.default_rng(2024)
+        X = _staircase_rows(rng, 20_000)
+        y = (rng.random(len(X)) < 1.0 / (1.0 + np.exp(-_staircase_eta(X)))).astype(int)
+        _UNIT_CACHE["staircase"] = HistGradientBoostingClassifier(
+            max_iter=60, interaction_cst=[[0], [1], [2]], random_state=0).fit(X, y)
+    return _UNIT_CACHE["staircase"]
+
+
+def staircase(seed: int, n: int = 3000, rho: float = 0.0, weighted: bool = False) -> dict:
+    """The staircase model as the truth (each row's class drawn with the model's own probability), on ``n``
+    fresh rows with the default ICE subsample (1,000 of them): the calibration null holds for every feature,
+    and with independent features (``rho`` 0) the dependence null too, so every incidence finding is false.
+    With ``rho`` > 0 x1 and x2 are correlated: their dependence findings are true (``power``).  ``weighted``:
+    50 rows weigh 20."""
+    model = staircase_model()
+    rng = np.random.default_rng(seed)
+    X = _staircase_rows(rng, n, rho)
+    y = (rng.random(n) < model.predict_proba(X)[:, 1]).astype(int)
+    w = None
+    if weighted:
+        w = np.ones(n)
+        w[rng.choice(n, 50, replace=False)] = 20.0
+    a = audit(model, X, y, config=_cfg(utilities=("incidence",)), sample_weight=w)
+    ones = [("x1",), ("x2",), ("x3",)]
+    if rho:
+        return {"dependence": _outcome(a, "incidence", [("x1",), ("x2",)], kind="dependence")}
+    return {"incidence": _outcome(a, "incidence", ones)}
+
+
 AWKWARD_CASES = {
     "5,000 rows, 10 weigh 1,000, ICE subsample 1,000 (n_eff 22.5)":
         lambda s: _flat_product_weighted(s, 5000, 10, 1000.0),
@@ -430,6 +477,9 @@ AWKWARD_CASES = {
     "saturated logistic (12, -8, 6), margin, n = 600": saturated_logistic,
     "saturated logistic, probabilities only (clipped log-odds), materiality 0.05":
         lambda s: saturated_logistic(s, proba_only=True, materiality=0.05),
+    "staircase (a tree model = truth), independent, 3,000 rows": staircase,
+    "staircase (a tree model = truth), independent, 3,000 rows, 50 weigh 20":
+        lambda s: staircase(s, weighted=True),
 }
 
 #: what each awkward case measured before issue 29 (the issue's figures), printed beside the new ones
@@ -439,6 +489,7 @@ BEFORE = {
     "skewed ICE sin(x1)(e^{1.5 x2} - mean), n = 100": "11.3% of 300 seeds",
     "skewed ICE, two-valued x1, n = 150": "13.0%",
     "saturated logistic (12, -8, 6), margin, n = 600": "ice_variance on every feature, 60/60",
+    "staircase (a tree model = truth), independent, 3,000 rows": "incidence (dependence) 21 of 40",
 }
 
 

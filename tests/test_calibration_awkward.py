@@ -225,7 +225,7 @@ def test_incidence_is_a_minimum_effect_test_too():
     p_true = 0.2 + 0.1 * cells
     y = (rng.uniform(size=n) < p_true).astype(float)
     common = dict(predicted=p_true - 0.05, observed=y, cells=cells, size=size, sample_weight=None,
-                  pd_curve=np.zeros(size), positions=None, grid_values=np.arange(size), kind="categorical",
+                  pd_curve=np.zeros(size), kind="categorical",
                   noise=None, is_classifier=True, loss="l2")
     for threshold, low, high in ((0.025, 0.0, 0.001), (0.1, 0.2, 0.8), (0.0, 0.0, 0.001)):
         parts = incidence_parts(**common, threshold=threshold)

@@ -48,7 +48,8 @@ def _criteria(name):
             "400 r": ("monotonicity", "lipschitz", "slope", "importance", "incidence", "ice_variance"),
             "skewe": ("monotonicity", "lipschitz", "slope", "importance") if "two-valued" not in name
             else ("monotonicity", "slope", "importance"),
-            "satur": ("incidence", "ice_variance")}[name[:5]]
+            "satur": ("incidence", "ice_variance"),
+            "stair": ("incidence",)}[name[:5]]
 
 
 _PAIRS = [(name, c) for name in cases.AWKWARD_CASES for c in _criteria(name)]

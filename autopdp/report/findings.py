@@ -263,10 +263,12 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
                     f"{_scaled(gap, scale)}.")
         if kind == "dependence":
             gap = evidence.value
-            return (f"{name}: {avg} differs from the data's trend ({what}) by {fmt(gap)} on average"
-                    f"{_scaled(gap, scale)} because {name} is correlated with other features: the PD averages over "
-                    f"every row's other features, while the rows near each {name} value have their own; this is not "
-                    f"a fault of the model.")
+            mean = f"mean {outcome}" if outcome else "mean prediction"
+            return (f"{name}: {avg} differs by {fmt(gap)} on average{_scaled(gap, scale)} from the model's {mean} "
+                    f"for the rows near each {name} value, with {name} set to that value: those rows' other features "
+                    f"are unlike everyone's ({name} is not independent of the other features). The PD averages over "
+                    f"every row's other features, so it departs from the data's trend ({what}) here; this is not a "
+                    f"fault of the model.")
         return f"{name}: {avg} departs from the data's {what} by {v} on average{rel}."
     if uid.startswith("similarity:"):
         other = uid.split(":", 1)[1]

@@ -21,16 +21,25 @@ two parts, and only one of them says anything against the model:
     row" and would call a bin miscalibrated whenever another feature's misfit
     does not cancel in it.)
 ``dependence``
-    In each bin, the model's mean prediction for the bin's rows against the PD
-    at those rows' own values (interpolated between grid values; rows outside
-    the grid's range are left out, so a tail bin is never compared with the PD
-    at a single grid value).  When the feature is independent of the others the
-    two agree; when they differ, the PD (which averages over every row's other
-    features) departs from the data's trend because the feature is correlated
-    with other features.  This says nothing against the model.  Null: the
-    departures ``f(x_i) - PD(x_i)`` average to 0 in every bin.  Test: wild
-    bootstrap of the departures (signs flipped at random), plus the PD's own
-    noise.
+    In each bin, the model's mean prediction for the bin's rows with the feature
+    set to the bin's grid value, against the PD there (which averages the same
+    prediction over every row).  The two differ only when the bin's rows carry
+    other features unlike everyone's (as the model sees them at that value):
+    when the feature is correlated with other features the PD departs from the
+    data's trend.  This says nothing against the model.  The bin's mean is
+    estimated without a model call: the mean prediction of all of the bin's rows
+    at their own values, less the mean step from each row's own value to the
+    grid value over the bin's ICE rows (exact when every row's ICE curve is
+    kept; for a categorical feature every row is at its grid value and the step
+    is 0).  No interpolation of the PD between grid values enters: the PD of a
+    tree model is a staircase, and a straight line between grid values departs
+    from it systematically, which the model's trend within a bin would show as
+    a gap that is not there.  Null: the bins' gaps are 0 (the bin's other
+    features are like everyone's, as seen through the model).  Test: wild
+    bootstrap of each row's contribution to its bin's gap (its prediction's
+    departure from the bin's mean and, for an ICE row, its step's departure
+    from the bin's mean step, one random sign per row), plus the PD's own
+    noise.  Bins with fewer than 2 rows, or no ICE row, are left out.
 
 Both statistics are the standard utility (a density-weighted root-mean-square
 over the bins) of the per-bin gaps, on the scale of the prediction.  Each is
@@ -71,51 +80,29 @@ class IncidenceParts:
 
 
 class _BinNoise:
-    """Draws of per-bin weighted means of independent row deviations with mean 0.
+    """Draws of per-bin sums ``sum_i eps_i u_i`` over the bin's rows, ``eps_i`` random signs (the wild bootstrap).
 
-    Rows in bins of at least :data:`NORMAL_BIN_ROWS` rows enter through the normal
-    approximation of their bin's mean (variance ``sum sw_i^2 v_i / W_j^2``); rows
-    of smaller bins are drawn one by one by ``row_draw(n, rng)``.
+    ``u_i`` is each row's contribution to its bin's statistic (its deviation times its weight in the bin's
+    mean).  Bins of at least :data:`NORMAL_BIN_ROWS` rows are drawn by their normal approximation (variance
+    ``sum u_i^2``); the rows of smaller bins are drawn one by one.
     """
 
-    def __init__(self, bins, sw, variance, row_draw, size):
+    def __init__(self, bins, contrib, size):
         self.size = size
-        W = np.bincount(bins, weights=sw, minlength=size)
         n_rows = np.bincount(bins, minlength=size)
-        self.big = n_rows >= NORMAL_BIN_ROWS
-        var_mean = np.bincount(bins, weights=sw * sw * variance, minlength=size) / np.maximum(W, 1e-300) ** 2
-        self.sd = np.where(self.big & (W > 0), np.sqrt(np.maximum(var_mean, 0.0)), 0.0)
-        small_rows = ~self.big[bins]
+        big = n_rows >= NORMAL_BIN_ROWS
+        self.sd = np.where(big, np.sqrt(np.bincount(bins, weights=contrib * contrib, minlength=size)), 0.0)
+        small_rows = ~big[bins]
         self.small_bins = bins[small_rows]
-        self.small_coef = sw[small_rows] / np.maximum(W[self.small_bins], 1e-300)
-        self.row_draw = row_draw
-        self.small_mask = small_rows
+        self.small_contrib = contrib[small_rows]
 
     def draw(self, n: int, rng) -> np.ndarray:
         out = rng.standard_normal((n, self.size)) * self.sd
         if self.small_bins.size:
-            dev = self.row_draw(n, rng, self.small_mask) * self.small_coef  # (n, small rows)
+            dev = self.small_contrib * rng.choice(np.array([-1.0, 1.0]), size=(n, self.small_bins.size))
             for j in np.unique(self.small_bins):
                 out[:, j] += dev[:, self.small_bins == j].sum(axis=1)
         return out
-
-
-def _interpolation(positions, grid_values, cells, kind):
-    """Each row's two grid neighbours and its weight on the upper one; rows outside the grid's range are out."""
-    k = len(grid_values)
-    if kind != "numeric" or positions is None:
-        ok = cells >= 0
-        return ok, np.maximum(cells, 0), np.zeros(cells.shape[0])
-    g = np.asarray(grid_values, dtype=float)
-    x = np.asarray(positions, dtype=float)
-    with np.errstate(invalid="ignore"):
-        ok = np.isfinite(x) & (x >= g[0]) & (x <= g[-1]) & (cells >= 0)
-    if k < 2:
-        return ok, np.zeros(x.shape[0], dtype=np.int64), np.zeros(x.shape[0])
-    lo = np.clip(np.searchsorted(g, np.where(ok, x, g[0]), side="right") - 1, 0, k - 2)
-    span = g[lo + 1] - g[lo]
-    frac = np.where(span > 0, (np.where(ok, x, g[0]) - g[lo]) / np.where(span > 0, span, 1.0), 0.0)
-    return ok, lo, np.clip(frac, 0.0, 1.0)
 
 
 def _shrunk(gaps, value: float, threshold: float) -> np.ndarray:
@@ -127,8 +114,8 @@ def _shrunk(gaps, value: float, threshold: float) -> np.ndarray:
     return g * min(1.0, float(threshold) / float(value))
 
 
-def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve, positions, grid_values, kind,
-                    noise, is_classifier: bool, loss: str, threshold: float = 0.0) -> IncidenceParts:
+def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve, kind, noise, is_classifier: bool,
+                    loss: str, threshold: float = 0.0, ice=None, ice_rows=None, ice_weight=None) -> IncidenceParts:
     """The calibration and dependence statistics of one 1D PD and their null samplers (see module docs).
 
     Parameters
@@ -139,12 +126,14 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
     size : number of grid points
     sample_weight : (n_rows,) or None
     pd_curve : (size,) the PD
-    positions : (n_rows,) the feature's values as numbers (numeric features), else None
-    grid_values, kind : the PD's grid and feature kind
+    kind : the feature's kind ("numeric" needs ``ice`` for the dependence part; other kinds are at their grid value)
     noise : NoiseModel of the PD, or None
     threshold : the materiality threshold: each part's null draws are centred on its observed per-bin gaps
         shrunk until the statistic equals it (the minimum-effect null "the gap is at most the threshold");
         0 centres them on no gap (the plain test)
+    ice : (n_ice, size) the ICE curves of the PD's target (the rows ``ice_rows``), or None
+    ice_rows : (n_ice,) their row positions (None: every row, in order)
+    ice_weight : (n_ice,) what each ICE row stands for (sample weight over its chance of being kept; None: equal)
     """
     f = np.asarray(predicted, dtype=float)
     y = np.asarray(observed, dtype=float)
@@ -157,52 +146,86 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
         gap_c = np.where(W > 0, np.bincount(bins, weights=wr * (yr - fr), minlength=size) / W, np.nan)
     calibration = float(gap_of_draws(gap_c, omega, loss)) if W.sum() > 0 else float("nan")
 
-    resid = yr - fr  # 0/1 outcome less probability (classifiers), target less prediction (regressors)
-
-    def row_draw_r(n, rng, mask):
-        return resid[mask] * rng.choice(np.array([-1.0, 1.0]), size=(n, int(mask.sum())))
-
-    cal_noise = _BinNoise(bins, wr, resid * resid, row_draw_r, size)
-
+    # 0/1 outcome less probability (classifiers), target less prediction (regressors): mean 0 under the null
+    resid = yr - fr
+    cal_noise = _BinNoise(bins, wr * resid / np.maximum(W[bins], 1e-300), size)
     centre_c = _shrunk(gap_c, calibration, threshold)
 
     def draw_calibration(n, rng):
         return gap_of_draws(centre_c + cal_noise.draw(n, rng), omega, loss)
 
-    # ---- dependence: mean prediction of the bin's rows against the PD at those rows' own values
-    pdc = np.asarray(pd_curve, dtype=float).ravel()
-    pos = None if positions is None else np.asarray(positions, dtype=float)[ok]
-    inside, lo, frac = _interpolation(pos, grid_values, bins, kind)
-    dependence, draw_dependence, rows_d = float("nan"), None, int(inside.sum())
-    if rows_d >= 2:
-        b2, w2, f2 = bins[inside], wr[inside], fr[inside]
-        lo2, fr2 = lo[inside], frac[inside]
-        hi2 = np.minimum(lo2 + 1, size - 1)
-        at_rows = (1 - fr2) * pdc[lo2] + fr2 * pdc[hi2]
-        e = f2 - at_rows
-        W2 = np.bincount(b2, weights=w2, minlength=size)
-        omega2 = W2 / W2.sum()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            gap_d = np.where(W2 > 0, np.bincount(b2, weights=w2 * e, minlength=size) / W2, np.nan)
-        dependence = float(gap_of_draws(gap_d, omega2, loss))
-
-        def row_draw_d(n, rng, mask):
-            return e[mask] * rng.choice(np.array([-1.0, 1.0]), size=(n, int(mask.sum())))
-
-        dep_noise = _BinNoise(b2, w2, e * e, row_draw_d, size)
-        # the PD's own noise enters the bins through the interpolation weights: A (bins x grid points)
-        A = np.zeros((size, size))
-        np.add.at(A, (b2, lo2), w2 * (1 - fr2))
-        np.add.at(A, (b2, hi2), w2 * fr2)
-        A /= np.maximum(W2, 1e-300)[:, None]
-
-        centre_d = _shrunk(gap_d, dependence, threshold)
-
-        def draw_dependence(n, rng):
-            d = centre_d + dep_noise.draw(n, rng)
-            if noise is not None:
-                d = d - noise.draw(n, rng).reshape(n, -1) @ A.T
-            return gap_of_draws(d, omega2, loss)
-
+    dependence, draw_dependence, rows_d = _dependence(bins, fr, wr, ok, size, pd_curve, kind, noise, loss,
+                                                      threshold, ice, ice_rows, ice_weight)
     return IncidenceParts(calibration=calibration, dependence=dependence, draw_calibration=draw_calibration,
                           draw_dependence=draw_dependence, dependence_rows=rows_d)
+
+
+def _inflation(bins, weights, size) -> np.ndarray:
+    """Per bin ``sqrt(n / (n - 1))`` (``n`` the bin's effective rows): a mean's deviations from itself lose a
+    degree of freedom, which this gives back to the wild bootstrap's variance."""
+    n_eff = np.bincount(bins, weights=weights, minlength=size) ** 2 / np.maximum(
+        np.bincount(bins, weights=weights * weights, minlength=size), 1e-300)
+    return np.sqrt(n_eff / np.maximum(n_eff - 1.0, 1e-300))
+
+
+def _dependence(bins, fr, wr, ok, size, pd_curve, kind, noise, loss, threshold, ice, ice_rows, ice_weight):
+    """``(statistic, draws under its null, rows)`` of the dependence part (see module docs); ``bins``, ``fr``,
+    ``wr`` are the usable rows' (``ok``) grid points, predictions and weights.
+
+    Each row's value is its prediction at its bin's grid value less the PD there: an ICE row's own (its
+    prediction less its step to the grid value), any other row's its prediction less the mean step of the bin's
+    ICE rows.  The bin's gap is their weighted mean; its null draws flip each row's sign (uncentred: the values
+    average 0 under the null) and add the noise of the bin's mean step, for the rows that use it."""
+    none = (float("nan"), None, 0)
+    pdc = np.asarray(pd_curve, dtype=float).ravel()
+    W = np.bincount(bins, weights=wr, minlength=size)
+    usable = W > 0
+    step = np.zeros(bins.size)
+    extra = None
+    if kind == "numeric":  # the step from each ICE row's own value to its bin's grid value
+        if ice is None:
+            return none
+        curves = np.asarray(ice, dtype=float).reshape(-1, size)
+        pos = np.arange(curves.shape[0]) if ice_rows is None else np.asarray(ice_rows, dtype=np.int64)
+        h = np.ones(pos.size) if ice_weight is None else np.asarray(ice_weight, dtype=float)
+        where = np.full(ok.shape[0], -1, dtype=np.int64)  # each row's place among the usable rows
+        where[np.flatnonzero(ok)] = np.arange(bins.size)
+        at = where[pos]
+        keep = (at >= 0) & (h > 0)
+        at, hk = at[keep], h[keep]
+        kb = bins[at]
+        sk = fr[at] - curves[np.flatnonzero(keep), kb]
+        fin = np.isfinite(sk)
+        at, kb, sk, hk = at[fin], kb[fin], sk[fin], hk[fin]
+        H = np.bincount(kb, weights=hk, minlength=size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m2 = np.where(H > 0, np.bincount(kb, weights=hk * sk, minlength=size) / H, 0.0)
+        usable &= H > 0
+        has_ice = np.zeros(bins.size, dtype=bool)
+        has_ice[at] = True
+        step = m2[bins]
+        step[at] = sk
+        # the rows without a curve use the bin's mean step: its noise, weighted by their share of the bin
+        share_other = np.bincount(bins[~has_ice], weights=wr[~has_ice], minlength=size) / np.maximum(W, 1e-300)
+        extra = np.bincount(at, minlength=bins.size) * 0.0
+        extra[at] = (share_other[kb] * hk * (sk - m2[kb]) / np.maximum(H[kb], 1e-300)
+                     * _inflation(kb, hk, size)[kb])
+    if not usable.any():
+        return none
+    u = wr * (fr - step - pdc[bins]) / np.maximum(W[bins], 1e-300)  # each row's part in its bin's gap
+    if extra is not None:
+        u = u - extra  # one row, one sign: its value and its share in the mean step together
+    gap = np.where(usable, np.bincount(bins, weights=u, minlength=size), np.nan)
+    omega = np.where(usable, W, 0.0) / W[usable].sum()
+    dependence = float(gap_of_draws(gap, omega, loss))
+    rows_in = usable[bins]
+    bin_noise = _BinNoise(bins[rows_in], u[rows_in], size)
+    centre = _shrunk(gap, dependence, threshold)
+
+    def draw_dependence(n, rng):
+        d = centre + bin_noise.draw(n, rng)
+        if noise is not None:
+            d = d - noise.draw(n, rng).reshape(n, -1)
+        return gap_of_draws(d, omega, loss)
+
+    return dependence, draw_dependence, int(rows_in.sum())

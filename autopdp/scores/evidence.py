@@ -21,7 +21,7 @@ from .importance import flatness, interaction_statistic, marginal_weights
 from .scoring import _weights, grid_cells
 from .significance import (
     ANALYTIC_P_FLOOR, EFFECTIVE_ROWS_FLOOR, TESTS, Evidence, NoiseModel, SequentialTest, adjust_p_values, analytic_p, pd_noise_model,
-    noise_gap_reason, weighted_noise_factor,
+    ice_row_weights, noise_gap_reason, weighted_noise_factor,
 )
 from .utilities import TRUST_IDS
 from .utilities.base import axis_positions, gap_of_draws
@@ -637,13 +637,12 @@ def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evide
                          reason=f"the sample weights leave {n_eff:.1f} effective rows, fewer than "
                                 f"{EFFECTIVE_ROWS_FLOOR}: the bins' residual means cannot be taken as Gaussian")
     yv = inputs.observed(s.target)
-    name = r.features[0]
-    positions = inputs.column(name) if r.kinds[0] == "numeric" else None
     parts = incidence_parts(
         predicted=inputs.predictions[:, t], observed=yv, cells=cells, size=int(np.prod(r.grid_shape)),
-        sample_weight=inputs.sample_weight, pd_curve=r.average[t], positions=positions, grid_values=r.grid[0],
-        kind=r.kinds[0], noise=noise, is_classifier=inputs.is_classifier, loss=cfg.loss,
-        threshold=thr if np.isfinite(thr) else 0.0)
+        sample_weight=inputs.sample_weight, pd_curve=r.average[t], kind=r.kinds[0], noise=noise,
+        is_classifier=inputs.is_classifier, loss=cfg.loss, threshold=thr if np.isfinite(thr) else 0.0,
+        ice=None if r.individual is None or r.centered else r.individual[t], ice_rows=r.ice_rows,
+        ice_weight=ice_row_weights(r, inputs.sample_weight))
     rng = _rng(r.features, "incidence")
     parts_of = [("calibration", parts.calibration, parts.draw_calibration),
                 ("dependence", parts.dependence, parts.draw_dependence)]
@@ -682,7 +681,7 @@ def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evide
         p = min(1.0, 2.0 * out[k][1])  # Bonferroni over the two parts
         draws = sum(v[3] for v in out.values())
         what = ("calibration gap (observed against the model's mean prediction, bin by bin)" if k == "calibration"
-                else "dependence gap (the PD against the model's mean prediction over each bin's rows)")
+                else "dependence gap (the PD against the model's mean prediction for each bin's rows at the bin's value)")
         return _item("incidence", r.features, out[k][0], thr, p=p, noise=out[k][2], draws=draws, kind=k,
                      statistic=what, details=details, test=f"{TESTS['incidence'][1]}; {draws:,} draws")
     return _Pending(tests, build) if tests else build([])

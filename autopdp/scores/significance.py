@@ -109,9 +109,11 @@ TESTS = {
                    "Monte-Carlo minimum-effect test: the PD shrunk to the threshold + PD noise"),
     "incidence": (
         "the model's calibration gap within the feature's bins (mean observed against mean predicted), and the "
-        "PD's gap to the model's mean prediction over each bin's rows, are each at most the materiality threshold",
+        "PD's gap to the model's mean prediction for each bin's rows with the feature at the bin's grid value, are "
+        "each at most the materiality threshold",
         "minimum-effect wild bootstrap (random signs) of the rows' residuals per bin (calibration) and of their "
-        "departures from the PD (dependence) around the gaps shrunk to the threshold, Bonferroni over the two",
+        "predictions at the bin's grid value less the PD (dependence) around the gaps shrunk to the threshold, "
+        "Bonferroni over the two",
     ),
     "similarity": ("the two models' PDs differ in shape (less a constant) by at most the materiality threshold",
                    "Monte-Carlo minimum-effect test: the difference shrunk to the threshold + paired ICE noise"),

@@ -1,0 +1,155 @@
+"""The audit at 50k, 200k and 1M rows x 14, locally and on a Dask LocalCluster of 1 and 2 workers (issue 32).
+
+    python benchmarks/bench_scale.py [--sizes 50000,200000,1000000] [--workers 1,2] [--skip-dask]
+
+The model is the full-Adult one of the README's figures: a HistGradientBoostingClassifier with 200 iterations and
+native categoricals, fitted on the 48,842 real rows of ``../shared/data/adult``.  Each size is the Adult rows
+resampled with replacement (seed 0), the income label with them.  Every run is the default call,
+``autopdp.audit(model, X, y)`` (with ``scheduler=`` the cluster's client on Dask), each in a new process so that
+one run's memory does not carry into the next.
+
+Printed per run: the audit's wall time, its stages (``Audit.run["timings_s"]``), and the peak memory of the
+process plus its children (the Dask workers are child processes of a LocalCluster), sampled every 50 ms.  The
+speed-up is the local time over the cluster's.  The load average is printed beside each figure: take the figures
+on an idle machine.  On Dask only the PDs' feature-set groups run on the workers; validation, scoring, the trust
+checks and the noise tests run in the calling process (docs/user-guide.md, "Dask").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ADULT = ROOT.parent / "shared" / "data" / "adult" / "adult.csv"
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def _adult():
+    import pandas as pd
+
+    df = pd.read_csv(ADULT, na_values="?", skipinitialspace=True)
+    y = df.pop("income").astype(str).str.contains(">50K").astype(int).to_numpy()
+    for c in df.columns:
+        df[c] = df[c].astype("category") if not pd.api.types.is_numeric_dtype(df[c]) else df[c].astype(float)
+    return df, y
+
+
+class _PeakMemory:
+    """The largest sum of resident memory of this process and its descendants, sampled every ``every`` s."""
+
+    def __init__(self, every: float = 0.05):
+        import psutil
+
+        self.me = psutil.Process()
+        self.every = every
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> int:
+        total = 0
+        for p in [self.me, *self.me.children(recursive=True)]:
+            try:
+                total += p.memory_info().rss
+            except Exception:  # noqa: BLE001 - a worker that just exited
+                pass
+        return total
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            self._stop.wait(self.every)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._sample())
+
+
+def _one(size: int, workers: int) -> dict:
+    """One run in this process: ``workers`` 0 is local, else a LocalCluster of that many worker processes."""
+    import warnings
+
+    import numpy as np
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    import autopdp
+
+    warnings.simplefilter("ignore")
+    df, y = _adult()
+    model = HistGradientBoostingClassifier(max_iter=200, categorical_features="from_dtype", random_state=0).fit(df, y)
+    rows = np.random.default_rng(0).integers(0, len(df), size)
+    X, yy = df.iloc[rows].reset_index(drop=True), y[rows]
+    del df
+    client = cluster = None
+    if workers:
+        from distributed import Client, LocalCluster
+
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=max(1, (os.cpu_count() or 1) // workers),
+                               processes=True, dashboard_address=None)
+        client = Client(cluster)
+    load_before = _load()
+    with _PeakMemory() as mem:
+        t0 = time.perf_counter()
+        a = autopdp.audit(model, X, yy, progress=False, scheduler=client)
+        seconds = time.perf_counter() - t0
+    out = {"size": size, "workers": workers, "seconds": seconds, "peak_mb": mem.peak / 2 ** 20,
+           "stages": {k: round(float(v), 1) for k, v in a.run.get("timings_s", {}).items()},
+           "load_before": load_before, "load_after": _load()}
+    if client is not None:
+        client.close()
+        cluster.close()
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="50000,200000,1000000")
+    ap.add_argument("--workers", default="1,2", help="Dask LocalCluster worker processes to try")
+    ap.add_argument("--skip-dask", action="store_true")
+    ap.add_argument("--one", nargs=2, type=int, metavar=("SIZE", "WORKERS"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(_one(*args.one)))
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",")]
+    modes = [0] + ([] if args.skip_dask else [int(w) for w in args.workers.split(",")])
+    print(f"autopdp.audit(model, X, y) on the Adult rows resampled; HGB 200 iterations, native categoricals; "
+          f"{os.cpu_count()} cores")
+    print(f"{'rows':>9s}  {'where':14s} {'seconds':>8s} {'peak MB':>8s} {'speed-up':>8s}   stages (s)   load before / after")
+    for size in sizes:
+        local = None
+        for w in modes:
+            proc = subprocess.run([sys.executable, __file__, "--one", str(size), str(w)], capture_output=True,
+                                  text=True)
+            if proc.returncode != 0:
+                print(f"{size:9,d}  {'local' if not w else f'Dask {w} worker' + ('s' if w > 1 else ''):14s} failed:\n"
+                      f"{proc.stderr[-2000:]}")
+                continue
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            local = r["seconds"] if not w else local
+            where = "local" if not w else f"Dask {w} worker" + ("s" if w > 1 else "")
+            speed = f"{local / r['seconds']:.2f}x" if w and local else ""
+            stages = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
+            print(f"{size:9,d}  {where:14s} {r['seconds']:8.1f} {r['peak_mb']:8.0f} {speed:>8s}   {stages}   "
+                  f"{r['load_before']} / {r['load_after']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
