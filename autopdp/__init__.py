@@ -33,6 +33,7 @@ _EXPORTS = {
     "StageFailureWarning": ".stage_failures",
     "InputError": ".errors",
     "InputTypeError": ".errors",
+    "load_model": ".models",
 }
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "StageFailureWarning",
     "InputError",
     "InputTypeError",
+    "load_model",
     "datasets",
 ]
 

@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 from .config import AuditConfig
 from .pd.data import Frame, sample_rows
 from .errors import InputError
+from .provenance import attach_provenance
 from ._progress import announce, say
 from .summary import audit_metadata, summarise_data
 from .pd.partial_dependence import feature_grids, partial_dependence
@@ -512,6 +513,9 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     :func:`autopdp.summary.audit_metadata`.
     """
     started = time.perf_counter()
+    from .mlflow_models import model_argument
+
+    model, source = model_argument(model, X)  # an MLflow URI, or a model autopdp.load_model read from one
     config, compare = _resolved(config, compare)
     train = checked_train(train, config.refits, X)
     timings: dict[str, float] = {}
@@ -527,8 +531,9 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     # demo with refits: the learner-level tests took 102 s with BLAS's threads, 13 s without), so BLAS runs one
     # thread per caller until the audit returns.
     with threadpool_limits(limits=1, user_api="blas"):
-        return _after_pds(model, data, pds, refits, config, random_state=random_state, progress=progress,
-                          timings=timings, compare=compare, started=started, sample_weight=sample_weight)
+        result = _after_pds(model, data, pds, refits, config, random_state=random_state, progress=progress,
+                            timings=timings, compare=compare, started=started, sample_weight=sample_weight)
+    return result if source is None else attach_provenance(result, inputs={"model": source.record})
 
 
 def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, random_state, progress, timings,

@@ -231,11 +231,17 @@ def _inputs(args, **models) -> dict:
         paths["policy"] = args.policy
     if getattr(args, "resolved_docx_template", None):
         paths["docx template"] = args.resolved_docx_template
-    return {role: file_record(p, "comparison model" if role.startswith("compare:") else role)
+    loaded = getattr(args, "mlflow_models", {})
+    return {role: ({**loaded[p].record, "role": role} if p in loaded else
+                   file_record(p, "comparison model" if role.startswith("compare:") else role))
             for role, p in paths.items() if p}
 
 
 def _same_file(a, b) -> bool:
+    from .mlflow_models import is_mlflow_uri
+
+    if is_mlflow_uri(a) or is_mlflow_uri(b):  # a model URI is named as written
+        return str(a).strip() == str(b).strip()
     try:
         return Path(a).resolve() == Path(b).resolve()
     except (OSError, RuntimeError):
@@ -252,16 +258,48 @@ def _check_allow_pickle(args, model_paths) -> None:
 
 
 def _load_model(args, path):
-    """A model file, trusting the skops types named by --trust-type and a pickle only if --allow-pickle names it."""
-    from .loading import load_model
+    """A model file or MLflow URI, trusting the skops types named by --trust-type and a pickle only if
+    --allow-pickle names it.  An MLflow model is kept in ``args.mlflow_models`` for the provenance and the
+    signature check (:func:`_check_signatures`)."""
+    from .mlflow_models import is_mlflow_uri, source_of
+    from .models import load_model
 
     allowed = any(_same_file(a, path) for a in getattr(args, "allow_pickle", None) or [])
-    return load_model(path, trusted_types=getattr(args, "trust_type", None), allow_pickle=allowed)
+    model = load_model(path, trusted_types=getattr(args, "trust_type", None), allow_pickle=allowed)
+    if is_mlflow_uri(path):
+        if not hasattr(args, "mlflow_models"):
+            args.mlflow_models = {}
+        args.mlflow_models[path] = source_of(model)
+    return model
+
+
+def _check_signatures(args, X) -> None:
+    """The data against the input schema logged with each MLflow model (exit 2 naming the mismatch)."""
+    from .mlflow_models import check_signature
+
+    for loaded in getattr(args, "mlflow_models", {}).values():
+        if loaded is not None:
+            check_signature(loaded, X)
+
+
+def _display_name(path) -> str:
+    """A model's name for the report: its file name, or an MLflow URI as given."""
+    from .mlflow_models import is_mlflow_uri
+
+    return str(path).strip() if is_mlflow_uri(path) else Path(path).name
 
 
 def _model_label(path, avoid: str = "") -> str:
-    """A comparison model's name from its file: the file name without extension (no ':' or '=')."""
-    label = Path(path).stem.replace(":", "_").replace("=", "_") or "champion"
+    """A comparison model's name from its file (the file name without extension) or MLflow URI (name and
+    version, or the run), without ':' or '='."""
+    from .mlflow_models import is_mlflow_uri
+
+    if is_mlflow_uri(path):
+        parts = [p for p in str(path).strip().split(":/", 1)[1].replace("@", "/").split("/") if p]
+        stem = " ".join(parts[:2])
+    else:
+        stem = Path(path).stem
+    label = stem.replace(":", "_").replace("=", "_") or "champion"
     return label if label != avoid else f"{label} (champion)"
 
 
@@ -358,13 +396,15 @@ def _cmd_report(args) -> int:
     page_size = _page_size(args.page_size)
     compare_paths = _parse_compare(args.compare)
     _check_allow_pickle(args, [args.model, *compare_paths.values()])
-    cfg = _with_flags(_config(args.config, model_name=Path(args.model).name, dataset_name=Path(args.data).name), args)
+    cfg = _with_flags(_config(args.config, model_name=_display_name(args.model), dataset_name=Path(args.data).name),
+                      args)
     templates = _templates(args, cfg, formats)
     load_notes: list = []
     with _loading(load_notes):
         model = _load_model(args, args.model)
         compare = {name: _load_model(args, p) for name, p in compare_paths.items()}
         X, y, weights = _load_data(args)
+        _check_signatures(args, X)
         cfg, train = _train(args, cfg)
         inputs = _inputs(args, model=args.model, **{f"compare:{n}": p for n, p in compare_paths.items()})
     with stage("computing and scoring every 1D and 2D partial dependence"):
@@ -386,7 +426,7 @@ def _cmd_gate(args) -> int:
     policy = GatePolicy.from_toml(args.policy)
     if policy.needs_champion and not args.champion:
         raise InputError("the policy sets champion limits (max_similarity); pass --champion PATH.")
-    base, reset = policy.without_loosening(_config(args.config, model_name=Path(args.model).name,
+    base, reset = policy.without_loosening(_config(args.config, model_name=_display_name(args.model),
                                                    dataset_name=Path(args.data).name))
     for key in reset:  # the policy decides: a --config cannot loosen the gate
         now = "the default bound" if key.startswith("lipschitz.") else repr(getattr(base, key))
@@ -399,9 +439,10 @@ def _cmd_gate(args) -> int:
         model = _load_model(args, args.model)
         champion = _load_model(args, args.champion) if args.champion else None
         X, y, weights = _load_data(args)
+        _check_signatures(args, X)
         cfg, train = _train(args, cfg)
         inputs = _inputs(args, model=args.model, champion=args.champion)
-    champion_label = _model_label(args.champion, avoid=Path(args.model).stem) if args.champion else None
+    champion_label = _model_label(args.champion, avoid=_model_label(args.model)) if args.champion else None
     policy.check_features([str(c) for c in X.columns])
     if policy.needs_target and y is None:  # pragma: no cover - split_target always gives y
         raise InputError("the policy sets max_incidence, which needs --target.")
@@ -435,13 +476,14 @@ def _cmd_compare(args) -> int:
         raise InputError("compare needs at least two models: --model NAME=PATH --model NAME=PATH.")
     _check_allow_pickle(args, paths.values())
     names = list(paths)
-    cfg = _with_flags(_config(args.config, model_name=f"{names[0]} ({Path(paths[names[0]]).name})",
+    cfg = _with_flags(_config(args.config, model_name=f"{names[0]} ({_display_name(paths[names[0]])})",
                               dataset_name=Path(args.data).name), args)
     templates = _templates(args, cfg, formats)
     load_notes: list = []
     with _loading(load_notes):
         models = {n: _load_model(args, p) for n, p in paths.items()}
         X, y, weights = _load_data(args)
+        _check_signatures(args, X)
         cfg, train = _train(args, cfg)  # the refits are of the first model's learner
         inputs = _inputs(args, model=paths[names[0]], **{f"compare:{n}": paths[n] for n in names[1:]})
     with stage("computing and scoring every 1D and 2D partial dependence of every model"):
@@ -518,8 +560,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "functools.partial; a refused model file lists the types it needs (scikit-learn's tree "
                             "containers are trusted by default; see docs/user-guide.md, 'What each input may do')")
         p.add_argument("--allow-pickle", action="append", default=None, metavar="PATH",
-                       help="load this .joblib/.pkl model file although unpickling runs code from it (repeatable, "
-                            "one per file: --model, --champion, --compare)")
+                       help="load this .joblib/.pkl model file (or pickled MLflow model URI) although unpickling runs "
+                            "code from it (repeatable, one per model: --model, --champion, --compare)")
         p.add_argument("--train", default=None, metavar="TRAIN",
                        help="training data (.csv or .parquet, same target, weights and loading options as --data): "
                             "with --refits K the learner is refitted K times on half-samples of it and each finding "
@@ -540,7 +582,8 @@ def build_parser() -> argparse.ArgumentParser:
     warm.set_defaults(func=_cmd_warmup)
 
     rep = add("report", "report on a saved model and a data file")
-    rep.add_argument("--model", required=True, help="fitted model: .skops (safe) or .joblib/.pkl (needs --allow-pickle PATH)")
+    rep.add_argument("--model", required=True, help="fitted model: .skops (safe), .joblib/.pkl (needs --allow-pickle "
+                     "PATH), or an MLflow URI models:/NAME/VERSION, models:/NAME@ALIAS, runs:/RUN_ID/PATH")
     model_data(rep)
     rep.add_argument("--compare", action="append", metavar="NAME=PATH", help="a comparison model (repeatable)")
     rep.add_argument("--config", help="TOML file of AuditConfig keys")
@@ -549,7 +592,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     gat = add("gate", "check a model against a policy file (exit 0 pass, 1 fail, 2 bad input, 3 internal failure)")
     gat.add_argument("--policy", required=True, help="TOML policy file")
-    gat.add_argument("--model", required=True, help="fitted model: .skops or .joblib/.pkl (with --allow-pickle PATH)")
+    gat.add_argument("--model", required=True, help="fitted model: .skops, .joblib/.pkl (with --allow-pickle PATH) "
+                     "or an MLflow model URI")
     model_data(gat)
     gat.add_argument("--champion", help="the current production model, for the [champion] limits")
     gat.add_argument("--config", help="TOML file of AuditConfig keys (the policy's [audit] table wins over it)")

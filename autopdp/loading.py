@@ -86,7 +86,8 @@ def trusted_type_names(trusted_types) -> tuple[str, ...]:
 
 
 def load_model(path, *, trusted_types=None, allow_pickle: bool = False, trust_model=None):
-    """Load a fitted model from ``path`` (see module docs for the formats).
+    """Load a fitted model from ``path`` (see module docs for the formats; :func:`autopdp.load_model` also reads
+    MLflow model URIs).
 
     ``trusted_types``: skops type names to trust in this file beyond :data:`DEFAULT_TRUSTED_TYPES`
     (CLI ``--trust-type``); the loaded ones are named in a :class:`TrustWarning`.

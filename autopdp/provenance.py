@@ -34,7 +34,7 @@ __all__ = ["file_record", "library_versions", "platform_info", "content_sha256",
 #: Distributions whose versions go into every report (import name differs for some).
 LIBRARIES = ("numpy", "pandas", "scikit-learn", "scipy", "cvxpy", "clarabel", "osqp", "numba", "joblib", "skops",
              "matplotlib", "jinja2", "weasyprint", "python-docx", "pyarrow", "tqdm", "dask", "distributed", "xgboost", "xgboost-cpu",
-             "lightgbm")
+             "lightgbm", "mlflow")
 _REQUIRED = {"numpy", "pandas", "scikit-learn", "scipy", "cvxpy", "numba", "joblib", "skops", "matplotlib", "jinja2",
              "weasyprint", "python-docx", "pyarrow", "tqdm"}
 
