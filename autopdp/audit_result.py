@@ -411,6 +411,15 @@ class Audit:
             atomic_write_bytes(path, data)
         return data
 
+    def log_to_mlflow(self, run_id: str | None = None, *, experiment: str | None = None,
+                      formats=("json", "html", "pdf"), gate=None) -> str:
+        """Log the report (``formats``, written to a temporary folder), results.json and the findings' counts to
+        MLflow: to ``run_id``, else the run of the model when it was loaded from an MLflow URI, else a new run in
+        ``experiment`` (see :mod:`autopdp.mlflow_log`).  Returns the run id."""
+        from .mlflow_log import log_audit
+
+        return log_audit(self, run_id=run_id, experiment=experiment, formats=formats, gate=gate)
+
     def _repr_html_(self) -> str:
         """Notebook view: the curated findings and the importance table."""
         from .report.context import notebook_context

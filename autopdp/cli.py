@@ -282,6 +282,32 @@ def _check_signatures(args, X) -> None:
             check_signature(loaded, X)
 
 
+def _mlflow_target(args):
+    """Where --mlflow logs, checked on the server before any work (None without --mlflow)."""
+    if getattr(args, "mlflow_experiment", None) and not getattr(args, "mlflow", False):
+        raise InputError("--mlflow-experiment names where --mlflow logs; add --mlflow.")
+    if not getattr(args, "mlflow", False):
+        return None
+    from .mlflow_log import target
+
+    loaded = getattr(args, "mlflow_models", {}).get(getattr(args, "model", None)) if isinstance(
+        getattr(args, "model", None), str) else None
+    return target(loaded.record if loaded is not None else None, args.mlflow_experiment)
+
+
+def _log_mlflow(where, result, out: Path, paths, gate=None) -> None:
+    """The written outputs (with the manifest) logged to ``where`` (see :mod:`autopdp.mlflow_log`)."""
+    if where is None:
+        return
+    from .mlflow_log import log_outputs
+
+    files = list(dict.fromkeys([*map(Path, paths), out / "manifest.json"]))
+    with stage(f"logging to MLflow ({where.describe()})"):
+        run_id = log_outputs(where, result, files, gate=gate)
+    print(f"autopdp: logged {len([f for f in files if f.is_file()])} files, the findings' counts and tags to MLflow "
+          f"run {run_id} (artifacts under autopdp/)")
+
+
 def _display_name(path) -> str:
     """A model's name for the report: its file name, or an MLflow URI as given."""
     from .mlflow_models import is_mlflow_uri
@@ -359,9 +385,11 @@ def _cmd_demo(args) -> int:
         raise InputError(f"--refits takes a number of refits (e.g. 10), got {refits}.")
     config = DEMO_CONFIG.replace(refits=refits) if refits else DEMO_CONFIG
     with stage("computing and scoring every 1D and 2D partial dependence"):
+        where = _mlflow_target(args)
         result = audit(model, X, y, config=config, n_jobs=args.n_jobs, scheduler=args.scheduler,
                        train=(X, y) if refits else None)
-    _write(result, Path(args.out), formats, page_size, started, templates=templates, ice=args.ice)
+    paths = _write(result, Path(args.out), formats, page_size, started, templates=templates, ice=args.ice)
+    _log_mlflow(where, result, Path(args.out), paths)
     return _exit_code(result, EXIT_OK)
 
 
@@ -407,11 +435,13 @@ def _cmd_report(args) -> int:
         _check_signatures(args, X)
         cfg, train = _train(args, cfg)
         inputs = _inputs(args, model=args.model, **{f"compare:{n}": p for n, p in compare_paths.items()})
+    where = _mlflow_target(args)
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler,
                        sample_weight=weights, train=train)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
-    _write(result, Path(args.out), formats, page_size, started, templates=templates, ice=args.ice)
+    paths = _write(result, Path(args.out), formats, page_size, started, templates=templates, ice=args.ice)
+    _log_mlflow(where, result, Path(args.out), paths)
     return _exit_code(result, EXIT_OK)
 
 
@@ -442,6 +472,7 @@ def _cmd_gate(args) -> int:
         _check_signatures(args, X)
         cfg, train = _train(args, cfg)
         inputs = _inputs(args, model=args.model, champion=args.champion)
+    where = _mlflow_target(args)
     champion_label = _model_label(args.champion, avoid=_model_label(args.model)) if args.champion else None
     policy.check_features([str(c) for c in X.columns])
     if policy.needs_target and y is None:  # pragma: no cover - split_target always gives y
@@ -454,7 +485,9 @@ def _cmd_gate(args) -> int:
         verdict = gate(result, policy, champion=champion_label)
     out = Path(args.out)
     extra = {"gate.json": verdict.to_json(), "gate.xml": verdict.to_junit_xml()}
-    _write(result, out, formats, page_size, started, extra_files=extra, gate=verdict, templates=templates, ice=args.ice)
+    paths = _write(result, out, formats, page_size, started, extra_files=extra, gate=verdict, templates=templates,
+                   ice=args.ice)
+    _log_mlflow(where, result, out, paths, gate=verdict)
     if verdict.passed:
         print(f"autopdp gate: PASSED all {len(verdict.checks)} checks ({out / 'gate.xml'})")
         return _exit_code(result, EXIT_OK)
@@ -486,11 +519,15 @@ def _cmd_compare(args) -> int:
         _check_signatures(args, X)
         cfg, train = _train(args, cfg)  # the refits are of the first model's learner
         inputs = _inputs(args, model=paths[names[0]], **{f"compare:{n}": paths[n] for n in names[1:]})
+    args.model = paths[names[0]]  # --mlflow logs to the base model's run
+    where = _mlflow_target(args)
     with stage("computing and scoring every 1D and 2D partial dependence of every model"):
         result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg,
                        n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights, train=train)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
-    _write(result, Path(args.out), formats, page_size, started, comparison=names[0], templates=templates, ice=args.ice)
+    written = _write(result, Path(args.out), formats, page_size, started, comparison=names[0], templates=templates,
+                     ice=args.ice)
+    _log_mlflow(where, result, Path(args.out), written)
     return _exit_code(result, EXIT_OK)
 
 
@@ -526,6 +563,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also write every ICE curve to ice.parquet (results.json leaves them out)")
         p.add_argument("--n-jobs", type=int, default=None, help="parallel workers for the PDs (default: 1)")
         p.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786) to run the PDs on")
+        p.add_argument("--mlflow", action="store_true",
+                       help="log every output, the findings' counts and tags to the MLflow run of the model "
+                            "(models:/ or runs:/), or to a new run in --mlflow-experiment")
+        p.add_argument("--mlflow-experiment", default=None, metavar="NAME",
+                       help="with --mlflow: log to a new run in this experiment (created if missing)")
         if is_demo:
             return
         p.add_argument("--pairs", default=None, metavar="all|none|top:N|a:b,c:d",

@@ -127,6 +127,8 @@ def test_illustrations_hold_what_can_be_checked(block, tmp_path):
         (command,) = re.findall(r"autopdp gate [^'\n]+", block.text)
         args = build_parser().parse_args(shlex.split(command)[1:])
         assert args.out.rstrip("/") == "gate" and args.command == "gate"
+    elif block.lang == "python":  # a Python illustration (it needs a server, say): it is valid Python
+        compile(block.text, block.id, "exec")
     elif block.lang in RUN:
         for words in commands(block.text):
             if words[0] == "make":  # `make demo`, `make test`: the targets exist

@@ -166,11 +166,13 @@ def test_a_signature_mismatch_is_exit_2_before_any_work(logged, tmp_path, capsys
     data = tmp_path / "short.csv"
     logged["X"][["a", "c"]].assign(y=logged["y"]).to_csv(data, index=False)
     trust = [x for t in HGB_CATEGORICAL_TYPES for x in ("--trust-type", t)]
+    before = _all_artifacts(logged["run_id"])
     code, out, err = run(capsys, "report", "--model", "models:/credit/1", "--data", data, "--target", "y",
-                         "--out", tmp_path / "r", *trust)
+                         "--out", tmp_path / "r", "--mlflow", *trust)
     assert code == 2
     assert "the data lacks columns the signature of models:/credit/1 requires: b" in err.strip().splitlines()[-1]
     assert "computing" not in err
+    assert _all_artifacts(logged["run_id"]) == before  # nothing partial logged
 
 
 def test_a_pickled_model_needs_allow_pickle_naming_its_uri(logged, tmp_path, capsys):
@@ -252,3 +254,125 @@ def test_an_audit_of_a_model_object_never_imports_mlflow():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def _all_artifacts(run_id):
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    return sorted(f.path for top in client.list_artifacts(run_id) for f in
+                  (client.list_artifacts(run_id, top.path) if top.is_dir else [top]))
+
+
+def _artifacts(run_id, path="autopdp"):
+    import mlflow
+
+    return sorted(Path(f.path).name for f in mlflow.MlflowClient().list_artifacts(run_id, path))
+
+
+def test_report_logs_every_output_metrics_and_tags_to_the_models_run(logged, tmp_path, capsys):
+    import mlflow
+
+    trust = [x for t in HGB_CATEGORICAL_TYPES for x in ("--trust-type", t)]
+    code, out, err = run(capsys, "report", "--model", "models:/credit/1", "--data", logged["data"], "--target", "y",
+                         "--out", tmp_path / "r", "--formats", "json,pdf", "--mlflow", *trust)
+    assert code == 0, err
+    assert f"to MLflow run {logged['run_id']}" in out
+    assert _artifacts(logged["run_id"]) == ["manifest.json", "report.pdf", "results.json"]
+    got = mlflow.MlflowClient().get_run(logged["run_id"]).data
+    res = autopdp.read_results(tmp_path / "r" / "results.json")
+    passed = sum(1 for items in res["evidence"].values() for e in items if e["passed"])
+    assert passed > 0 and "autopdp_untested" in got.metrics
+    per = {k: sum(1 for e in items if e["passed"]) for k, items in res["evidence"].items()}
+    assert {k: got.metrics[f"autopdp_findings_{k}"] for k in per} == per
+    assert got.tags["autopdp_complete"] == "true" and got.tags["autopdp_model_uri"] == "models:/credit/1"
+    assert got.tags["autopdp_version"] == autopdp.__version__ and len(got.tags["autopdp_data_sha256"]) == 64
+    # the uploaded results.json is the local one, byte for byte
+    import mlflow.artifacts
+
+    local = mlflow.artifacts.download_artifacts(run_id=logged["run_id"], artifact_path="autopdp/results.json",
+                                                dst_path=str(tmp_path / "dl"))
+    assert Path(local).read_bytes() == (tmp_path / "r" / "results.json").read_bytes()
+    assert got.metrics["autopdp_findings"] == passed
+
+
+def test_a_file_model_logs_to_a_new_run_in_the_named_experiment_and_a_gate_logs_its_verdict(logged, tmp_path,
+                                                                                           capsys):
+    import mlflow
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = logged["X"][["a", "b"]], logged["y"]
+    sio.dump(LogisticRegression().fit(X, y), tmp_path / "m.skops")
+    X.assign(y=y).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "policy.toml").write_text("[features.a]\nmax_slope = 100.0\n")
+    code, out, err = run(capsys, "gate", "--model", tmp_path / "m.skops", "--data", tmp_path / "d.csv", "--target",
+                         "y", "--policy", tmp_path / "policy.toml", "--out", tmp_path / "g", "--formats", "json",
+                         "--mlflow")
+    assert code == 2 and "name the experiment" in err.strip().splitlines()[-1]
+    assert not (tmp_path / "g" / "results.json").exists()  # checked before any work
+    code, out, err = run(capsys, "gate", "--model", tmp_path / "m.skops", "--data", tmp_path / "d.csv", "--target",
+                         "y", "--policy", tmp_path / "policy.toml", "--out", tmp_path / "g", "--formats", "json",
+                         "--mlflow", "--mlflow-experiment", "validations")
+    assert code == 0, err
+    exp = mlflow.MlflowClient().get_experiment_by_name("validations")
+    (r,) = mlflow.MlflowClient().search_runs([exp.experiment_id])
+    assert _artifacts(r.info.run_id) == ["gate.json", "gate.xml", "manifest.json", "results.json"]
+    assert r.data.metrics["autopdp_gate_passed"] == 1.0 and r.data.metrics["autopdp_gate_failed_checks"] == 0.0
+    assert r.info.status == "FINISHED"
+
+
+def test_audit_log_to_mlflow_uses_the_models_run(logged):
+    X, y = logged["X"], logged["y"]
+    model = autopdp.load_model("models:/numeric/1")
+    a = autopdp.audit(model, X[["a", "b"]], y, config=autopdp.AuditConfig(pairs=False), progress=False)
+    run_id = a.log_to_mlflow(formats=("json",))
+    assert run_id == a.metadata["provenance"]["inputs"]["model"]["run_id"]
+    assert "results.json" in _artifacts(run_id)
+
+
+def test_an_unreachable_server_at_logging_time_keeps_the_local_outputs(logged, tmp_path, capsys, monkeypatch):
+    """The server answers the check before the audit, then goes away: exit 2 naming it, the outputs written."""
+    import autopdp.mlflow_log as ml
+
+    real = ml.log_outputs
+
+    def dead(where, *a, **k):
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{_free_port()}")
+        where.run_id = None
+        return real(where, *a, **k)
+
+    monkeypatch.setattr(ml, "log_outputs", dead)
+    trust = [x for t in HGB_CATEGORICAL_TYPES for x in ("--trust-type", t)]
+    code, out, err = run(capsys, "report", "--model", "models:/credit/1", "--data", logged["data"], "--target", "y",
+                         "--out", tmp_path / "r", "--formats", "json", "--mlflow", *trust)
+    assert code == 2 and "cannot reach the MLflow tracking server" in err.strip().splitlines()[-1]
+    assert (tmp_path / "r" / "results.json").is_file()
+
+
+def test_mlflow_evaluate_runs_the_autopdp_evaluator_and_logs_the_same(logged):
+    """MLflow finds autopdp through its entry point; the HGB's native object is audited (the tree path)."""
+    import mlflow
+
+    X, y = logged["X"], logged["y"]
+    data = X.assign(y=y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with mlflow.start_run() as run:
+            mlflow.sklearn.log_model(
+                __import__("sklearn.ensemble", fromlist=["x"]).HistGradientBoostingClassifier(
+                    max_iter=10, categorical_features="from_dtype", random_state=0).fit(X, y),
+                name="m", skops_trusted_types=LOGGER_TRUST, serialization_format="cloudpickle")
+            model_uri = f"runs:/{run.info.run_id}/m"
+            res = mlflow.models.evaluate(model_uri, data, targets="y", model_type="classifier",
+                                         evaluators=["autopdp"],
+                                         evaluator_config={"autopdp": {"formats": ["json"], "config": {"pairs": False}}})
+    assert res.metrics["autopdp_findings"] >= 1 and "autopdp_untested" in res.metrics
+    assert {"autopdp/results.json", "autopdp/manifest.json"} <= set(res.artifacts)
+    assert _artifacts(run.info.run_id) == ["manifest.json", "results.json"]
+    got = mlflow.MlflowClient().get_run(run.info.run_id).data
+    assert got.tags["autopdp_complete"] == "true"
+    assert got.metrics["autopdp_findings"] == res.metrics["autopdp_findings"]
+    body = json.loads(res.artifacts["autopdp/results.json"].content)
+    methods = {r["method"] for r in autopdp.read_results(body)["results"]}
+    assert methods == {"tree"}
