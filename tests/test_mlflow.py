@@ -376,3 +376,30 @@ def test_mlflow_evaluate_runs_the_autopdp_evaluator_and_logs_the_same(logged):
     body = json.loads(res.artifacts["autopdp/results.json"].content)
     methods = {r["method"] for r in autopdp.read_results(body)["results"]}
     assert methods == {"tree"}
+
+
+def test_lightgbm_scikit_learn_classes_are_pickles_and_need_allow_pickle(server):
+    import lightgbm
+    import mlflow
+
+    X, y = _data()
+    Xn = X[["a", "b"]]
+    model = lightgbm.LGBMClassifier(n_estimators=10, verbose=-1).fit(Xn, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with mlflow.start_run():
+            mlflow.lightgbm.log_model(model, name="lgb", registered_model_name="lgb")
+    with pytest.raises(InputError, match=r"models:/lgb/1 is a LightGBM model saved as a pickle \(lightgbm.sklearn"):
+        autopdp.load_model("models:/lgb/1")
+    loaded = autopdp.load_model("models:/lgb/1", allow_pickle=True)
+    assert isinstance(loaded, lightgbm.LGBMClassifier)
+    np.testing.assert_allclose(loaded.predict_proba(Xn), model.predict_proba(Xn))
+
+
+def test_without_mlflow_a_uri_says_which_extra_to_install(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # import mlflow raises ImportError, as when not installed
+    pd.DataFrame({"a": [1.0, 2.0], "y": [0, 1]}).to_csv(tmp_path / "d.csv", index=False)
+    code, out, err = run(capsys, "report", "--model", "models:/credit/1", "--data", tmp_path / "d.csv",
+                         "--target", "y", "--out", tmp_path / "r")
+    assert code == 2
+    assert "an MLflow model URI needs MLflow, which is not installed: pip install 'autopdp[mlflow]'" in err
