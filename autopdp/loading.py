@@ -36,6 +36,8 @@ PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
 #: thresholds (no callables, no imports, no file access); and skops still checks every object inside
 #: their state on its own, so a function hidden there (``builtins.exec``, ``functools.partial``, ...) is
 #: still untrusted and refused.  Trusting these names trusts scikit-learn, which the audit runs anyway.
+#: Their node arrays are checked after loading (:mod:`autopdp.tree_arrays`): scikit-learn's compiled predict does
+#: not bounds-check them, so a crafted node index is refused before anything predicts.
 #: Nothing else is trusted by default: HistGradientBoosting with categorical features also needs
 #: ``--trust-type functools.partial --trust-type sklearn.utils.validation.check_array``.
 DEFAULT_TRUSTED_TYPES = (
@@ -124,6 +126,9 @@ def load_model(path, *, trusted_types=None, allow_pickle: bool = False, trust_mo
             model = sio.load(p, trusted=untrusted or None)
         except SKOPS_LOAD_ERRORS as exc:
             raise InputError(f"cannot load model file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
+        from .tree_arrays import check_tree_arrays
+
+        check_tree_arrays(model, f"model file {str(p)!r}")  # the trusted tree containers' nodes stay in bounds
         by_name = [t for t in untrusted if t not in DEFAULT_TRUSTED_TYPES]
         if by_name:
             warnings.warn(f"model file {p.name!r} loaded trusting {', '.join(by_name)} by name (--trust-type).",

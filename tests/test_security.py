@@ -1383,3 +1383,71 @@ def test_python_gate_warns_when_the_audits_decision_settings_are_not_the_policys
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         gate(loose, {**policy, "audit": {"materiality": 1000.0}})  # the policy itself set it: no warning
+
+
+# ---------------------------------------------------------------- crafted tree arrays (skops' TreePredictor warning)
+def _crafted(tmp_path, kind, how):
+    """A saved tree model whose node arrays were edited after fitting, as a crafted file would have them."""
+    import skops.io as sio
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 3)), columns=list("abc"))
+    y = (X.a + X.b > 0).astype(int)
+    if kind == "hgb":
+        model = HistGradientBoostingClassifier(max_iter=5, random_state=0).fit(X, y)
+        nodes = model._predictors[2][0].nodes
+        split = int(np.flatnonzero(nodes["is_leaf"] == 0)[0])
+        if how == "child":
+            nodes["right"][split] = 10 ** 6
+        elif how == "loop":
+            nodes["left"][split] = split  # the walk would never reach a leaf
+        else:
+            nodes["feature_idx"][split] = 99
+    else:
+        model = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y)
+        tree = model.estimators_[1].tree_
+        state = tree.__getstate__()
+        nodes = state["nodes"].copy()
+        if how == "child":
+            nodes["left_child"][0] = 10 ** 6
+        elif how == "loop":
+            nodes["right_child"][0] = 0
+        else:
+            nodes["feature"][0] = 99
+        state["nodes"] = nodes
+        tree.__setstate__(state)
+    path = tmp_path / f"{kind}-{how}.skops"
+    sio.dump(model, path)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["hgb", "forest"])
+@pytest.mark.parametrize("how", ["child", "loop", "feature"])
+def test_a_tree_whose_nodes_point_outside_it_is_refused_before_it_predicts(tmp_path, kind, how):
+    """scikit-learn's compiled predict does not bounds-check the node arrays skops rebuilds: a child past the last
+    node or a feature past the model's columns would read memory the tree does not own, a child that points back
+    would loop for ever.  The trusted tree containers' arrays are checked at load time."""
+    from autopdp.loading import load_model
+
+    path = _crafted(tmp_path, kind, how)
+    with pytest.raises(InputError, match=r"holds a tree whose node \d+ .*the file is damaged or crafted"):
+        load_model(path)
+
+
+def test_intact_tree_models_of_every_kind_load_with_their_arrays_checked(tmp_path):
+    import skops.io as sio
+    from sklearn.ensemble import (ExtraTreesRegressor, GradientBoostingClassifier, HistGradientBoostingRegressor,
+                                  IsolationForest)
+
+    from autopdp.loading import load_model
+    from autopdp.tree_arrays import check_tree_arrays
+
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame(rng.normal(size=(300, 3)), columns=list("abc"))
+    y = X.a * X.b
+    for model in (ExtraTreesRegressor(n_estimators=4).fit(X, y), GradientBoostingClassifier(n_estimators=4).fit(X, y > 0),
+                  HistGradientBoostingRegressor(max_iter=4).fit(X, y), IsolationForest(n_estimators=4).fit(X)):
+        sio.dump(model, tmp_path / "m.skops")
+        loaded = load_model(tmp_path / "m.skops")
+        assert check_tree_arrays(loaded) == 4
