@@ -207,7 +207,7 @@ def _dependence(bins, fr, wr, ok, size, pd_curve, kind, noise, loss, threshold, 
         step[at] = sk
         # the rows without a curve use the bin's mean step: its noise, weighted by their share of the bin
         share_other = np.bincount(bins[~has_ice], weights=wr[~has_ice], minlength=size) / np.maximum(W, 1e-300)
-        extra = np.bincount(at, minlength=bins.size) * 0.0
+        extra = np.zeros(bins.size)
         extra[at] = (share_other[kb] * hk * (sk - m2[kb]) / np.maximum(H[kb], 1e-300)
                      * _inflation(kb, hk, size)[kb])
     if not usable.any():
