@@ -154,3 +154,60 @@ def test_beyond_max_rows_2d_tree_the_2d_pds_and_their_ale_use_the_same_sampled_r
                                       kind="average")[0]
     gap = np.abs(np.asarray(two.average) - np.asarray(full.average)) / np.asarray(two.stderr)
     assert np.nanmax(gap) < 4.5, np.nanmax(gap)
+
+
+def _moved_vs_ice(model, X, features, pairs, grid_points=7):
+    """ExactICE.moved against the whole-grid ICE read at each row's interval ends and cell corners."""
+    frame = as_frame(X)
+    source = ExactICE(model, X)
+    rng = np.random.default_rng(3)
+    n = frame.n_rows
+    grids = {f: np.unique(np.quantile(np.asarray(X[f], dtype=float)[np.isfinite(np.asarray(X[f], dtype=float))],
+                                      np.linspace(0, 1, grid_points))) for f in features}
+    lower = {f: rng.integers(0, grids[f].size - 1, n) for f in features}
+    pos = {f: frame.position_of(f) for f in features}
+    sets = [(f,) for f in features] + list(pairs)
+    moved = source.moved([tuple(pos[f] for f in s) for s in sets], [tuple(grids[f] for f in s) for s in sets],
+                         [np.column_stack([lower[f] for f in s]) for s in sets])
+    rows = np.arange(n)
+    for s, got in zip(sets, moved):
+        (whole,) = source.ice([tuple(pos[f] for f in s)], [tuple(grids[f] for f in s)])
+        if len(s) == 1:
+            want = np.stack([whole[:, rows, lower[s[0]] + d] for d in (0, 1)], axis=-1)
+        else:
+            a, b = lower[s[0]], lower[s[1]]
+            want = np.stack([np.stack([whole[:, rows, a + da, b + db] for db in (0, 1)], axis=-1) for da in (0, 1)],
+                            axis=-2)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    return moved
+
+
+def test_moved_equals_ice_hgb_multiclass_and_many_batches(mixed):
+    """Softmax link (3 classes) and more sets than one walk takes (62 versions): 5 features and 10 pairs."""
+    X, _ = mixed
+    X = X.assign(e=np.random.default_rng(1).normal(size=len(X)))
+    y = pd.cut(X.a + X.c, 3, labels=False)
+    model = HistGradientBoostingClassifier(max_iter=15, categorical_features="from_dtype", random_state=0).fit(X, y)
+    feats = ["a", "b", "c", "d", "e"]
+    _moved_vs_ice(model, X, feats, list(itertools.combinations(feats, 2)) * 2)
+
+
+def test_moved_equals_ice_forest_regressor(mixed):
+    X, _ = mixed
+    X = X.drop(columns="g").fillna(0.0)
+    model = RandomForestRegressor(n_estimators=20, random_state=0).fit(X, X.a * X.c + X.d)
+    _moved_vs_ice(model, X, ["a", "c", "d"], [("a", "c"), ("c", "d")])
+
+
+def test_moved_equals_ice_xgboost_float32_and_lightgbm_zero_as_missing(mixed):
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    X, y = mixed
+    X = X.drop(columns="g")
+    X.loc[X.index[:40], "d"] = 0.0  # zeros LightGBM may route as missing
+    xm = xgb.XGBClassifier(n_estimators=20, max_depth=4, random_state=0, n_jobs=1).fit(X, y)
+    _moved_vs_ice(xm, X, ["a", "b", "d"], [("a", "b"), ("b", "d")])
+    lm = lgb.LGBMRegressor(n_estimators=20, num_leaves=8, min_child_samples=5, verbose=-1, random_state=0,
+                           zero_as_missing=True, n_jobs=1).fit(X, X.a - X.d)
+    _moved_vs_ice(lm, X, ["a", "b", "d"], [("a", "d")])

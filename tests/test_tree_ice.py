@@ -206,7 +206,7 @@ def test_pairs_on_deep_trees_with_three_way_interactions_equal_brute():
 
 
 def test_cell_corners_equal_the_ice_surface_at_those_points():
-    """ALE reads each row's response at the 4 corners of its cell only (``ExactICE.corners``); they
+    """ALE reads each row's response at the 4 corners of its cell only (``ExactICE.moved``); they
     must be the full exact ICE surface's values there, for every row, class and pair."""
     from autopdp.pd.partial_dependence import ExactICE
 
@@ -224,7 +224,7 @@ def test_cell_corners_equal_the_ice_surface_at_those_points():
         lower = [np.column_stack([rng.integers(0, ga.size - 1, n), rng.integers(0, gb.size - 1, n)])
                  for ga, gb in grids]
         full = source.ice(pairs, grids)
-        corners = source.corners(pairs, grids, lower)
+        corners = source.moved(pairs, grids, lower)
         rows = np.arange(n)
         for surface, got, low in zip(full, corners, lower):
             assert got.shape == (surface.shape[0], n, 2, 2)

@@ -299,6 +299,7 @@ class TreePlan:
             offset = raw0.reshape(-1)[: offset.size] - recon[0]
         kernel.offset = np.ascontiguousarray(offset)
         _verify(kernel, recon + offset, self.adapter, self.frame, self.n_out)
+        kernel._own_raw = recon + offset  # checked against the model: kept for :meth:`RowKernel.moved`
         self._kernel = (w, kernel)
         return kernel
 
@@ -328,11 +329,12 @@ class TreePlan:
         cols = self.adapter.columns if self.adapter.columns is not None else np.arange(self.n_out)
         return kernel.run(self._requests(spec_sets), cols, keep_rows, keeps)
 
-    def corners(self, spec_sets, w, lower):
-        """Each row's response at the 4 corners of its cell per 2D set (:meth:`RowKernel.corners`)."""
+    def moved(self, spec_sets, w, lower):
+        """Each row's response at the ends of its interval (1D sets) or corners of its cell (2D sets)
+        (:meth:`RowKernel.moved`)."""
         kernel = self.kernel(w)
         cols = self.adapter.columns if self.adapter.columns is not None else np.arange(self.n_out)
-        return kernel.corners(self._requests(spec_sets), cols, lower)
+        return kernel.moved(self._requests(spec_sets), cols, lower)
 
     def _offset(self) -> np.ndarray:
         offset = self.ensemble.offset

@@ -522,14 +522,16 @@ class ExactICE:
         exact = self.plan.exact(spec_sets, self.setup.weights, rows, [True] * len(spec_sets))
         return [individual for _, _, individual in exact]
 
-    def corners(self, pairs, grids, lower) -> list[np.ndarray]:
-        """Every row's response at the 4 corners of one cell per pair, ``(n_targets, n_rows, 2, 2)`` each.
+    def moved(self, feature_sets, grids, lower) -> list[np.ndarray]:
+        """Every row's response at the two ends of its own interval (1D sets) or the four corners of its own cell
+        (2D sets): ``(n_targets, n_rows, 2)`` or ``(n_targets, n_rows, 2, 2)`` each.
 
-        ``pairs``: two column positions each; ``grids``: their numeric grids; ``lower[s]`` (n_rows, 2):
-        the lower grid indices of each row's cell.  The same values as :meth:`ice` at those points.
+        ``feature_sets``: one or two column positions each; ``grids``: their numeric grids; ``lower[s]``
+        (n_rows, 1 or 2): each row's lower grid index per feature.  The same values as :meth:`ice` at those
+        points, from one walk per row and tree (:mod:`autopdp.pd.tree_moves`).
         """
-        spec_sets = self._specs(pairs, grids)
-        return self.plan.corners(spec_sets, self.setup.weights, lower)
+        spec_sets = self._specs(feature_sets, grids)
+        return self.plan.moved(spec_sets, self.setup.weights, lower)
 
 
 def partial_dependence(

@@ -615,6 +615,7 @@ class RowKernel:
         self._paths = None
         self._codes = None
         self._ice_cache: dict = {}
+        self._own_raw = None  # every row's own raw score with the offset (:meth:`own_raw`)
 
     def paths(self) -> LeafPaths:
         if self._paths is None:
@@ -696,6 +697,19 @@ class RowKernel:
             out[rows] = self.forest.value[own_leaf].sum(axis=1) + self.offset
         return out
 
+    def own_raw(self) -> np.ndarray:
+        """Every row's own raw score with the offset (n_rows, K), kept."""
+        if self._own_raw is None:
+            self._own_raw = self.predictions()
+        return self._own_raw
+
+    def moved(self, requests, cols, lower, max_bytes: float = 64e6):
+        """The response of every row at the ends of its own interval (1D requests) or the corners of its own
+        cell (2D requests): :func:`autopdp.pd.tree_moves.moved_response` on this kernel (what ALE reads)."""
+        from .tree_moves import moved_response
+
+        return moved_response(self, requests, cols, lower, max_bytes)
+
     def _layer(self, requests, cols, gmax):
         """What the requests of one layer (one grid per feature) share: the grid table, each node's
         grid mask, the reported outputs, the features' slots, the row chunk and each leaf's masks."""
@@ -750,43 +764,6 @@ class RowKernel:
             for s, r in zip(layer, call(layer)):
                 out[s] = r
         return out
-
-    def corners(self, requests, cols, lower):
-        """The response of every row at the 4 corners of one cell of each 2D request (what ALE reads).
-
-        ``lower[s]`` (n_rows, 2): the lower grid indices (a, b) of each row's cell in request s
-        (a <= len(grid_a) - 2).  Returns one array (T, n_rows, 2, 2) per request: the response
-        columns ``cols`` at (a + da, b + db).  Equal to :meth:`run`'s kept ICE at those points,
-        without computing the other cells.
-        """
-        from .tree_kernels import pair_corners
-
-        f = self.forest
-        gmax = _largest_grid(requests)
-        split = self._in_layers(requests, lambda layer: self.corners([requests[s] for s in layer], cols,
-                                                                      [lower[s] for s in layer]))
-        if split is not None:
-            return split
-        L = self._layer(requests, cols, gmax)
-        if (L.sets[:, 1] < 0).any():
-            raise ValueError("corners are read for 2D requests only")  # a caller's bug, not the user's input
-        n, S, T = self.Z.shape[0], len(requests), L.cols.size
-        lower = np.stack([np.asarray(x, dtype=np.int64) for x in lower])  # (S, n, 2)
-        out = np.empty((S, n, 2, 2, T))
-        pairs = np.ascontiguousarray(L.sets)
-        for r0 in range(0, n, L.chunk):
-            rows = slice(r0, min(n, r0 + L.chunk))
-            raw0, codes = self.codes(rows, 2)
-            if L.value is not f.value:
-                raw0 = np.ascontiguousarray(raw0[:, L.cols_raw])
-            r1 = self._ice_1d(rows, codes, raw0, L.feats, L.slot, L.grids_tab, L.gn, gmax, L.value, L.cols_raw, L.lf,
-                              L.lmk)
-            part = np.empty((S, rows.stop - r0, 2, 2, T))
-            in_parallel(pair_corners, S, pairs, np.ascontiguousarray(L.slot[pairs]), L.gn, L.value, L.paths.node,
-                        L.paths.left, L.paths.feature, L.paths.bits, L.paths.leaf, codes, L.lmask, f.link, f.scale,
-                        L.cols, raw0, r1, np.ascontiguousarray(lower[:, rows]), part)
-            out[:, rows] = part
-        return [np.moveaxis(out[s], -1, 0) for s in range(S)]
 
     def run(self, requests, cols, keep_rows=None, keep=None):
         """Exact PD, std and (where kept) ICE of ``[(positions, grids), ...]``.

@@ -31,7 +31,7 @@ from .._kernel_cache import install as _install_kernel_cache
 _install_kernel_cache()  # the compiled kernels kept once per machine (autopdp._kernel_cache), set before they are defined
 
 __all__ = ["count", "pd_sets", "own_paths", "grid_masks", "leaf_masks", "row_leaves", "ice_from_codes", "ice_singles",
-           "ice_pairs", "pair_corners", "sigmoid_factors"]
+           "ice_pairs", "sigmoid_factors"]
 
 
 
@@ -712,72 +712,3 @@ def ice_pairs(lo_, hi_, w, pairs, pos, index, gn, value, path_nd, path_left, pat
                                 Y[q, a * gk + b] = prob[q]
                 _add_cells(s, i, gj * gk, first, w[i], keep_pos[i] if keep_set[s] >= 0 else -1, Y, cols, shift, s1,
                            s2, keep_set, ice)
-
-
-@njit(cache=True, nogil=True)
-def pair_corners(lo_, hi_, pairs, pos, gn, value, path_nd, path_left, path_feature, leaf_bits, leaf_of, codes, lmask,
-                 link, scale, cols, raw0, r1, lower, out):  # pragma: no cover - compiled
-    """The response of each row at the 4 corners of one cell per 2D set (what ALE reads), not the whole grid.
-
-    lower[p, i] = (a, b): row i's cell of pair p spans grid points a, a + 1 and b, b + 1;
-    out[p, i, da, db, t] gets the response column cols[t] at (a + da, b + db).  The same
-    decomposition as :func:`ice_pairs`, with alpha and beta read at those points only.
-    """
-    n = codes.shape[0]
-    K = value.shape[1]
-    n_out = 2 if link == 1 else K
-    start, both, mask_j, mask_k, _ = _pair_leaves(lo_, hi_, pairs, gn, path_nd, path_left, path_feature, leaf_bits,
-                                                  lmask)
-    corr = np.empty((2, 2, K))
-    raw = np.empty(K)
-    prob = np.empty(n_out)
-    block = 32  # rows per block: a block's codes stay in cache across the pairs
-    for r0 in range(0, n, block):
-        for p in range(lo_, hi_):
-            _corners_block(p, lo_, r0, min(n, r0 + block), pairs, pos, value, leaf_of, codes, link, scale, cols,
-                           raw0, r1, lower, out, start, both, mask_j, mask_k, corr, raw, prob)
-
-
-@njit(cache=True, inline="always", nogil=True)
-def _corners_block(p, lo_, r0, r1_, pairs, pos, value, leaf_of, codes, link, scale, cols, raw0, r1, lower, out, start,
-                   both, mask_j, mask_k, corr, raw, prob):  # pragma: no cover - compiled
-    """:func:`pair_corners` for pair p and rows [r0, r1_)."""
-    K = value.shape[1]
-    one = np.uint64(1)
-    zero = np.uint32(0)
-    j = pairs[p, 0]
-    k = pairs[p, 1]
-    pj = pos[p, 0]
-    pk = pos[p, 1]
-    cj = np.uint32(j + 1)
-    ck = np.uint32(k + 1)
-    for i in range(r0, r1_):
-        a0 = lower[p, i, 0]
-        b0 = lower[p, i, 1]
-        corr[:, :, :] = 0.0
-        for b_ in range(start[p - lo_], start[p - lo_ + 1]):
-            code = codes[i, both[b_]]
-            v1 = code & np.uint32(0xFFFF)
-            v2 = code >> np.uint32(16)
-            if not (((v1 == zero) | (v1 == cj) | (v1 == ck)) & ((v2 == zero) | (v2 == cj) | (v2 == ck))):
-                continue
-            # alpha = 1[grid meets L's j conditions] - 1[the row's own j meets them]; beta likewise
-            oj = 0 if v1 == cj or v2 == cj else 1
-            ok_ = 0 if v1 == ck or v2 == ck else 1
-            nd = leaf_of[both[b_]]
-            for da in range(2):
-                alpha = np.int64((mask_j[b_] >> np.uint64(a0 + da)) & one) - oj
-                if alpha == 0:
-                    continue
-                for db in range(2):
-                    beta = np.int64((mask_k[b_] >> np.uint64(b0 + db)) & one) - ok_
-                    if beta != 0:
-                        for q in range(K):
-                            corr[da, db, q] += alpha * beta * value[nd, q]
-        for da in range(2):
-            for db in range(2):
-                for q in range(K):
-                    raw[q] = r1[i, pj, a0 + da, q] + r1[i, pk, b0 + db, q] - raw0[i, q] + corr[da, db, q]
-                respond(raw, prob, link, scale)
-                for tt in range(cols.shape[0]):
-                    out[p, i, da, db, tt] = prob[cols[tt]]

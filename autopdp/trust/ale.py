@@ -149,24 +149,22 @@ def _lower(edges, v) -> np.ndarray:
     return out
 
 
-def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bins_2d: dict, column: int = 0,
-                     max_bytes: float = 128e6) -> dict:
-    """The same ALE curves as :func:`ale` and :func:`ale_2d`, with the model's values at the interval
-    edges read from exact per-row ICE (:class:`autopdp.pd.partial_dependence.ExactICE`) instead of
-    predicting on modified copies of the data.
+def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bins_2d: dict, column: int = 0) -> dict:
+    """The same ALE curves as :func:`ale` and :func:`ale_2d`, with the model's values at each row's interval
+    ends (1D) or cell corners (2D) computed exactly on the tree path
+    (:meth:`autopdp.pd.partial_dependence.ExactICE.moved`: one walk per row and tree) instead of predicting
+    on modified copies of the data.
 
     Parameters
     ----------
     source : ExactICE
-        Exact ICE of the model on ``frame`` (the tree path).
+        The exact tree path of the model on ``frame``.
     features : list of str
         Numeric features for 1D ALE; ``bins_1d[name]`` intervals each.
     pairs : list of (str, str)
         Numeric pairs for 2D ALE; ``bins_2d[pair]`` intervals per axis.
     column : int
         Which of the source's response columns to use.
-    max_bytes : float
-        Memory for the ICE of one batch of feature sets.
 
     Returns
     -------
@@ -174,9 +172,9 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
         ``{feature or pair: ModelFreePD}``; an item whose ALE is undefined
         (fewer than two distinct values) is absent.
     """
-    n = frame.n_rows
     columns: dict = {}
     edges_of: dict = {}
+    lower_of: dict = {}
 
     def values_of(pos):
         if pos not in columns:
@@ -192,65 +190,41 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
                 edges_of[(pos, bins)] = None
         return edges_of[(pos, bins)]
 
-    lower_of: dict = {}
-
     def lower_for(pos, edges):
-        """:func:`_lower` of a feature on its 2D edges (computed once per feature and edges)."""
+        """:func:`_lower` of a feature on its edges (computed once per feature and edges)."""
         key = (pos, edges.size, edges.tobytes())
         if key not in lower_of:
             lower_of[key] = _lower(edges, columns[pos])
         return lower_of[key]
 
-    jobs = []
+    jobs = []  # (key, positions, edges, lower (n, M))
     for name in features:
         pos = frame.position_of(name)
-        v, e = values_of(pos), edges_for(pos, bins_1d[name])
+        values_of(pos)
+        e = edges_for(pos, bins_1d[name])
         if e is not None:
-            jobs.append((name, (pos,), (e,), (v,)))
+            jobs.append((name, (pos,), (e,), lower_for(pos, e)[:, None]))
     for pair in pairs:
         pa, pb = (frame.position_of(f) for f in pair)
-        va, vb = values_of(pa), values_of(pb)
+        values_of(pa), values_of(pb)
         ea, eb = edges_for(pa, bins_2d[pair]), edges_for(pb, bins_2d[pair])
         if ea is not None and eb is not None:
-            jobs.append((pair, (pa, pb), (ea, eb), (va, vb)))
-    width = max(len(source.targets), 1)
-    # each feature's ICE on its 2D edges once, up front: the kernel keeps them for the pair batches
-    warm = {}
-    for _, positions, grids, _ in jobs:
-        if len(positions) == 2:
-            warm.update(zip(positions, grids))
-    if warm:
-        source.ice([(pos,) for pos in warm], [(edges,) for edges in warm.values()])
-    # 2D: each row's four cell corners only (not the whole edge grid)
-    cost = [n * 8.0 * width * (float(grids[0].size) if len(grids) == 1 else 4.0) for _, _, grids, _ in jobs]
+            jobs.append((pair, (pa, pb), (ea, eb), np.column_stack([lower_for(pa, ea), lower_for(pb, eb)])))
+    if not jobs:
+        return {}
+    # each row's response at its interval's two ends (1D: (n, 2)) or its cell's four corners (2D: (n, 2, 2))
+    moved = source.moved([j[1] for j in jobs], [j[2] for j in jobs], [j[3] for j in jobs])
     out = {}
-    i = 0
-    while i < len(jobs):
-        j, size = i + 1, cost[i]
-        while j < len(jobs) and size + cost[j] <= max_bytes and len(jobs[j][1]) == len(jobs[i][1]):
-            size += cost[j]
-            j += 1
-        batch = jobs[i:j]
-        if len(batch[0][1]) == 1:
-            ices = source.ice([positions for _, positions, _, _ in batch], [grids for _, _, grids, _ in batch])
+    for (key, positions, grids, lower), values in zip(jobs, moved):
+        values = np.asarray(values[column], dtype=float)
+        if len(positions) == 1:
+            v = columns[positions[0]]
+            ok = np.flatnonzero(np.isfinite(v))
+            out[key] = _ale_1d_curve(frame.names[positions[0]], v, grids[0], values[ok, 0], values[ok, 1], ok)
         else:
-            lowers = [np.column_stack([lower_for(p, e) for p, e in zip(positions, grids)])
-                      for _, positions, grids, _ in batch]
-            ices = source.corners([positions for _, positions, _, _ in batch], [grids for _, _, grids, _ in batch],
-                                  lowers)
-        for (key, positions, grids, values), ice in zip(batch, ices):
-            ice = np.asarray(ice[column], dtype=float)  # 1D: (n, edges); 2D: (n, 2, 2), the cell's corners
-            if len(positions) == 1:
-                (edges,), (v,) = grids, values
-                ok = np.flatnonzero(np.isfinite(v))
-                k = _bin_index(v[ok], edges)
-                out[key] = _ale_1d_curve(frame.names[positions[0]], v, edges, ice[ok, k - 1], ice[ok, k], ok)
-            else:
-                (ea, eb), (va, vb) = grids, values
-                ok = np.flatnonzero(np.isfinite(va) & np.isfinite(vb))
-                f = {(da, db): ice[ok, da, db] for da in (0, 1) for db in (0, 1)}
-                k = tuple(lower_for(p, e)[ok] + 1 for p, e in zip(positions, grids))
-                out[key] = _ale_2d_curve(f"{frame.names[positions[0]]} x {frame.names[positions[1]]}", va, vb, ea, eb,
-                                         f, ok, k)
-        i = j
+            va, vb = columns[positions[0]], columns[positions[1]]
+            ok = np.flatnonzero(np.isfinite(va) & np.isfinite(vb))
+            f = {(da, db): values[ok, da, db] for da in (0, 1) for db in (0, 1)}
+            out[key] = _ale_2d_curve(f"{frame.names[positions[0]]} x {frame.names[positions[1]]}", va, vb, *grids, f,
+                                     ok, (lower[ok, 0] + 1, lower[ok, 1] + 1))
     return out
