@@ -48,6 +48,30 @@ def test_catstratpd_category_effects():
     assert r.counts.sum() > 0.9 * n
 
 
+def test_stratpd_with_the_columns_encoded_once_is_the_same_curve():
+    """The audit encodes the columns once for every feature's StratPD; each curve must be the one computed
+    alone, numeric and categorical, with missing values in both kinds of column."""
+    from autopdp.errors import InputError
+    from autopdp.trust.modelfree import encode_columns
+
+    rng = np.random.default_rng(4)
+    n = 2000
+    X = pd.DataFrame({"c": pd.Categorical(rng.choice(list("abcd"), n)), "x": rng.normal(size=n),
+                      "z": rng.uniform(0, 1, n)})
+    X.loc[rng.choice(n, 60, replace=False), "x"] = np.nan
+    X.loc[rng.choice(n, 40, replace=False), "c"] = np.nan
+    y = X.x.fillna(0) ** 2 + (X.c == "b") + X.z
+    encoded = encode_columns(X)
+    assert encoded.shape == (n, 3)
+    for f in X.columns:
+        alone, shared = autopdp.stratpd(X, y, f), autopdp.stratpd(X, y, f, encoded=encoded)
+        assert list(alone.x) == list(shared.x)
+        np.testing.assert_array_equal(alone.pd, shared.pd)
+        np.testing.assert_array_equal(alone.counts, shared.counts)
+    with pytest.raises(InputError, match="encode_columns"):
+        autopdp.stratpd(X, y, "x", encoded=encoded[:, :2])
+
+
 def test_ale_of_a_linear_model_is_exact():
     rng = np.random.default_rng(3)
     X = pd.DataFrame({"a": rng.uniform(0, 1, 500), "b": rng.normal(size=500)})

@@ -156,9 +156,11 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
     from concurrent.futures import ThreadPoolExecutor
 
     from ..pd.tree_ice import n_threads
+    from .modelfree import encode_columns
 
     categorical = [k for k, v in kinds.items() if v == "categorical"] or None
     yy = np.asarray(y)
+    encoded = encode_columns(frame, categorical)  # once: every curve's tree reads the same columns
 
     def one(job):
         name, target = job
@@ -166,7 +168,7 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
             yv = observed_values(yy, target, adapter.is_classifier)
             if yv is None:
                 raise ValueError("the target y is not numeric")
-            return stratpd(frame, yv, name, categorical_features=categorical)
+            return stratpd(frame, yv, name, categorical_features=categorical, encoded=encoded)
         except Exception as exc:  # noqa: BLE001 - handed back to the caller, which names the expected cases
             return exc
 

@@ -29,7 +29,7 @@ from ..pd.data import as_frame
 from ..errors import InputError
 from ..pd.grids import resolve_categorical
 
-__all__ = ["ModelFreePD", "stratpd"]
+__all__ = ["ModelFreePD", "encode_columns", "stratpd"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,31 +65,36 @@ class ModelFreePD:
                 "pd": _to_jsonable(self.pd), "counts": _to_jsonable(self.counts)}
 
 
-def _design(frame, position, categorical):
-    """Every column but ``position`` as numbers (categorical columns as codes)."""
+def encode_columns(X, categorical_features=None) -> np.ndarray:
+    """Every column of ``X`` as numbers, as the stratifying trees see them: categorical columns as codes
+    (missing -1), numeric ones with missing values set to the column's median.  Computed once, it serves the
+    StratPD of every feature (:func:`stratpd`'s ``encoded``)."""
+    frame = as_frame(X)
+    categorical = resolve_categorical(frame, categorical_features)
     cols = []
     for j in range(frame.n_features):
-        if j == position:
-            continue
         v = frame.column(j)
         if categorical[j]:
             codes, _ = pd.factorize(pd.Series(v, dtype=object), use_na_sentinel=True)
             cols.append(codes.astype(float))
         else:
             cols.append(np.nan_to_num(np.asarray(v, dtype=float), nan=np.nanmedian(np.asarray(v, dtype=float))))
-    return np.column_stack(cols) if cols else np.zeros((frame.n_rows, 1))
+    return np.column_stack(cols) if cols else np.zeros((frame.n_rows, 0))
 
 
-def _leaves(frame, position, categorical, y, min_samples_leaf, random_state):
+def _leaves(encoded, position, y, min_samples_leaf, random_state):
+    """Each row's leaf in the stratifying tree: y fitted on every column but ``position``."""
     from sklearn.tree import DecisionTreeRegressor
 
-    Z = _design(frame, position, categorical)
+    Z = np.delete(encoded, position, axis=1)
+    if Z.shape[1] == 0:
+        Z = np.zeros((encoded.shape[0], 1))
     tree = DecisionTreeRegressor(min_samples_leaf=min_samples_leaf, random_state=random_state).fit(Z, y)
     return tree.apply(Z)
 
 
 def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int = 5, categorical_features=None,
-            random_state: int = 0) -> ModelFreePD:
+            random_state: int = 0, encoded=None) -> ModelFreePD:
     """Model-free partial dependence of ``y`` on ``feature`` (StratPD / CatStratPD).
 
     Parameters
@@ -103,6 +108,9 @@ def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int 
         Numeric values supported by fewer slopes are dropped.
     categorical_features : optional
         As in :func:`autopdp.partial_dependence`.
+    encoded : ndarray, optional
+        :func:`encode_columns` of ``X`` with the same ``categorical_features`` when the caller has it (the
+        StratPD of many features of one data set); computed when omitted.
     """
     frame = as_frame(X)
     y = np.asarray(y, dtype=float).ravel()
@@ -111,7 +119,12 @@ def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int 
     pos = frame.position_of(feature)
     name = frame.names[pos]
     categorical = resolve_categorical(frame, categorical_features)
-    leaves = _leaves(frame, pos, categorical, y, min_samples_leaf, random_state)
+    if encoded is None:
+        encoded = encode_columns(frame, categorical_features)
+    elif np.shape(encoded) != (frame.n_rows, frame.n_features):
+        raise InputError(f"encoded has shape {np.shape(encoded)}; it must be encode_columns(X), one column per "
+                         f"feature of X ({frame.n_rows} x {frame.n_features}).")
+    leaves = _leaves(encoded, pos, y, min_samples_leaf, random_state)
     if categorical[pos]:
         return _cat_stratpd(name, frame.column(pos), y, leaves)
     return _num_stratpd(name, np.asarray(frame.column(pos), dtype=float), y, leaves, min_slopes_per_x)
@@ -159,7 +172,8 @@ def _cat_stratpd(name, x, y, leaves):
     informative = g.groupby("leaf")["cat"].transform("nunique") >= 2
     g = g[informative]
     levels = sorted(df["cat"].unique())
-    raw_of = dict(zip(df["cat"], df["raw"]))
+    last = df.drop_duplicates("cat", keep="last")  # each level's raw value, from its last row (as before)
+    raw_of = dict(zip(last["cat"].tolist(), last["raw"].tolist()))
     if g.empty:
         out = np.empty(len(levels), dtype=object)
         out[:] = [raw_of[c] for c in levels]
