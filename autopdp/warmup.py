@@ -22,10 +22,10 @@ __all__ = ["warm_up"]
 def _kernels():
     from numba.core.registry import CPUDispatcher
 
-    from .pd import tree_kernels
+    from .pd import tree_kernels, tree_moves
     from .trust import ood_kernel
 
-    return [getattr(m, name) for m in (tree_kernels, ood_kernel) for name in dir(m)
+    return [getattr(m, name) for m in (tree_kernels, tree_moves, ood_kernel) for name in dir(m)
             if isinstance(getattr(m, name), CPUDispatcher)]
 
 

@@ -63,12 +63,33 @@ def count(lo_, hi_, X, w, feat, lo, hi, nf, c0, c1, c2):  # pragma: no cover - c
 
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
+def nan_last_less(a, b):  # pragma: no cover - compiled
+    """a < b in numpy's sort order (NaN after every number)."""
+    return a < b or (b != b and a == a)
+
+
+@njit(cache=True, nogil=True)
+def search_sorted(a, n, x, right):  # pragma: no cover - compiled
+    """``np.searchsorted(a[:n], x, side="right" if right else "left")`` for a sorted (NaN last) float array.
+
+    Written out because numba's own searchsorted compiles a generic implementation (comparisons for every
+    dtype, complex numbers included) that took seconds of every new machine's first run.
+    """
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if (not nan_last_less(x, a[mid])) if right else nan_last_less(a[mid], x):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
 def _interval(grid, n, lo, hi):  # pragma: no cover - compiled
     """Grid indices [a0, a1) of the sorted grid inside (lo, hi]."""
-    a0 = np.searchsorted(grid[:n], lo, side="right")
-    a1 = np.searchsorted(grid[:n], hi, side="right")
-    return a0, a1
+    return search_sorted(grid, n, lo, True), search_sorted(grid, n, hi, True)
 
 @njit(cache=True, nogil=True)
 def pd_sets(lo_, hi_, sets, slot, lo, hi, c0, c1, c2, value, grids, gn, out):  # pragma: no cover - compiled

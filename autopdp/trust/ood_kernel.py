@@ -9,6 +9,8 @@ from .._kernel_cache import install as _install_kernel_cache
 
 _install_kernel_cache()  # the compiled kernels kept once per machine (autopdp._kernel_cache), set before they are defined
 
+from ..pd.tree_kernels import search_sorted  # noqa: E402 - after the cache locator is installed
+
 __all__ = ["kth_distance", "conditional_outside"]
 
 
@@ -79,7 +81,7 @@ def kth_distance(values, kinds, queries, own, k, axis, order, sorted_values):  #
             out[j] = worst
             continue
         g = queries[axis, j]
-        hi = np.searchsorted(sorted_values[axis], g)
+        hi = search_sorted(sorted_values[axis], m, g, False)
         lo = hi - 1
         while lo >= 0 or hi < m:
             # the nearer side along the axis first
