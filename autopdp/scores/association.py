@@ -159,7 +159,9 @@ def _coded_test(ca: np.ndarray, cb: np.ndarray | None, b) -> tuple[float, float]
         value = float(np.sqrt(np.sum(counts * (means - mean) ** 2) / total))
     if not np.isfinite(value):
         return value, float("nan")
-    groups = [nums[codes == c] for c in range(codes.max() + 1)]
+    # each level's values in row order (a stable sort by level: one pass, not one per level)
+    order = np.argsort(codes.astype(np.int16) if codes.max() < 2 ** 15 else codes, kind="stable")
+    groups = np.split(nums[order], np.cumsum(np.bincount(codes))[:-1])
     groups = [g for g in groups if g.size > 0]
     if len(groups) < 2 or np.all([np.ptp(g) == 0 for g in groups]) and np.unique(nums).size < 2:
         return value, 1.0
