@@ -42,3 +42,18 @@ def test_counts_and_incidence_equal_the_weighted_forms_with_unit_weights():
         means = [y[c == k].mean() for k in range(6)]
         np.testing.assert_allclose(curve, means, rtol=1e-15)
     assert np.isnan(incidence_curve(np.array([0, 0, -1]), np.array([1.0, 0.0, 1.0]), (2,))[1])
+
+
+def test_outside_grid_of_an_integer_column_is_evaluated_at_the_rounded_median():
+    from autopdp import audit
+    from autopdp.config import AuditConfig
+
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.integers(0, 100, 950), rng.integers(1000, 1101, 51)]).reshape(-1, 1)  # int64 column
+    a = audit(lambda d: np.asarray(d, dtype=float)[:, 0] / 10.0, x,
+              config=AuditConfig(pairs=False, utilities=("monotonicity",)))
+    above = [o for o in a.metadata["outside_grid"] if o["side"] == "above"]
+    top = np.asarray(a.pd("x0").grid[0], dtype=float).max()
+    med = float(f"{float(np.median(x[x > top])):.4g}")
+    assert above and above[0]["median"] == round(med)
+    assert above[0]["pd_beyond"] == round(med) / 10.0

@@ -87,7 +87,10 @@ def grid_cells(inputs: ScoringInputs, result) -> np.ndarray:
         hit = None if cache is None else cache.get(key)
         if hit is None or hit[0] is not grid:
             spec = FeatureSpec(name=name, position=-1, kind=kind, grid=np.asarray(grid), ordered=ordered, n_missing=0)
-            hit = (grid, nearest_grid_index(inputs.column(name), spec))  # the grid is held: its id stays its own
+            near = nearest_grid_index(inputs.column(name), spec)
+            if np.asarray(grid).size < 2 ** 15:  # kept for every PD of the feature: 2 bytes a row, not 8
+                near = near.astype(np.int16)
+            hit = (grid, near)  # the grid is held: its id stays its own
             if cache is not None:
                 cache[key] = hit
         idx.append(hit[1])
