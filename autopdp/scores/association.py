@@ -14,7 +14,9 @@ the one-way ANOVA F test of equal means across the levels
 table (``scipy.stats.chi2_contingency``).  :func:`association_tests` gives the same for
 many pairs at once: numeric pairs without missing values share one
 ``scipy.stats.spearmanr`` call on all their columns (the same ranks and the same
-t test, so the same values to rounding).
+t test, so the same values to rounding), and every categorical column is coded once (integer codes in the
+sorted order of its values) so that each pair's contingency table and groups are counted from integers, not
+rebuilt from the column's objects pair by pair (the same tables and groups, so the same values exactly).
 """
 
 from __future__ import annotations
@@ -112,6 +114,62 @@ def association_test(a: np.ndarray, kind_a: str, b: np.ndarray, kind_b: str) -> 
     return value, (p if np.isfinite(p) else 1.0)
 
 
+def _coded(values) -> np.ndarray:
+    """A categorical column's integer codes in the sorted order of its values (as :func:`numpy.unique` sorts
+    them, the order of ``scipy.stats.contingency.crosstab``'s table); -1 for a missing value."""
+    codes, _ = pd.factorize(pd.Series(values, dtype=object), sort=True)
+    return np.asarray(codes, dtype=np.int64)
+
+
+def _coded_test(ca: np.ndarray, cb: np.ndarray | None, b) -> tuple[float, float]:
+    """:func:`association_test` of a pair with a categorical side, given by its :func:`_coded` codes ``ca``;
+    the other side by its codes ``cb`` when categorical, else (``cb`` None) by its values ``b``.  The same
+    contingency table (cells in the same order) and the same groups in the same order as
+    :func:`association_test` builds from the values, counted from the codes."""
+    from scipy import stats
+    from scipy.stats.contingency import association as _assoc
+
+    if cb is not None:  # categorical x categorical: the crosstab of the rows with both values
+        ok = (ca >= 0) & (cb >= 0)
+        if int(ok.sum()) < 3:
+            return float("nan"), float("nan")
+        ka, kb = int(ca.max()) + 1, int(cb.max()) + 1
+        table = np.bincount(ca[ok] * kb + cb[ok], minlength=ka * kb).reshape(ka, kb)
+        table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]  # the values present, as crosstab keeps
+        if min(table.shape) < 2:
+            return 0.0, 1.0
+        value = float(_assoc(table, method="cramer"))
+        if not np.isfinite(value):
+            return value, float("nan")
+        p = float(stats.chi2_contingency(table, correction=False).pvalue)
+        return value, (p if np.isfinite(p) else 1.0)
+    nums = np.asarray(b, dtype=float)  # categorical x numeric: the correlation ratio and the ANOVA F test
+    ok = (ca >= 0) & ~np.isnan(nums)
+    if int(ok.sum()) < 3:
+        return float("nan"), float("nan")
+    codes, _ = pd.factorize(ca[ok])  # in order of first appearance, as correlation_ratio codes the values
+    nums = nums[ok]
+    mean = nums.mean()
+    total = np.sum((nums - mean) ** 2)
+    if total <= 0:
+        value = 0.0
+    else:
+        counts = np.bincount(codes)
+        means = np.bincount(codes, weights=nums) / np.maximum(counts, 1)
+        value = float(np.sqrt(np.sum(counts * (means - mean) ** 2) / total))
+    if not np.isfinite(value):
+        return value, float("nan")
+    # each level's values in row order (a stable sort by level: one pass, not one per level)
+    order = np.argsort(codes.astype(np.int16) if codes.max() < 2 ** 15 else codes, kind="stable")
+    groups = np.split(nums[order], np.cumsum(np.bincount(codes))[:-1])
+    groups = [g for g in groups if g.size > 0]
+    if len(groups) < 2 or np.all([np.ptp(g) == 0 for g in groups]) and np.unique(nums).size < 2:
+        return value, 1.0
+    with np.errstate(all="ignore"):
+        p = float(stats.f_oneway(*groups).pvalue)
+    return value, (p if np.isfinite(p) else 1.0)
+
+
 def association_tests(columns: dict, kinds: dict, pairs) -> dict:
     """``{(a, b): (association, p-value)}`` for every pair, as :func:`association_test` gives one by one.
 
@@ -139,11 +197,17 @@ def association_tests(columns: dict, kinds: dict, pairs) -> dict:
     if sum(1 for a, b in pairs if a in where and b in where) > 1 and len(batch) > 2:
         res = stats.spearmanr(np.column_stack([np.asarray(columns[n], dtype=float) for n in batch]))
         matrix = (np.abs(np.asarray(res.statistic)), np.asarray(res.pvalue))
+    coded = {name: _coded(columns[name]) for name in dict.fromkeys(f for p in pairs for f in p)
+             if kinds[name] == "categorical"}
     out = {}
     for a, b in pairs:
         if matrix is not None and a in where and b in where:
             value, p = float(matrix[0][where[a], where[b]]), float(matrix[1][where[a], where[b]])
             out[(a, b)] = (value, p if np.isfinite(p) else 1.0)
+        elif a in coded:
+            out[(a, b)] = _coded_test(coded[a], coded.get(b), columns[b])
+        elif b in coded:  # numeric x categorical: the categorical side first, as association_test takes it
+            out[(a, b)] = _coded_test(coded[b], None, columns[a])
         else:
             out[(a, b)] = association_test(columns[a], kinds[a], columns[b], kinds[b])
     return out

@@ -77,11 +77,15 @@ def outside_grid(model, frame, results_1d, *, prediction_std, materiality: float
     from ..pd.partial_dependence import partial_dependence
 
     found = []
+    integer = {}  # per feature: are its values integers (the PD is then evaluated at a rounded median)
     for r in results_1d:
         if r.kinds[0] != "numeric":
             continue
         name = r.features[0]
-        v = np.asarray(frame.column(frame.names.index(name)), dtype=float)
+        raw = np.asarray(frame.column(frame.names.index(name)))  # one column at a time, read once
+        integer[name] = np.issubdtype(raw.dtype, np.integer)
+        v = np.asarray(raw, dtype=float)
+        del raw
         v = v[np.isfinite(v)]
         if v.size == 0:
             continue
@@ -96,7 +100,6 @@ def outside_grid(model, frame, results_1d, *, prediction_std, materiality: float
     for r, side, share, med, _ in found:
         custom.setdefault(r.features[0], []).append(med)
     feats = list(custom)
-    integer = {f: np.issubdtype(np.asarray(frame.column(frame.names.index(f))).dtype, np.integer) for f in feats}
     values = {f: (np.round(custom[f]).astype(np.int64) if integer[f] else np.asarray(custom[f], dtype=float))
               for f in feats}
     extra = partial_dependence(model, frame, feats, custom_values=values, kind="average",

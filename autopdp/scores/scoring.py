@@ -29,7 +29,7 @@ from .utilities.lipschitz import default_bound
 from ..stage_failures import failed_score
 from .significance import ice_row_weights
 
-__all__ = ["ScoringInputs", "score_result", "grid_cells", "importance_table", "interaction_table", "pair_criteria"]
+__all__ = ["ScoringInputs", "score_result", "grid_cells", "flat_cells", "importance_table", "interaction_table", "pair_criteria"]
 
 
 class ScoringInputs:
@@ -87,14 +87,28 @@ def grid_cells(inputs: ScoringInputs, result) -> np.ndarray:
         hit = None if cache is None else cache.get(key)
         if hit is None or hit[0] is not grid:
             spec = FeatureSpec(name=name, position=-1, kind=kind, grid=np.asarray(grid), ordered=ordered, n_missing=0)
-            hit = (grid, nearest_grid_index(inputs.column(name), spec))  # the grid is held: its id stays its own
+            near = nearest_grid_index(inputs.column(name), spec)
+            if np.asarray(grid).size < 2 ** 15:  # kept for every PD of the feature: 2 bytes a row, not 8
+                near = near.astype(np.int16)
+            hit = (grid, near)  # the grid is held: its id stays its own
             if cache is not None:
                 cache[key] = hit
         idx.append(hit[1])
-    ok = np.all([i >= 0 for i in idx], axis=0)
-    cells = np.full(inputs.frame.n_rows, -1, dtype=np.int64)
-    if ok.any():
-        cells[ok] = np.ravel_multi_index(tuple(i[ok] for i in idx), result.grid_shape)
+    return flat_cells(idx, result.grid_shape)
+
+
+def flat_cells(idx, shape) -> np.ndarray:
+    """``np.ravel_multi_index(idx, shape)`` (C order) of the rows whose every index is set, -1 for the others
+    (an index is -1 or inside its axis, as :func:`~autopdp.pd.grids.nearest_grid_index` gives them): one pass
+    per axis over the rows, in place, without masking the rows out and back."""
+    cells = np.array(idx[0], dtype=np.int64, copy=True)
+    missing = idx[0] < 0
+    for i, k in zip(idx[1:], shape[1:]):
+        cells *= int(k)
+        cells += i
+        missing |= i < 0
+    if missing.any():
+        cells[missing] = -1
     return cells
 
 
@@ -102,9 +116,13 @@ def _weights(cells: np.ndarray, shape, sample_weight=None) -> np.ndarray:
     """Share of the rows (of their sample weight, when given) nearest each grid cell (paper eq. 5)."""
     size = int(np.prod(shape))
     ok = cells >= 0
+    every = bool(ok.all())  # then the rows need no masking (the same bins, counted in the same order)
     if sample_weight is None:
-        counts = np.bincount(cells[ok], minlength=size).astype(float)
+        counts = np.bincount(cells if every else cells[ok], minlength=size).astype(float)
         return (counts / max(cells.shape[0], 1)).reshape(shape)
+    if every:
+        mass = np.bincount(cells, weights=sample_weight, minlength=size)
+        return (mass / max(float(sample_weight.sum()), 1e-300)).reshape(shape)
     mass = np.bincount(cells[ok], weights=sample_weight[ok], minlength=size)
     return (mass / max(float(sample_weight.sum()), 1e-300)).reshape(shape)
 

@@ -32,9 +32,15 @@ def incidence_curve(cells: np.ndarray, y_values: np.ndarray, shape: tuple[int, .
     """
     size = int(np.prod(shape))
     ok = cells >= 0
-    w = np.ones(cells.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    count = np.bincount(cells[ok], weights=w[ok], minlength=size)
-    total = np.bincount(cells[ok], weights=(w * np.asarray(y_values, dtype=float))[ok], minlength=size)
+    y_values = np.asarray(y_values, dtype=float)
+    if sample_weight is None:  # the rows' counts and sums of y (1.0 * y is y, and sums of ones are exact)
+        rows = cells if ok.all() else cells[ok]
+        count = np.bincount(rows, minlength=size).astype(float)
+        total = np.bincount(rows, weights=y_values if rows is cells else y_values[ok], minlength=size)
+    else:
+        w = np.asarray(sample_weight, dtype=float)
+        count = np.bincount(cells[ok], weights=w[ok], minlength=size)
+        total = np.bincount(cells[ok], weights=(w * y_values)[ok], minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
         curve = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return curve.reshape(shape)

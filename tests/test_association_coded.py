@@ -1,0 +1,63 @@
+"""The batched association tests (categorical columns coded once) against the pairwise tests on the values."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from autopdp.scores.association import association_test, association_tests
+
+
+def _columns(n=600, seed=3):
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=n)
+    g = rng.choice(["zeta", "alpha", "mid", "Beta"], n)  # first appearance not in sorted order
+    g = np.where(rng.random(n) < 0.05, None, g).astype(object)
+    h = np.where(base > 0, "hi", "lo").astype(object)
+    h[rng.random(n) < 0.08] = np.nan
+    rare = np.where(np.arange(n) < 2, "only-two", "rest").astype(object)  # a level on two rows only
+    rare[0] = None  # ...one of them missing
+    single = np.full(n, "same", dtype=object)
+    num_nan = np.where(rng.random(n) < 0.1, np.nan, base + rng.normal(size=n))
+    return {
+        "a": base + rng.normal(size=n), "b": np.round(base * 2), "d": num_nan, "k": np.full(n, 2.0),
+        "g": g, "h": h, "r": rare, "s": single,
+    }
+
+
+def test_coded_pairs_equal_the_pairwise_tests_exactly():
+    cols = _columns()
+    kinds = {f: ("categorical" if cols[f].dtype == object else "numeric") for f in cols}
+    pairs = [(x, y) for i, x in enumerate(cols) for y in list(cols)[i + 1:]]
+    pairs += [(y, x) for x, y in pairs if kinds[x] != kinds[y]]  # both orders of the mixed pairs
+    many = association_tests(cols, kinds, pairs)
+    for a, b in pairs:
+        one = association_test(cols[a], kinds[a], cols[b], kinds[b])
+        if kinds[a] == kinds[b] == "numeric":
+            continue  # the numeric pairs share one Spearman matrix: equal to rounding (test_findings)
+        np.testing.assert_array_equal(many[(a, b)], one, err_msg=f"{a}, {b}")
+
+
+def test_coded_pairs_on_known_tables():
+    from scipy import stats
+
+    g = np.array(["x", "y", "x", "y", "x", "y", "x", "x"], dtype=object)
+    h = np.array(["u", "u", "v", "v", "u", "v", None, "u"], dtype=object)
+    out = association_tests({"g": g, "h": h}, {"g": "categorical", "h": "categorical"}, [("g", "h")])[("g", "h")]
+    table = np.array([[3, 1], [1, 2]])  # rows x, y; columns u, v (the row with None left out)
+    chi2 = stats.chi2_contingency(table, correction=False)
+    assert out[0] == pytest.approx(np.sqrt(chi2.statistic / 7), rel=1e-12)
+    assert out[1] == pytest.approx(chi2.pvalue, rel=1e-12)
+    v = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, np.nan])
+    eta, p = association_tests({"g": g, "v": v}, {"g": "categorical", "v": "numeric"}, [("v", "g")])[("v", "g")]
+    x, y = v[[0, 2, 4, 6]], v[[1, 3, 5]]
+    between = 4 * (x.mean() - v[:7].mean()) ** 2 + 3 * (y.mean() - v[:7].mean()) ** 2
+    assert eta == pytest.approx(np.sqrt(between / np.sum((v[:7] - v[:7].mean()) ** 2)), rel=1e-12)
+    assert p == pytest.approx(stats.f_oneway(x, y).pvalue, rel=1e-12)
+
+
+def test_coded_pairs_of_a_frame_column_with_categories():
+    df = pd.DataFrame({"c": pd.Categorical(["b", "a", "b", np.nan, "a", "c"] * 20),
+                       "v": np.arange(120, dtype=float)})
+    c = np.asarray(df["c"].astype(object))
+    out = association_tests({"c": c, "v": df["v"].to_numpy()}, {"c": "categorical", "v": "numeric"}, [("c", "v")])
+    assert out[("c", "v")] == association_test(c, "categorical", df["v"].to_numpy(), "numeric")

@@ -1,0 +1,59 @@
+"""The scoring stage's per-row counts against their direct computation (issue 32: fewer passes over the rows)."""
+
+import numpy as np
+
+from autopdp.scores.scoring import _weights, flat_cells
+from autopdp.scores.utilities.incidence import incidence_curve
+
+
+def _direct_cells(idx, shape):
+    ok = np.all([i >= 0 for i in idx], axis=0)
+    cells = np.full(idx[0].shape[0], -1, dtype=np.int64)
+    if ok.any():
+        cells[ok] = np.ravel_multi_index(tuple(i[ok] for i in idx), shape)
+    return cells
+
+
+def test_flat_cells_equal_ravel_multi_index():
+    rng = np.random.default_rng(0)
+    for shape in [(5,), (4, 7), (3, 2, 6)]:
+        idx = [rng.integers(0, k, 500) for k in shape]
+        for i in idx:
+            i[rng.random(500) < 0.1] = -1  # missing or unmatched values
+        np.testing.assert_array_equal(flat_cells(idx, shape), _direct_cells(idx, shape))
+        full = [np.abs(i) for i in idx]  # no missing value
+        np.testing.assert_array_equal(flat_cells(full, shape), _direct_cells(full, shape))
+    assert flat_cells([np.array([1, -1, 0])], (2,)).tolist() == [1, -1, 0]
+    assert flat_cells([np.array([1, 0, -1]), np.array([2, -1, 0])], (2, 3)).tolist() == [5, -1, -1]
+
+
+def test_counts_and_incidence_equal_the_weighted_forms_with_unit_weights():
+    rng = np.random.default_rng(1)
+    cells = rng.integers(0, 6, 1000)
+    y = (rng.random(1000) < 0.3).astype(float)
+    for c in (cells, np.where(rng.random(1000) < 0.2, -1, cells)):
+        ones = np.ones(c.size)
+        ok = c >= 0
+        counts = np.bincount(c[ok], minlength=6)
+        np.testing.assert_array_equal(_weights(c, (6,)), counts / c.size)
+        np.testing.assert_array_equal(_weights(c, (6,), ones), counts / c.size)
+        curve = incidence_curve(c, y, (6,))
+        np.testing.assert_array_equal(curve, incidence_curve(c, y, (6,), ones))
+        means = [y[c == k].mean() for k in range(6)]
+        np.testing.assert_allclose(curve, means, rtol=1e-15)
+    assert np.isnan(incidence_curve(np.array([0, 0, -1]), np.array([1.0, 0.0, 1.0]), (2,))[1])
+
+
+def test_outside_grid_of_an_integer_column_is_evaluated_at_the_rounded_median():
+    from autopdp import audit
+    from autopdp.config import AuditConfig
+
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.integers(0, 100, 950), rng.integers(1000, 1101, 51)]).reshape(-1, 1)  # int64 column
+    a = audit(lambda d: np.asarray(d, dtype=float)[:, 0] / 10.0, x,
+              config=AuditConfig(pairs=False, utilities=("monotonicity",)))
+    above = [o for o in a.metadata["outside_grid"] if o["side"] == "above"]
+    top = np.asarray(a.pd("x0").grid[0], dtype=float).max()
+    med = float(f"{float(np.median(x[x > top])):.4g}")
+    assert above and above[0]["median"] == round(med)
+    assert above[0]["pd_beyond"] == round(med) / 10.0
