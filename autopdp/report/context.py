@@ -59,10 +59,15 @@ def _plot(fn, *args, **kwargs):
     return _Queued(len(queue) - 1)
 
 
+#: The parts of the context whose figures the Word document shows (word.py): only they carry a PNG too.
+WORD_FIGURES = ("importance", "interaction", "pages")
+
+
 @contextmanager
-def _figures_drawn_together(out: dict):
+def _figures_drawn_together(out: dict, raster=WORD_FIGURES):
     """Queue the figures made inside; on leaving, draw them all at once (:func:`.figures.draw_all`)
-    and put each SVG where its stand-in is in ``out``'s values."""
+    and put each SVG where its stand-in is in ``out``'s values.  Inside :func:`.figures.with_png`, the
+    figures held under ``out``'s keys ``raster`` also carry their PNG (the others are SVG only)."""
     queue: list = []
     token = _QUEUE.set(queue)
     try:
@@ -72,24 +77,28 @@ def _figures_drawn_together(out: dict):
     # only the figures ``out`` still holds are drawn (a format's context drops those it does not show);
     # a stand-in held in several places is drawn once and the same SVG goes to each
     used: dict[int, int] = {}
+    png: set[int] = set()
 
-    def find(obj):
+    def find(obj, with_png):
         if isinstance(obj, _Queued):
             used.setdefault(obj.index, len(used))
+            if with_png:
+                png.add(obj.index)
         elif isinstance(obj, dict):
             for v in obj.values():
-                find(v)
+                find(v, with_png)
         elif isinstance(obj, (list, tuple)):
             for v in obj:
-                find(v)
+                find(v, with_png)
 
-    find(out)
+    for key, value in out.items():
+        find(value, key in raster)
     # the same figure asked for twice (e.g. a PD in its trust section and in the gallery) is drawn once
     same: dict = {}
     for i in sorted(used):
         same.setdefault(_job_key(queue[i]), []).append(i)
     groups = list(same.values())
-    svgs = draw_all([queue[g[0]] for g in groups])
+    svgs = draw_all([queue[g[0]] for g in groups], png=[any(i in png for i in g) for g in groups])
     drawn = {i: svg for g, svg in zip(groups, svgs) for i in g}
 
     def put(obj):
