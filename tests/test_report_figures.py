@@ -104,3 +104,18 @@ def test_unrealistic_cells_of_a_heatmap_are_one_hatched_patch(small_audit):
     assert region.count("M ") == int((ood > 0.5).sum())  # a square per cell
     assert svg.count("mostly unrealistic rows") == 1
     assert "mostly unrealistic rows" not in plot_pd_2d(r, ood=np.zeros(r.grid_shape), occupancy=np.ones(r.grid_shape))
+
+
+def test_data_distribution_sits_under_the_pd_without_moving_its_axes(small_audit):
+    from autopdp.report.figures import plot_pd_1d
+
+    r = small_audit.pd(("duration_months",))
+    dist = small_audit.data_summary["distributions"]["duration_months"]
+    with_dist, without = plot_pd_1d(r, distribution=dist), plot_pd_1d(r)
+
+    def ticks(svg):
+        return re.findall(r'<g id="(?:x|y)tick_\d+">.*?<text[^>]*>([^<]*)</text>', svg, flags=re.S)
+
+    assert ticks(with_dist) == ticks(without) and ticks(with_dist)  # the same x and y axes
+    assert with_dist.count("fill: #e6ab02") == 1 and "fill: #e6ab02" not in without  # one histogram outline
+    assert with_dist.count('id="axes_') == without.count('id="axes_') == 1  # no second (twin) axes

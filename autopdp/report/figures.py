@@ -149,23 +149,39 @@ def _x_positions(result, axis: int = 0):
 
 
 def _draw_distribution(ax, result, distribution):
-    """Data distribution on a twin axis occupying the bottom fifth of the plot."""
-    tw = ax.twinx()
-    tw.set_yticks([])
-    for side in ("top", "right"):
-        tw.spines[side].set_visible(False)
+    """The data's distribution in the bottom fifth of the plot, under everything else: x in the data's units,
+    y a fraction of the axes' height (the highest bar at a fifth of it, less the autoscale margin a twin axis
+    with its own y-limits gave it).  The bars are the figure's, drawn before the axes and clipped to them: no
+    second axes to lay out, and neither the y-limits nor the legend's place depend on them."""
     if distribution is None:
         return
+    from matplotlib.patches import Rectangle, StepPatch
+
     if distribution["kind"] == "numeric" and result.kinds[0] == "numeric":
         edges = np.asarray(distribution["edges"], dtype=float)
         counts = np.asarray(distribution["counts"], dtype=float)
+        top = _distribution_top(counts)
         # one filled step outline: the histogram's bars as a single artist (30 bar patches took a third of the figure)
-        tw.stairs(counts, edges, fill=True, color=DATA_COLOR, alpha=0.45, linewidth=0, label="data distribution")
+        bars = [StepPatch(counts / (5 * top), edges, baseline=0, fill=True, color=DATA_COLOR, alpha=0.45, linewidth=0)]
+        span = [edges[0], edges[-1]]
     else:
         counts = np.asarray(result.counts, dtype=float)
-        tw.bar(np.arange(len(counts)), counts, width=0.6, color=DATA_COLOR, alpha=0.45, linewidth=0, label="rows per level")
-    top = max(float(np.max(tw.get_ylim())), 1.0)
-    tw.set_ylim(0, top * 5)
+        top = _distribution_top(counts)
+        bars = [Rectangle((i - 0.3, 0), 0.6, c / (5 * top), color=DATA_COLOR, alpha=0.45, linewidth=0)
+                for i, c in enumerate(counts)]
+        span = [-0.3, len(counts) - 0.7]
+    for bar in bars:
+        bar.set_transform(ax.get_xaxis_transform())
+        bar.set_clip_path(ax.patch)
+        ax.figure.add_artist(bar)
+    ax.update_datalim(np.column_stack([span, [0.0, 0.0]]), updatey=False)
+
+
+def _distribution_top(counts) -> float:
+    """The top of the y-axis a twin axis autoscaled to these counts had: the highest count plus the axes' margin
+    (at least 1)."""
+    peak = float(np.max(counts)) if len(counts) else 0.0
+    return max(peak + peak * _plt().rcParams["axes.ymargin"], 1.0)
 
 
 def _shade_ood(ax, x, ood, levels):
