@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -14,7 +12,8 @@ from ..config import DECISIONS, SIGN_OFF_KEYS
 from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
 from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
-from .figures import draw_all, plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d, plot_small_multiple
+from .figure_queue import _figures_drawn_together, _plot
+from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d
 from .methodology import (adjustment_name, confidence_text, criterion_tests, finding_definition, importance_text,
                           scale_text,
                           learner_text, pd_method_text, tested_text)
@@ -37,87 +36,6 @@ COMPARISON_LABELS = {
 IMPORTANCE_BARS = 25
 #: Rows of each ranking the PDF shows.
 TOP_ROWS = 10
-
-_QUEUE: ContextVar = ContextVar("autopdp_figure_queue", default=None)
-
-
-class _Queued:
-    """Stands for the SVG of the queued figure number ``index`` until :func:`_figures_drawn_together` draws it."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int):
-        self.index = index
-
-
-def _plot(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``: an SVG string, or inside :func:`_figures_drawn_together` a stand-in for it."""
-    queue = _QUEUE.get()
-    if queue is None:
-        return fn(*args, **kwargs)
-    queue.append((fn, args, kwargs))
-    return _Queued(len(queue) - 1)
-
-
-@contextmanager
-def _figures_drawn_together(out: dict):
-    """Queue the figures made inside; on leaving, draw them all at once (:func:`.figures.draw_all`)
-    and put each SVG where its stand-in is in ``out``'s values."""
-    queue: list = []
-    token = _QUEUE.set(queue)
-    try:
-        yield
-    finally:
-        _QUEUE.reset(token)
-    # only the figures ``out`` still holds are drawn (a format's context drops those it does not show);
-    # a stand-in held in several places is drawn once and the same SVG goes to each
-    used: dict[int, int] = {}
-
-    def find(obj):
-        if isinstance(obj, _Queued):
-            used.setdefault(obj.index, len(used))
-        elif isinstance(obj, dict):
-            for v in obj.values():
-                find(v)
-        elif isinstance(obj, (list, tuple)):
-            for v in obj:
-                find(v)
-
-    find(out)
-    # the same figure asked for twice (e.g. a PD in its trust section and in the gallery) is drawn once
-    same: dict = {}
-    for i in sorted(used):
-        same.setdefault(_job_key(queue[i]), []).append(i)
-    groups = list(same.values())
-    svgs = draw_all([queue[g[0]] for g in groups])
-    drawn = {i: svg for g, svg in zip(groups, svgs) for i in g}
-
-    def put(obj):
-        if isinstance(obj, _Queued):
-            return drawn[obj.index]
-        if isinstance(obj, dict):
-            return {k: put(v) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [put(v) for v in obj]
-        if isinstance(obj, tuple):
-            return tuple(put(v) for v in obj)
-        return obj
-
-    out.update(put(out))
-
-
-def _job_key(job):
-    """A figure's identity: its function and arguments (pickled), or the job itself when they do not pickle."""
-    import hashlib
-    import pickle
-
-    fn, args, kwargs = job
-    try:
-        return hashlib.sha256(pickle.dumps((fn.__module__, fn.__qualname__, args, sorted(kwargs.items())),
-                                           protocol=4)).digest()
-    except Exception:
-        return id(job)
-
 
 def _label(features) -> str:
     return " × ".join(features)

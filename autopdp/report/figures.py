@@ -17,13 +17,18 @@ import numpy as np
 
 __all__ = [
     "svg_of", "plot_pd_1d", "plot_pd_2d", "plot_importance", "plot_interaction", "plot_small_multiple", "draw_all",
-    "FigureSVG", "with_png",
+    "FigureSVG", "with_png", "ICE_CURVES",
 ]
 
 #: From this many figures on, :func:`draw_all` draws them on worker processes (one per CPU).  Starting
 #: the workers (each imports matplotlib) costs about as much as drawing ~40 figures: the demo's 40 took
 #: 3.6-4.0 s here and 5.0-5.3 s on two workers (2 cores, load ~6); the 60-feature report's ~100 gain.
 PARALLEL_FROM = 60
+
+#: The most ICE curves a 1D figure draws, evenly spaced over the rows the audit kept (its ``subsample``), however
+#: many rows the data has: the figure's size and drawing time do not grow with the rows.  The 2D figures show where
+#: the data lies by rows per grid cell (or by at most 400 sampled rows with ``keep_points``), never row by row.
+ICE_CURVES = 40
 
 PD_COLOR = "#1f4e79"
 BAND_COLOR = "#9ecae1"
@@ -90,21 +95,26 @@ def with_png(dpi: int = 200):
 
 def svg_of(fig) -> str:
     """Render ``fig`` to an SVG string (no XML header, deterministic ids) and close it; inside
-    :func:`with_png` a :class:`FigureSVG` that also holds the figure as PNG."""
+    :func:`with_png` a :class:`FigureSVG` that also holds the figure as PNG.
+
+    The PNG is cropped to the box the SVG's ``bbox_inches="tight"`` found (padded the same way): matplotlib
+    would otherwise lay the whole figure out once more, without drawing it, only to find that box again."""
     plt = _plt()
     dpi = _PNG_DPI.get()
     png = None
     try:
         buf = io.StringIO()
+        boxes = _tight_boxes(fig) if dpi else []
         with warnings.catch_warnings():  # a glyph no font has is a note of the report (fonts.glyph_note)
             warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
             fig.savefig(buf, format="svg", bbox_inches="tight", dpi=150, metadata={"Date": None, "Creator": None})
-        svg = buf.getvalue()
-        if dpi:
-            raw = io.BytesIO()
-            fig.savefig(raw, format="png", bbox_inches="tight", dpi=dpi, metadata={"Software": None},
-                        facecolor="white")
-            png = raw.getvalue()
+            svg = buf.getvalue()
+            if dpi:
+                box = boxes[-1].padded(plt.rcParams["savefig.pad_inches"]) if boxes else "tight"
+                raw = io.BytesIO()
+                fig.savefig(raw, format="png", bbox_inches=box, dpi=dpi, metadata={"Software": None},
+                            facecolor="white")
+                png = raw.getvalue()
     finally:
         plt.close(fig)
     start = svg.find("<svg")
@@ -116,6 +126,21 @@ def svg_of(fig) -> str:
     return out
 
 
+def _tight_boxes(fig) -> list:
+    """The boxes (in inches) ``fig.get_tightbbox`` returns from now on, as ``savefig(bbox_inches="tight")``
+    asks for it: the list it fills is read after the SVG is saved."""
+    boxes: list = []
+    measure = fig.get_tightbbox
+
+    def recorded(*args, **kwargs):
+        box = measure(*args, **kwargs)
+        boxes.append(box)
+        return box
+
+    fig.get_tightbbox = recorded
+    return boxes
+
+
 def _x_positions(result, axis: int = 0):
     if result.kinds[axis] == "numeric":
         return np.asarray(result.grid[axis], dtype=float), None
@@ -124,23 +149,39 @@ def _x_positions(result, axis: int = 0):
 
 
 def _draw_distribution(ax, result, distribution):
-    """Data distribution on a twin axis occupying the bottom fifth of the plot."""
-    tw = ax.twinx()
-    tw.set_yticks([])
-    for side in ("top", "right"):
-        tw.spines[side].set_visible(False)
+    """The data's distribution in the bottom fifth of the plot, under everything else: x in the data's units,
+    y a fraction of the axes' height (the highest bar at a fifth of it, less the autoscale margin a twin axis
+    with its own y-limits gave it).  The bars are the figure's, drawn before the axes and clipped to them: no
+    second axes to lay out, and neither the y-limits nor the legend's place depend on them."""
     if distribution is None:
         return
+    from matplotlib.patches import Rectangle, StepPatch
+
     if distribution["kind"] == "numeric" and result.kinds[0] == "numeric":
         edges = np.asarray(distribution["edges"], dtype=float)
         counts = np.asarray(distribution["counts"], dtype=float)
+        top = _distribution_top(counts)
         # one filled step outline: the histogram's bars as a single artist (30 bar patches took a third of the figure)
-        tw.stairs(counts, edges, fill=True, color=DATA_COLOR, alpha=0.45, linewidth=0, label="data distribution")
+        bars = [StepPatch(counts / (5 * top), edges, baseline=0, fill=True, color=DATA_COLOR, alpha=0.45, linewidth=0)]
+        span = [edges[0], edges[-1]]
     else:
         counts = np.asarray(result.counts, dtype=float)
-        tw.bar(np.arange(len(counts)), counts, width=0.6, color=DATA_COLOR, alpha=0.45, linewidth=0, label="rows per level")
-    top = max(float(np.max(tw.get_ylim())), 1.0)
-    tw.set_ylim(0, top * 5)
+        top = _distribution_top(counts)
+        bars = [Rectangle((i - 0.3, 0), 0.6, c / (5 * top), color=DATA_COLOR, alpha=0.45, linewidth=0)
+                for i, c in enumerate(counts)]
+        span = [-0.3, len(counts) - 0.7]
+    for bar in bars:
+        bar.set_transform(ax.get_xaxis_transform())
+        bar.set_clip_path(ax.patch)
+        ax.figure.add_artist(bar)
+    ax.update_datalim(np.column_stack([span, [0.0, 0.0]]), updatey=False)
+
+
+def _distribution_top(counts) -> float:
+    """The top of the y-axis a twin axis autoscaled to these counts had: the highest count plus the axes' margin
+    (at least 1)."""
+    peak = float(np.max(counts)) if len(counts) else 0.0
+    return max(peak + peak * _plt().rcParams["axes.ymargin"], 1.0)
 
 
 def _shade_ood(ax, x, ood, levels):
@@ -163,7 +204,7 @@ def _shade_ood(ax, x, ood, levels):
 
 
 def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None, extra_curves=(),
-               distribution=None, ice_curves=40, title=None, ood=None, width=5.2, height=3.2, refits=None) -> str:
+               distribution=None, ice_curves=ICE_CURVES, title=None, ood=None, width=5.2, height=3.2, refits=None) -> str:
     """PD line, a sample of ICE curves, +-1 std band, the comparison curve g, the data distribution
     and grey bands where most of the PD's augmented rows are unrealistic.  ``refits`` (K, grid): the refits'
     PDs (issue 31): their range is drawn beside the PD's Monte-Carlo 95% band, with their mean (the learner-PD)."""
@@ -285,14 +326,7 @@ def plot_pd_2d(result, *, target_index=0, points=None, occupancy=None, title=Non
         ax = fig.add_subplot(111)
         im = ax.imshow(f.T, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest")
         if ood is not None:
-            from matplotlib.patches import Rectangle
-
-            first = True
-            for (i, j), o in np.ndenumerate(np.asarray(ood, dtype=float)):
-                if o > 0.5:
-                    ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, fill=False, hatch="///", edgecolor="#ffffff",
-                                           linewidth=0, alpha=0.6, label="mostly unrealistic rows" if first else None))
-                    first = False
+            _hatch_cells(ax, np.asarray(ood, dtype=float) > 0.5)
         cb = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
         cb.set_label(_ylabel(result, target_index))
         counts = None if occupancy is None else np.asarray(occupancy, dtype=float)
@@ -322,6 +356,22 @@ def plot_pd_2d(result, *, target_index=0, points=None, occupancy=None, title=Non
         if title:
             ax.set_title(text(title))
         return svg_of(fig)
+
+
+def _hatch_cells(ax, mask) -> None:
+    """Hatch the heatmap's cells where ``mask`` holds, as one patch of their squares: the same look as a
+    patch per cell, but one artist (a cell's patch was drawn, and rendered by WeasyPrint, one by one)."""
+    cells = np.argwhere(mask)
+    if not len(cells):
+        return
+    from matplotlib.patches import PathPatch
+    from matplotlib.path import Path
+
+    corners = np.array([[-0.5, -0.5], [0.5, -0.5], [0.5, 0.5], [-0.5, 0.5], [-0.5, -0.5]])
+    vertices = (cells[:, None, :].astype(float) + corners[None, :, :]).reshape(-1, 2)
+    codes = np.tile([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY], len(cells))
+    ax.add_patch(PathPatch(Path(vertices, codes), fill=False, hatch="///", edgecolor="#ffffff", linewidth=0,
+                           alpha=0.6, label="mostly unrealistic rows"))
 
 
 def _barh(labels, values, xlabel, title, width=5.2):
@@ -365,31 +415,35 @@ def plot_small_multiple(result, *, target_index=0, width=2.4, height=1.7) -> str
         return svg_of(fig)
 
 
-def draw_all(jobs, *, n_jobs: int | None = None) -> list[str]:
+def draw_all(jobs, *, n_jobs: int | None = None, png=None) -> list[str]:
     """The SVG strings of ``[(plot function, args, kwargs), ...]``, in order.
 
     From :data:`PARALLEL_FROM` figures on, and with more than one CPU, they are drawn on joblib's
     worker processes, one per CPU (``n_jobs`` to set their number; 1 draws here).  Each figure is
-    the same string wherever it is drawn (fixed SVG ids and metadata).
+    the same string wherever it is drawn (fixed SVG ids and metadata).  Inside :func:`with_png`,
+    ``png`` (one flag per job; all when not given) says which figures also carry their PNG: those a
+    raster format shows, the others are saved as SVG only.
     """
     jobs = list(jobs)
+    dpi = _PNG_DPI.get()  # a context variable does not cross to the workers: handed over
+    dpis = [dpi if want else None for want in (png if png is not None else [True] * len(jobs))]
     if n_jobs is None:
         from ..pd.tree_ice import n_threads
 
         n_jobs = n_threads()
     workers = min(int(n_jobs), len(jobs))
     if workers <= 1 or len(jobs) < PARALLEL_FROM:
-        return [fn(*args, **kwargs) for fn, args, kwargs in jobs]
+        return [_draw(fn, args, kwargs, d) for (fn, args, kwargs), d in zip(jobs, dpis)]
     from joblib import Parallel, delayed
 
     _plt()  # matplotlib's font cache exists before the workers start
-    dpi = _PNG_DPI.get()  # a context variable does not cross to the workers: handed over
-    return list(Parallel(n_jobs=workers)(delayed(_draw)(fn, args, kwargs, dpi) for fn, args, kwargs in jobs))
+    return list(Parallel(n_jobs=workers)(delayed(_draw)(fn, args, kwargs, d) for (fn, args, kwargs), d in zip(jobs, dpis)))
 
 
 def _draw(fn, args, kwargs, dpi):
-    """``fn(*args, **kwargs)`` on a worker, with PNGs as in the caller (:func:`with_png`)."""
-    if not dpi:
+    """``fn(*args, **kwargs)`` with a PNG at ``dpi`` as well, or none when ``dpi`` is None (:func:`with_png`)."""
+    token = _PNG_DPI.set(int(dpi) if dpi else None)
+    try:
         return fn(*args, **kwargs)
-    with with_png(dpi):
-        return fn(*args, **kwargs)
+    finally:
+        _PNG_DPI.reset(token)
