@@ -255,3 +255,44 @@ def test_sparse_rows_are_the_pipelines_rows():
     want = model[:-1].transform(assemble(frame, [Augmenter(frame, specs)(rows, [p[3:11] for p in points])]))
     assert sp.issparse(got) and sp.issparse(want)
     np.testing.assert_array_equal(got.toarray(), want.toarray())
+
+
+# ---------------------------------------------------------------- ALE by prediction through the same substitution
+
+def test_ale_through_blocks_same_as_plain_predictions():
+    from autopdp.trust import ale as ale_module
+
+    X = _frame(seed=10)
+    model = _classifier(True).fit(X, (_target(X) > 1.5).astype(int))
+    frame = as_frame(X)
+
+    def plain(Z):  # the same model behind a plain callable: no Pipeline to see through
+        return model.predict_proba(Z)[:, 1]
+
+    for name in ("a", "b"):
+        fast = ale_module.ale(model, frame, name, bins=8)
+        assert ale_module._LAST_PLAN[0][2] is not None and ale_module._LAST_PLAN[0][2].sparse
+        slow = ale_module.ale(plain, frame, name, bins=8)
+        np.testing.assert_array_equal(fast.x, slow.x)
+        np.testing.assert_array_equal(fast.counts, slow.counts)
+        np.testing.assert_allclose(fast.pd, slow.pd, rtol=0, atol=1e-13)
+    fast2 = ale_module.ale_2d(model, frame, ("a", "b"), bins=4)
+    slow2 = ale_module.ale_2d(plain, frame, ("a", "b"), bins=4)
+    np.testing.assert_allclose(fast2.pd, slow2.pd, rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(fast2.counts, slow2.counts)
+
+
+def test_ale_of_a_scaled_linear_model_is_its_slope():
+    """Known answer: after a StandardScaler a Ridge's ALE rises by coef / scale per unit of the feature."""
+    from autopdp.trust.ale import ale
+
+    X = _frame(seed=11)[["a", "d"]].assign(b=lambda f: f.index % 7 * 1.5)
+    model = make_pipeline(make_column_transformer((StandardScaler(), ["a", "b"]), (MinMaxScaler(), ["d"])),
+                          Ridge(alpha=1.0)).fit(X, X.a * 3 - X.b + X.d)
+    ct, ridge = model[0], model[-1]
+    scale = dict(zip(["a", "b"], ct.named_transformers_["standardscaler"].scale_))
+    for j, name in enumerate(["a", "b"]):
+        curve = ale(model, as_frame(X), name, bins=6)
+        slopes = np.diff(curve.pd) / np.diff(np.asarray(curve.x, dtype=float))
+        np.testing.assert_allclose(slopes, ridge.coef_[j] / scale[name], rtol=1e-10)
+        np.testing.assert_allclose(np.sum((curve.pd[:-1] + curve.pd[1:]) / 2 * curve.counts), 0.0, atol=1e-10)

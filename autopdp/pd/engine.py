@@ -321,6 +321,8 @@ def brute_force_many(
     T = len(adapter.targets)
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     keeps = keep_individual if isinstance(keep_individual, (list, tuple)) else [keep_individual] * len(spec_sets)
+    if blocks is not None:
+        blocks.check_many(spec_sets)  # every set's check in one call
     states = [_SetState(frame, specs, T, k, ice_rows, centered, blocks) for specs, k in zip(spec_sets, keeps)]
     for substituted in (False, True):
         chosen = [st for st in states if (st.substitute is not None) == substituted]

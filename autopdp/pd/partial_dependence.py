@@ -467,7 +467,9 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
             if setup.method == "tree":
                 raise InputError(f"method='tree' does not apply: {exc}.") from None
     if setup.tree_plan() is None or setup.centered:
-        setup.block_plan()  # the preprocessing once, before the work is shared out
+        blocks = setup.block_plan()  # the preprocessing once, before the work is shared out
+        if blocks is not None:  # every set's block values and probe check in one call each, not one per group
+            blocks.check_many([[setup.spec(p) for p in positions] for positions, _ in jobs])
     groups = _groups(setup, jobs, workers, distributed=scheduler is not None)
     bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
     out: list[PDResult] = []

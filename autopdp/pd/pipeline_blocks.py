@@ -170,6 +170,7 @@ class BlockPlan:
         self.pre = pre
         self.final_adapter = dataclasses.replace(adapter, model=final)
         self.full_adapter = adapter
+        self.final = final
         self.blocks = [np.flatnonzero(src == j) for j in range(frame.n_features)]
         self.columns = None
         if isinstance(Z, pd.DataFrame):  # set_output(transform="pandas"): the final estimator knows the names
@@ -189,7 +190,8 @@ class BlockPlan:
             raise BlocksUnavailable(f"the preprocessing gave {Z.shape[1]} columns, {src.shape[0]} expected")
         self.Z = Z
         self.note = NOTE
-        self.checked: dict[tuple, str] = {}  # set positions -> "" (substitution exact) or why not
+        self.checked: dict[tuple, str] = {}
+        self._values: dict[tuple, np.ndarray] = {}  # each feature grid's block values (G, block width)  # set positions -> "" (substitution exact) or why not
 
     def row_bytes(self, n_targets: int) -> int:
         """Bytes one augmented row costs in a model call (its copies while it is built, and the output)."""
@@ -198,55 +200,131 @@ class BlockPlan:
             return int(3 * 12 * per + 16 * max(n_targets, 1) + 64)
         return int(2 * self.Z.itemsize * self.Z.shape[1] + 16 * max(n_targets, 1) + 64)
 
-    # -- one feature set
+    # -- feature sets
+
+    @staticmethod
+    def _key(spec) -> tuple:
+        return spec.position, tuple(repr(v) for v in spec.grid)
 
     def substitution(self, specs, points: list[np.ndarray]) -> "_Substitution":
-        """The augmenter of one feature set whose grid points (C order) are ``points``."""
-        cols = np.unique(np.concatenate([self.blocks[s.position] for s in specs]))
-        values = self._block_values(specs, points, cols)
-        return _Substitution(self, cols, values)
+        """The augmenter of one feature set whose grid points (C order of the grids) are ``points``.
 
-    def _block_values(self, specs, points, cols) -> np.ndarray:
-        """(G, len(cols)): the block's preprocessed values at each grid point (read off one row)."""
-        tiny = assemble(self.frame, [Augmenter(self.frame, specs)(np.array([0]), points)])
-        out = self.pre.transform(tiny)
+        The block values at a grid point are those of each feature at its own value (each output column
+        depends on one input column), read from :meth:`prepare`'s transforms.
+        """
+        self.prepare([specs])
+        cols = np.concatenate([self.blocks[s.position] for s in specs])
+        per_feature = [self._values[self._key(s)] for s in specs]
+        if len(specs) == 1:
+            values = per_feature[0]
+        else:
+            n1 = per_feature[1].shape[0]
+            G = per_feature[0].shape[0] * n1
+            index = np.arange(G)
+            values = np.concatenate([per_feature[0][index // n1], per_feature[1][index % n1]], axis=1)
+        if len(points[0]) != values.shape[0]:
+            raise BlocksUnavailable("the grid points do not match the feature grids")
+        order = np.argsort(cols, kind="stable")
+        return _Substitution(self, cols[order], values[:, order])
+
+    def prepare(self, spec_sets) -> None:
+        """Transform every feature's grid not seen yet, all in one call (one row per grid value)."""
+        todo = {}
+        for specs in spec_sets:
+            for s in specs:
+                if self._key(s) not in self._values:
+                    todo.setdefault(self._key(s), s)
+        if not todo:
+            return
+        parts = [Augmenter(self.frame, [s])(np.array([0]), [s.grid]) for s in todo.values()]
+        out = self.pre.transform(assemble(self.frame, parts))
         if isinstance(out, pd.DataFrame):
             out = _numeric_array(out)
-        if hasattr(out, "tocsr"):
-            out = out.tocsr()[:, cols].toarray()
-        else:
-            out = np.asarray(out)[:, cols]
-        return np.asarray(out, dtype=self.Z.dtype if self.Z.dtype.kind == "f" else np.float64)
+        out = out.tocsr() if hasattr(out, "tocsr") else np.asarray(out)
+        start = 0
+        dtype = self.Z.dtype if self.Z.dtype.kind == "f" else np.float64
+        for key, s in todo.items():
+            block = out[start:start + s.size][:, self.blocks[s.position]]
+            block = block.toarray() if hasattr(block, "toarray") else block
+            self._values[key] = np.asarray(block, dtype=dtype)
+            start += s.size
 
-    def check(self, specs) -> str:
-        """"" when substitution reproduces the full pipeline on the probe rows for this set, else why not."""
-        key = tuple((s.position, tuple(repr(v) for v in s.grid)) for s in specs)
-        if key in self.checked:
-            return self.checked[key]
+    def check_many(self, spec_sets) -> None:
+        """Check every set not checked yet on the probe rows at all its grid points, in one call each way:
+        the substituted predictions must equal the full pipeline's (``checked`` records why not)."""
         from .engine import _grid_points
 
-        points = _grid_points(specs)
+        todo = []
+        for specs in spec_sets:
+            key = tuple(self._key(s) for s in specs)
+            if key not in self.checked and key not in [k for k, _ in todo]:
+                todo.append((key, specs))
+        if not todo:
+            return
         n = self.frame.n_rows
         rows = np.unique(np.linspace(0, n - 1, min(PROBE_ROWS, n)).astype(np.intp))
         try:
-            sub = self.substitution(specs, points)
-            got = self.final_adapter(self.wrap(sub(rows, 0, len(points[0]))))
-            want = self.full_adapter(assemble(self.frame, [Augmenter(self.frame, specs)(rows, points)]))
-            got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+            self.prepare([specs for _, specs in todo])
+            subs, fulls = [], []
+            for _, specs in todo:
+                points = _grid_points(specs)
+                subs.append(self.substitution(specs, points)(rows, 0, len(points[0])))
+                fulls.append(Augmenter(self.frame, specs)(rows, points))
+            got = np.asarray(self.final_adapter(self.stack(subs)), dtype=float)
+            want = np.asarray(self.full_adapter(assemble(self.frame, fulls)), dtype=float)
             if got.shape != want.shape:
-                reason = "the final estimator's output differs in shape from the pipeline's"
-            else:
-                diff = np.abs(got - want) / (1.0 + np.abs(want))
-                bad = ~((diff <= PROBE_TOLERANCE) | (np.isnan(got) & np.isnan(want)))
-                reason = "" if not bad.any() else (
-                    f"substituted predictions differ from the pipeline's on probe rows (by up to "
-                    f"{float(np.nanmax(np.abs(got - want))):.3g})")
-        except BlocksUnavailable as exc:
-            reason = str(exc)
+                raise BlocksUnavailable("the final estimator's output differs in shape from the pipeline's")
         except Exception as exc:  # noqa: BLE001 - any failure of the shortcut leaves the plain path in charge
-            reason = f"{type(exc).__name__}: {exc}"
-        self.checked[key] = reason
-        return reason
+            reason = str(exc) if isinstance(exc, BlocksUnavailable) else f"{type(exc).__name__}: {exc}"
+            for key, _ in todo:
+                self.checked[key] = reason
+            return
+        diff = np.abs(got - want) / (1.0 + np.abs(want))
+        bad = ~((diff <= PROBE_TOLERANCE) | (np.isnan(got) & np.isnan(want)))
+        start = 0
+        for (key, specs), part in zip(todo, subs):
+            k = part.shape[0]
+            worst = bad[start:start + k]
+            self.checked[key] = "" if not worst.any() else (
+                f"substituted predictions differ from the pipeline's on probe rows (by up to "
+                f"{float(np.nanmax(np.abs(got - want)[start:start + k])):.3g})")
+            start += k
+
+    def check(self, specs) -> str:
+        """"" when substitution reproduces the full pipeline on the probe rows for this set, else why not."""
+        self.check_many([specs])
+        return self.checked[tuple(self._key(s) for s in specs)]
+
+    # -- rows with per-row values (ALE moves each row to its own interval's edges)
+
+    def rows_with(self, rows: np.ndarray, changes: dict):
+        """The preprocessed rows ``rows`` with column ``pos`` set to ``changes[pos][i]`` in row i (a few distinct
+        values each, such as ALE's interval edges): what the preprocessing gives for those rows, read off
+        one transform of the distinct values."""
+        from types import SimpleNamespace
+
+        specs, index = [], []
+        for pos, vals in changes.items():
+            grid, inverse = np.unique(np.asarray(vals), return_inverse=True)
+            specs.append(SimpleNamespace(position=pos, grid=grid, size=grid.shape[0], kind="numeric"))
+            index.append(inverse.reshape(-1))
+        self.prepare([[s] for s in specs])
+        values = [self._values[self._key(s)] for s in specs]
+        cols = [self.blocks[s.position] for s in specs]
+        if self.sparse:
+            import scipy.sparse as sp
+
+            all_cols = np.concatenate(cols)
+            out = _without(self.Z, all_cols)[rows]
+            for c, v, idx in zip(cols, values, index):
+                dense = np.zeros((v.shape[0], self.Z.shape[1]), dtype=self.Z.dtype)
+                dense[:, c] = v
+                out = out + sp.csr_matrix(dense)[idx]
+            return out.tocsr()
+        out = self.Z[rows].copy()
+        for c, v, idx in zip(cols, values, index):
+            out[:, c] = v[idx]
+        return out
 
     def wrap(self, Zaug):
         """Augmented preprocessed rows in the container the final estimator was fitted on."""
@@ -279,12 +357,7 @@ class _Substitution:
         import scipy.sparse as sp
 
         Z = self.plan.Z
-        keep = ~np.isin(Z.indices, self.cols)
-        counts = np.add.reduceat(keep.astype(np.intp), Z.indptr[:-1]) if Z.nnz else np.zeros(Z.shape[0], np.intp)
-        counts[np.diff(Z.indptr) == 0] = 0  # reduceat repeats the next value on empty rows
-        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(Z.indptr.dtype)
-        self.rest = sp.csr_matrix((Z.data[keep], Z.indices[keep], indptr), shape=Z.shape)
-        self.rest.has_sorted_indices = Z.has_sorted_indices
+        self.rest = _without(Z, self.cols)
         G, k = self.values.shape
         dense = np.zeros((G, Z.shape[1]), dtype=Z.dtype)
         dense[:, self.cols] = self.values
@@ -300,6 +373,19 @@ class _Substitution:
         aug = np.repeat(self.plan.Z[rows], gb, axis=0)
         aug[:, self.cols] = np.tile(self.values[g0:g1], (m, 1))
         return aug
+
+
+def _without(Z, cols: np.ndarray):
+    """CSR ``Z`` with the stored entries of columns ``cols`` removed (the rest as they were)."""
+    import scipy.sparse as sp
+
+    keep = ~np.isin(Z.indices, cols)
+    row_of = np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr))
+    counts = np.bincount(row_of[keep], minlength=Z.shape[0])
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(Z.indptr.dtype)
+    rest = sp.csr_matrix((Z.data[keep], Z.indices[keep], indptr), shape=Z.shape)
+    rest.has_sorted_indices = Z.has_sorted_indices
+    return rest
 
 
 def _numeric_array(df: pd.DataFrame) -> np.ndarray:
