@@ -169,6 +169,13 @@ def test_public_entry_uses_it_and_matches_sklearn():
                     method="brute", kind="both")
         np.testing.assert_allclose(r.average, ref["average"], rtol=0, atol=1e-12)
         np.testing.assert_allclose(r.individual, ref["individual"], rtol=0, atol=1e-12)
+    # the plan travels to joblib's worker processes with the setup: the same numbers there
+    shared = partial_dependence(model, X, ["a", "c", ("b", "k")], categorical_features=CATS, grid_resolution=6,
+                                n_jobs=2, max_batch_mb=0.05)
+    for r, s in zip(res, shared):
+        assert NOTE in s.notes
+        np.testing.assert_allclose(s.average, r.average, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(s.std, r.std, rtol=0, atol=1e-13)
 
 
 class _Custom(BaseEstimator, TransformerMixin):

@@ -190,8 +190,22 @@ class BlockPlan:
             raise BlocksUnavailable(f"the preprocessing gave {Z.shape[1]} columns, {src.shape[0]} expected")
         self.Z = Z
         self.note = NOTE
-        self.checked: dict[tuple, str] = {}
-        self._values: dict[tuple, np.ndarray] = {}  # each feature grid's block values (G, block width)  # set positions -> "" (substitution exact) or why not
+        self.checked: dict[tuple, str] = {}  # each set's grids -> "" (substitution exact) or why not
+        self._values: dict[tuple, np.ndarray] = {}  # each feature grid's block values (G, block width)
+        self._rest: tuple = ((), None)  # the last CSR Z without some columns (one set's segments run in a row)
+
+    def __getstate__(self):  # sent to workers without the cached matrix
+        state = dict(self.__dict__)
+        state["_rest"] = ((), None)
+        return state
+
+    def without(self, cols: np.ndarray):
+        """CSR ``Z`` without the stored entries of columns ``cols``; the last one is kept (a set's segments run
+        one after another, so each set builds it once and only one is held)."""
+        key = tuple(int(c) for c in cols)
+        if self._rest[0] != key or self._rest[1] is None:
+            self._rest = (key, _without(self.Z, cols))
+        return self._rest[1]
 
     def row_bytes(self, n_targets: int) -> int:
         """Bytes one augmented row costs in a model call (its copies while it is built, and the output)."""
@@ -314,8 +328,7 @@ class BlockPlan:
         if self.sparse:
             import scipy.sparse as sp
 
-            all_cols = np.concatenate(cols)
-            out = _without(self.Z, all_cols)[rows]
+            out = self.without(np.sort(np.concatenate(cols)))[rows]
             for c, v, idx in zip(cols, values, index):
                 dense = np.zeros((v.shape[0], self.Z.shape[1]), dtype=self.Z.dtype)
                 dense[:, c] = v
@@ -357,7 +370,6 @@ class _Substitution:
         import scipy.sparse as sp
 
         Z = self.plan.Z
-        self.rest = _without(Z, self.cols)
         G, k = self.values.shape
         dense = np.zeros((G, Z.shape[1]), dtype=Z.dtype)
         dense[:, self.cols] = self.values
@@ -367,7 +379,7 @@ class _Substitution:
         """Rows ``rows`` repeated once per grid point g0..g1-1, row-major (as :class:`Augmenter`)."""
         m, gb = rows.shape[0], g1 - g0
         if self.plan.sparse:
-            part = self.rest[np.repeat(rows, gb)]
+            part = self.plan.without(self.cols)[np.repeat(rows, gb)]
             block = self.block[np.tile(np.arange(g0, g1), m)]
             return (part + block).tocsr()
         aug = np.repeat(self.plan.Z[rows], gb, axis=0)
