@@ -124,8 +124,11 @@ def looks_like_decimal_commas(values, counts=None) -> bool:
 
 def _reject_numbers_stored_as_text(frame: Frame, position: int) -> None:
     """A text column whose values are nearly all numbers is a numeric column with bad values."""
-    values = pd.Series(frame.column(position), dtype=object).dropna()
-    if values.empty or values.map(lambda v: isinstance(v, bool)).any():
+    if frame.is_frame:  # the column as it is (a string column is not copied to Python objects)
+        values = frame.data.iloc[:, position].dropna()
+    else:
+        values = pd.Series(frame.column(position), dtype=object).dropna()
+    if values.empty or (values.dtype == object and bool in set(map(type, values))):  # booleans (bool is final)
         return
     name = frame.names[position]
     # each distinct value once, with its count (in order of first appearance): the same shares as every row's
