@@ -303,3 +303,24 @@ def test_ale_of_a_scaled_linear_model_is_its_slope():
         slopes = np.diff(curve.pd) / np.diff(np.asarray(curve.x, dtype=float))
         np.testing.assert_allclose(slopes, ridge.coef_[j] / scale[name], rtol=1e-10)
         np.testing.assert_allclose(np.sum((curve.pd[:-1] + curve.pd[1:]) / 2 * curve.counts), 0.0, atol=1e-10)
+
+
+def test_numpy_input_and_pandas_categorical_columns():
+    """An array X with columns chosen by position, and a frame whose text column is a pandas Categorical."""
+    X = _frame(seed=12)
+    A = X[["a", "b", "d"]].fillna(0.0).to_numpy()
+    model = make_pipeline(make_column_transformer((StandardScaler(), [0, 2]), (KBinsDiscretizer(
+        n_bins=4, quantile_method="averaged_inverted_cdf"), [1])), Ridge()).fit(A, A[:, 0] + A[:, 1] ** 2)
+    res = partial_dependence(model, A, [0, 1, (1, 2)], grid_resolution=5)
+    for r in res:
+        assert NOTE in r.notes
+        idx = [int(f[1:]) for f in r.features]
+        ref = sk_pd(model, A, idx, custom_values=dict(zip(idx, r.grid)), method="brute", kind="average")
+        np.testing.assert_allclose(r.average, ref["average"], rtol=0, atol=1e-12)
+    Xc = X.assign(c=X.c.astype("category"))
+    clf = _classifier(True).fit(Xc, (_target(X) > 1.5).astype(int))
+    (r,) = partial_dependence(clf, Xc, ["c"])
+    assert NOTE in r.notes
+    ref = sk_pd(clf, Xc, ["c"], custom_values={"c": list(r.grid[0])}, categorical_features=["c"], method="brute",
+                kind="average")
+    np.testing.assert_allclose(r.average, ref["average"], rtol=0, atol=1e-12)

@@ -280,9 +280,10 @@ class BlockPlan:
         try:
             self.prepare([specs for _, specs in todo])
             subs, fulls = [], []
+            probe_Z = self.Z[rows]
             for _, specs in todo:
                 points = _grid_points(specs)
-                subs.append(self.substitution(specs, points)(rows, 0, len(points[0])))
+                subs.append(self.substitution(specs, points)(np.arange(rows.size), 0, len(points[0]), base=probe_Z))
                 fulls.append(Augmenter(self.frame, specs)(rows, points))
             got = np.asarray(self.final_adapter(self.stack(subs)), dtype=float)
             want = np.asarray(self.full_adapter(assemble(self.frame, fulls)), dtype=float)
@@ -375,14 +376,17 @@ class _Substitution:
         dense[:, self.cols] = self.values
         self.block = sp.csr_matrix(dense)  # explicit zeros dropped, as a sparse transform stores none
 
-    def __call__(self, rows: np.ndarray, g0: int, g1: int):
-        """Rows ``rows`` repeated once per grid point g0..g1-1, row-major (as :class:`Augmenter`)."""
+    def __call__(self, rows: np.ndarray, g0: int, g1: int, base=None):
+        """Rows ``rows`` repeated once per grid point g0..g1-1, row-major (as :class:`Augmenter`).
+
+        ``base``: the preprocessed rows ``rows`` index (default: the whole background ``Z``)."""
         m, gb = rows.shape[0], g1 - g0
         if self.plan.sparse:
-            part = self.plan.without(self.cols)[np.repeat(rows, gb)]
+            rest = self.plan.without(self.cols) if base is None else _without(base, self.cols)
+            part = rest[np.repeat(rows, gb)]
             block = self.block[np.tile(np.arange(g0, g1), m)]
             return (part + block).tocsr()
-        aug = np.repeat(self.plan.Z[rows], gb, axis=0)
+        aug = np.repeat((self.plan.Z if base is None else base)[rows], gb, axis=0)
         aug[:, self.cols] = np.tile(self.values[g0:g1], (m, 1))
         return aug
 
