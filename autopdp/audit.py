@@ -28,7 +28,7 @@ from ._progress import announce, say
 from .summary import audit_metadata, summarise_data
 from .pd.partial_dependence import feature_grids, partial_dependence
 from .pd.fastpath import plan_tree_path, shared_plans
-from .pd.pipeline_blocks import NOTE as _BLOCKS_NOTE
+from .pd.pipeline_blocks import NOTE as _BLOCKS_NOTE, WORDS as _BLOCKS_WORDS
 from .pd.link import log_predictions, model_link, with_surfaces
 from .pd.trees import TreePathUnavailable
 from .trust.checks import trust_scores
@@ -271,9 +271,7 @@ def _how_computed(r) -> tuple[str, str, str]:
     method = {"tree": "exactly by the tree path (no model calls)",
               "brute": "by brute force (the model predicted at every grid value)",
               "recursion": "by scikit-learn's recursion method (training-weighted tree paths)"}.get(r.method, r.method)
-    if r.method == "brute" and _BLOCKS_NOTE in r.notes:
-        method = ("by brute force on the data preprocessed once (the Pipeline's final estimator predicted at every "
-                  "grid value with the feature's encoded columns substituted: the full pipeline's numbers)")
+    method = _BLOCKS_WORDS if r.method == "brute" and _BLOCKS_NOTE in r.notes else method
     n = int(r.n_rows)
     if r.individual is None:
         ice = "no ICE curves kept"

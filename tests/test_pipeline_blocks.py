@@ -324,3 +324,18 @@ def test_numpy_input_and_pandas_categorical_columns():
     ref = sk_pd(clf, Xc, ["c"], custom_values={"c": list(r.grid[0])}, categorical_features=["c"], method="brute",
                 kind="average")
     np.testing.assert_allclose(r.average, ref["average"], rtol=0, atol=1e-12)
+
+
+def test_audit_says_how_its_pds_were_computed():
+    import autopdp
+    from autopdp.config import AuditConfig
+    from autopdp.pd.pipeline_blocks import WORDS
+
+    X = _frame(seed=13)
+    y = (_target(X) > 1.5).astype(int)
+    model = _classifier(True).fit(X, y)
+    a = autopdp.audit(model, X, y, config=AuditConfig(pairs=[("a", "c")], utilities=("slope",)), n_jobs=1)
+    assert all(r.method == "brute" and NOTE in r.notes for r in a.results)
+    said = [n for n in a.notes if WORDS in n]
+    assert len(said) == 2 and said[0].startswith("The 1D PDs (") and said[1].startswith("The 2D PD (a × c)")
+    assert not any(n == NOTE for n in a.notes)  # worded once per group, not repeated per PD

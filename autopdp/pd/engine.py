@@ -363,7 +363,8 @@ def brute_force_many(
                 ordered=tuple(s.ordered for s in st.specs),
                 ice_rows=None if st.keep is None or ice_rows is None else st.keep,
                 method="brute",
-                notes=tuple(s.note for s in st.specs if s.note) + ((blocks.note,) if st.substitute is not None else ()),
+                notes=tuple(s.note for s in st.specs if s.note)
+                + ((blocks.note,) if st.substitute is not None else ()),
             )
         )
     return results

@@ -28,7 +28,7 @@ import pandas as pd
 from .data import Frame
 from .engine import Augmenter, assemble
 
-__all__ = ["BlockPlan", "BlocksUnavailable", "plan_blocks", "SEPARABLE", "PROBE_TOLERANCE", "NOTE"]
+__all__ = ["BlockPlan", "BlocksUnavailable", "plan_blocks", "SEPARABLE", "PROBE_TOLERANCE", "NOTE", "WORDS"]
 
 #: The per-column transformers (by class name, checked with isinstance against scikit-learn's classes).
 SEPARABLE = ("OneHotEncoder", "OrdinalEncoder", "StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler",
@@ -43,6 +43,10 @@ PROBE_TOLERANCE = 1e-10
 NOTE = ("Brute force on the preprocessed data: the Pipeline's column-separable preprocessing applied once, the "
         "feature's encoded columns substituted at each grid value and the final estimator predicting (the same "
         "numbers as the full pipeline; checked on probe rows).")
+
+#: How the audit's method notes word such PDs ("... computed <WORDS> on all rows ...").
+WORDS = ("by brute force on the data preprocessed once (the Pipeline's final estimator predicted at every grid value "
+         "with the feature's encoded columns substituted: the full pipeline's numbers)")
 
 #: Rows of the background the run-time check predicts on (every grid point of the set on each).
 PROBE_ROWS = 4
