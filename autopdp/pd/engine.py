@@ -329,7 +329,8 @@ def brute_force_many(
         if not chosen:
             continue
         if substituted:
-            budget = max(1, int(max_batch_bytes // blocks.row_bytes(T)))
+            # never larger calls than the plain path's: the same batches, so the same sums to the last bit
+            budget = max(1, min(rows_per_batch(frame, T, max_batch_bytes), int(max_batch_bytes // blocks.row_bytes(T))))
             _stream(chosen, n, w, budget, centered, lambda parts: blocks.final_adapter(blocks.stack(parts)))
         else:
             budget = rows_per_batch(frame, T, max_batch_bytes)
