@@ -28,6 +28,7 @@ from ._progress import announce, say
 from .summary import audit_metadata, summarise_data
 from .pd.partial_dependence import feature_grids, partial_dependence
 from .pd.fastpath import plan_tree_path, shared_plans
+from .pd.pipeline_blocks import NOTE as _BLOCKS_NOTE, WORDS as _BLOCKS_WORDS
 from .pd.link import log_predictions, model_link, with_surfaces
 from .pd.trees import TreePathUnavailable
 from .trust.checks import trust_scores
@@ -262,7 +263,7 @@ def _link_2d(margin, model, data: _Inputs, config, res2, frame_2d, weights_2d, c
 
 #: the per-PD notes of stage 1 on how a PD was computed; the audit words them per group of PDs (_method_notes)
 _METHOD_NOTES = ("Computed by brute force:", "PD, ICE and std exact by the tree path", "PD exact by the tree path",
-                 "std and stderr not computed")
+                 "std and stderr not computed", _BLOCKS_NOTE)
 
 
 def _how_computed(r) -> tuple[str, str, str]:
@@ -270,6 +271,7 @@ def _how_computed(r) -> tuple[str, str, str]:
     method = {"tree": "exactly by the tree path (no model calls)",
               "brute": "by brute force (the model predicted at every grid value)",
               "recursion": "by scikit-learn's recursion method (training-weighted tree paths)"}.get(r.method, r.method)
+    method = _BLOCKS_WORDS if r.method == "brute" and _BLOCKS_NOTE in r.notes else method
     n = int(r.n_rows)
     if r.individual is None:
         ice = "no ICE curves kept"

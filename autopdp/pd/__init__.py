@@ -10,6 +10,8 @@ data                   the validated frame every stage reads (``as_frame``)
 grids                  feature kinds and grids (quantiles, levels, custom values)
 response               model adapters: the response (probability, margin, ...) as an array
 engine                 brute force: memory-bounded batches of augmented rows, any model
+pipeline_blocks        brute force through a column-separable Pipeline: preprocess once,
+                       substitute each feature's encoded columns (the same numbers)
 trees                  exact averaging tree path (leaf counts) for tree ensembles
 tree_ice               exact per-row (ICE-level) tree path; boosted classifiers' links
 tree_kernels           the compiled kernels of both tree paths (numba)

@@ -179,12 +179,18 @@ def augmented_rows(frame: Frame, specs: list[FeatureSpec]) -> int:
 class _SetState:
     """Accumulators of one feature set while its batches stream through."""
 
-    def __init__(self, frame, specs, T, keep_individual, ice_rows, centered):
+    def __init__(self, frame, specs, T, keep_individual, ice_rows, centered, blocks=None):
         self.specs = specs
         self.shape = tuple(s.size for s in specs)
         self.G = int(np.prod(self.shape))
         self.points = _grid_points(specs)
-        self.augment = Augmenter(frame, specs)
+        # the pipeline's preprocessing applied once (autopdp.pd.pipeline_blocks) when it checks out for this set
+        self.blocks_reason = None if blocks is None else blocks.check(specs)
+        self.substitute = None
+        if blocks is not None and not self.blocks_reason:
+            self.substitute = blocks.substitution(specs, self.points)
+        else:
+            self.augment = Augmenter(frame, specs)
         self.moments = _Moments(T, self.G)
         n = frame.n_rows
         self.keep = None
@@ -196,6 +202,8 @@ class _SetState:
         self.anchor = np.empty((n, T)) if centered else None
 
     def segment(self, g0, g1, rows):
+        if self.substitute is not None:
+            return self.substitute(rows, g0, g1)
         return self.augment(rows, [p[g0:g1] for p in self.points])
 
     def consume(self, g0, g1, rows, preds, w, is_anchor):
@@ -234,6 +242,37 @@ def assemble(frame: Frame, parts: list):
     return frames[0] if len(frames) == 1 else pd.concat(frames, axis=0, ignore_index=True)
 
 
+def _stream(states, n, w, budget, centered, predict):
+    """Stream the augmented rows of ``states`` through ``predict`` in calls of at most ``budget`` rows."""
+    row_block = min(n, budget)
+    point_block = max(1, budget // row_block)
+    row_blocks = [np.arange(r0, min(n, r0 + row_block)) for r0 in range(0, n, row_block)]
+
+    def run(segments):
+        """Pack (state, g0, g1, rows, is_anchor) segments into calls of <= budget rows."""
+        call, size = [], 0
+        for seg in segments + [None]:
+            seg_rows = 0 if seg is None else (seg[2] - seg[1]) * seg[3].shape[0]
+            if call and (seg is None or size + seg_rows > budget):
+                preds = predict([st.segment(g0, g1, rows) for st, g0, g1, rows, _ in call])
+                offset = 0
+                for st, g0, g1, rows, anchor in call:
+                    k = (g1 - g0) * rows.shape[0]
+                    st.consume(g0, g1, rows, preds[offset:offset + k], w, anchor)
+                    offset += k
+                call, size = [], 0
+            if seg is not None:
+                call.append(seg)
+                size += seg_rows
+
+    if centered:  # predictions at the first grid point come first
+        run([(st, 0, 1, rows, True) for st in states for rows in row_blocks])
+    run([
+        (st, g0, min(st.G, g0 + point_block), rows, False)
+        for st in states for g0 in range(0, st.G, point_block) for rows in row_blocks
+    ])
+
+
 def brute_force_many(
     adapter: ResponseAdapter,
     frame: Frame,
@@ -244,6 +283,7 @@ def brute_force_many(
     keep_individual=True,
     centered: bool = False,
     max_batch_bytes: float = 256e6,
+    blocks=None,
 ) -> list[PDResult]:
     """Brute-force PD (and ICE) of several feature sets, sharing model calls.
 
@@ -269,6 +309,9 @@ def brute_force_many(
         Anchor every ICE curve (and so the PD) at 0 at the first grid point.
     max_batch_bytes : float
         Memory cap for the augmented rows of one model call.
+    blocks : autopdp.pd.pipeline_blocks.BlockPlan, optional
+        The model's Pipeline preprocessing applied once: each set it checks out for predicts with its
+        features' blocks substituted into the preprocessed rows (the same numbers); the others as usual.
 
     Returns
     -------
@@ -278,37 +321,20 @@ def brute_force_many(
     T = len(adapter.targets)
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     keeps = keep_individual if isinstance(keep_individual, (list, tuple)) else [keep_individual] * len(spec_sets)
-    states = [_SetState(frame, specs, T, k, ice_rows, centered) for specs, k in zip(spec_sets, keeps)]
-
-    budget = rows_per_batch(frame, T, max_batch_bytes)
-    row_block = min(n, budget)
-    point_block = max(1, budget // row_block)
-    row_blocks = [np.arange(r0, min(n, r0 + row_block)) for r0 in range(0, n, row_block)]
-
-    def run(segments):
-        """Pack (state, g0, g1, rows, is_anchor) segments into calls of <= budget rows."""
-        call, size = [], 0
-        for seg in segments + [None]:
-            seg_rows = 0 if seg is None else (seg[2] - seg[1]) * seg[3].shape[0]
-            if call and (seg is None or size + seg_rows > budget):
-                parts = [st.segment(g0, g1, rows) for st, g0, g1, rows, _ in call]
-                preds = adapter(assemble(frame, parts))
-                offset = 0
-                for st, g0, g1, rows, anchor in call:
-                    k = (g1 - g0) * rows.shape[0]
-                    st.consume(g0, g1, rows, preds[offset:offset + k], w, anchor)
-                    offset += k
-                call, size = [], 0
-            if seg is not None:
-                call.append(seg)
-                size += seg_rows
-
-    if centered:  # predictions at the first grid point come first
-        run([(st, 0, 1, rows, True) for st in states for rows in row_blocks])
-    run([
-        (st, g0, min(st.G, g0 + point_block), rows, False)
-        for st in states for g0 in range(0, st.G, point_block) for rows in row_blocks
-    ])
+    if blocks is not None:
+        blocks.check_many(spec_sets)  # every set's check in one call
+    states = [_SetState(frame, specs, T, k, ice_rows, centered, blocks) for specs, k in zip(spec_sets, keeps)]
+    for substituted in (False, True):
+        chosen = [st for st in states if (st.substitute is not None) == substituted]
+        if not chosen:
+            continue
+        if substituted:
+            # never larger calls than the plain path's: the same batches, so the same sums to the last bit
+            budget = max(1, min(rows_per_batch(frame, T, max_batch_bytes), int(max_batch_bytes // blocks.row_bytes(T))))
+            _stream(chosen, n, w, budget, centered, lambda parts: blocks.final_adapter(blocks.stack(parts)))
+        else:
+            budget = rows_per_batch(frame, T, max_batch_bytes)
+            _stream(chosen, n, w, budget, centered, lambda parts: adapter(assemble(frame, parts)))
 
     total_w = float(w.sum())
     se_factor = np.sqrt(float((w * w).sum())) / total_w
@@ -338,7 +364,8 @@ def brute_force_many(
                 ordered=tuple(s.ordered for s in st.specs),
                 ice_rows=None if st.keep is None or ice_rows is None else st.keep,
                 method="brute",
-                notes=tuple(s.note for s in st.specs if s.note),
+                notes=tuple(s.note for s in st.specs if s.note)
+                + ((blocks.note,) if st.substitute is not None else ()),
             )
         )
     return results

@@ -21,6 +21,7 @@ from .fastpath import METHODS, plan_tree_path, shared_adapter
 from .sampling import _weighted_sample, certainty_rows  # noqa: F401
 from .trees import TreePathUnavailable
 from .grids import FeatureSpec, build_spec, resolve_categorical
+from .pipeline_blocks import BlocksUnavailable, plan_blocks
 from .response import make_adapter
 from .result import PDResult
 
@@ -171,6 +172,9 @@ class _Setup:
         self.tree_unavailable = "not tried"
         self._plan = None
         self._plan_done = False
+        self.blocks_unavailable = "not tried"
+        self._blocks = None
+        self._blocks_done = False
         self._specs: dict[int, FeatureSpec] = {}
         self.nearest: dict = {}  # density_counts' cache of each spec's nearest grid index on this frame
 
@@ -185,6 +189,19 @@ class _Setup:
                 except TreePathUnavailable as exc:
                     self.tree_unavailable = str(exc)
         return self._plan
+
+    def block_plan(self):
+        """The Pipeline's preprocessing applied once for brute force (:mod:`autopdp.pd.pipeline_blocks`), or None
+        (reason in ``blocks_unavailable``)."""
+        if not self._blocks_done:
+            self._blocks_done = True
+            if self.method in ("auto", "brute"):
+                try:
+                    self._blocks = plan_blocks(self.adapter.model, self.adapter, self.frame)
+                    self.blocks_unavailable = ""
+                except BlocksUnavailable as exc:
+                    self.blocks_unavailable = str(exc)
+        return self._blocks
 
     def std_sample(self):
         """Rows whose ICE spread estimates std/stderr on the tree path (None when std_rows=0)."""
@@ -303,7 +320,7 @@ def _brute(setup: _Setup, spec_sets, keeps, only=None):
     res = brute_force_many(
         setup.adapter, setup.frame, [spec_sets[i] for i in idx], sample_weight=setup.sample_weight,
         ice_rows=setup.ice_rows, keep_individual=[keeps[i] for i in idx], centered=setup.centered,
-        max_batch_bytes=setup.max_batch_bytes,
+        max_batch_bytes=setup.max_batch_bytes, blocks=setup.block_plan(),
     )
     for i, r in zip(idx, res):
         out[i] = r
@@ -449,6 +466,10 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
             setup._plan = None
             if setup.method == "tree":
                 raise InputError(f"method='tree' does not apply: {exc}.") from None
+    if setup.tree_plan() is None or setup.centered:
+        blocks = setup.block_plan()  # the preprocessing once, before the work is shared out
+        if blocks is not None:  # every set's block values and probe check in one call each, not one per group
+            blocks.check_many([[setup.spec(p) for p in positions] for positions, _ in jobs])
     groups = _groups(setup, jobs, workers, distributed=scheduler is not None)
     bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
     out: list[PDResult] = []

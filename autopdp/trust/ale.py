@@ -46,6 +46,59 @@ def _with(frame: Frame, rows: np.ndarray, changes: dict):
     return d
 
 
+#: The last Pipeline seen by ALE and its preprocessed background (:mod:`autopdp.pd.pipeline_blocks`): the trust
+#: stage asks for one feature's ALE after another on the same model and rows, which then share one transform.
+_LAST_PLAN: list = []
+
+
+def _predictor(model, adapter, frame: Frame):
+    """``predict(rows, changes)``: the first response column on rows of X with columns set to per-row values.
+
+    Through a column-separable Pipeline the data is preprocessed once and each moved feature's encoded
+    columns are substituted (:mod:`autopdp.pd.pipeline_blocks`); the first call checks on a few of its rows
+    that this gives the full pipeline's predictions, else (and for any other model) every call predicts on
+    modified copies of the data (:func:`_with`).
+    """
+    import dataclasses
+
+    from ..pd.pipeline_blocks import PROBE_ROWS, PROBE_TOLERANCE, BlocksUnavailable, plan_blocks
+
+    def plain(rows, changes):
+        return adapter(_with(frame, rows, changes))[:, 0]
+
+    plan = None
+    if _LAST_PLAN and _LAST_PLAN[0][0] is model and _LAST_PLAN[0][1] is frame:
+        plan = _LAST_PLAN[0][2]
+    else:
+        try:
+            plan = plan_blocks(model, adapter, frame)
+        except BlocksUnavailable:
+            plan = None
+        _LAST_PLAN[:] = [(model, frame, plan)]
+    if plan is None:
+        return plain
+    final = dataclasses.replace(adapter, model=plan.final)
+    state = {"checked": False, "ok": False}
+
+    def substituted(rows, changes):
+        return final(plan.wrap(plan.rows_with(rows, changes)))[:, 0]
+
+    def predict(rows, changes):
+        if not state["checked"]:
+            state["checked"] = True
+            probe = np.unique(np.linspace(0, rows.size - 1, min(PROBE_ROWS, rows.size)).astype(np.intp))
+            few = {pos: np.asarray(vals)[probe] for pos, vals in changes.items()}
+            try:
+                got, want = substituted(rows[probe], few), plain(rows[probe], few)
+                state["ok"] = got.shape == want.shape and bool(np.all(
+                    (np.abs(got - want) <= PROBE_TOLERANCE * (1.0 + np.abs(want))) | (np.isnan(got) & np.isnan(want))))
+            except Exception:  # noqa: BLE001 - any failure of the shortcut leaves the plain predictions in charge
+                state["ok"] = False
+        return substituted(rows, changes) if state["ok"] else plain(rows, changes)
+
+    return predict
+
+
 def _bin_index(values, edges):
     k = np.clip(np.searchsorted(edges, values, side="left"), 1, edges.size - 1)
     return k  # interval (edges[k-1], edges[k]]; values at edges[0] fall in interval 1
@@ -85,8 +138,9 @@ def ale(model, X, feature, *, bins: int = 20, response="auto", target=None) -> M
     edges = _edges(values, bins)
     ok = np.flatnonzero(np.isfinite(values))
     k = _bin_index(values[ok], edges)
-    lo = adapter(_with(frame, ok, {pos: edges[k - 1]}))[:, 0]
-    hi = adapter(_with(frame, ok, {pos: edges[k]}))[:, 0]
+    predict = _predictor(model, adapter, frame)
+    lo = predict(ok, {pos: edges[k - 1]})
+    hi = predict(ok, {pos: edges[k]})
     return _ale_1d_curve(frame.names[pos], values, edges, lo, hi, ok)
 
 
@@ -134,10 +188,11 @@ def ale_2d(model, X, features, *, bins: int = 10, response="auto", target=None) 
     ea, eb = _edges(va, bins), _edges(vb, bins)
     ok = np.flatnonzero(np.isfinite(va) & np.isfinite(vb))
     ka, kb = _bin_index(va[ok], ea), _bin_index(vb[ok], eb)
+    predict = _predictor(model, adapter, frame)
     f = {}
     for da in (0, 1):
         for db in (0, 1):
-            f[da, db] = adapter(_with(frame, ok, {pa: ea[ka - 1 + da], pb: eb[kb - 1 + db]}))[:, 0]
+            f[da, db] = predict(ok, {pa: ea[ka - 1 + da], pb: eb[kb - 1 + db]})
     return _ale_2d_curve(f"{frame.names[pa]} x {frame.names[pb]}", va, vb, ea, eb, f, ok)
 
 
