@@ -299,7 +299,7 @@ class TreePlan:
             offset = raw0.reshape(-1)[: offset.size] - recon[0]
         kernel.offset = np.ascontiguousarray(offset)
         _verify(kernel, recon + offset, self.adapter, self.frame, self.n_out)
-        kernel._own_raw = recon + offset  # checked against the model: kept for :meth:`RowKernel.moved`
+        kernel._own_raw = recon + offset  # checked against the model: kept for :func:`autopdp.pd.tree_moves.moved_response`
         self._kernel = (w, kernel)
         return kernel
 
@@ -331,10 +331,12 @@ class TreePlan:
 
     def moved(self, spec_sets, w, lower):
         """Each row's response at the ends of its interval (1D sets) or corners of its cell (2D sets)
-        (:meth:`RowKernel.moved`)."""
+        (:func:`autopdp.pd.tree_moves.moved_response` on the per-row kernel)."""
+        from .tree_moves import moved_response
+
         kernel = self.kernel(w)
         cols = self.adapter.columns if self.adapter.columns is not None else np.arange(self.n_out)
-        return kernel.moved(self._requests(spec_sets), cols, lower)
+        return moved_response(kernel, self._requests(spec_sets), cols, lower)
 
     def _offset(self) -> np.ndarray:
         offset = self.ensemble.offset

@@ -703,13 +703,6 @@ class RowKernel:
             self._own_raw = self.predictions()
         return self._own_raw
 
-    def moved(self, requests, cols, lower, max_bytes: float = 64e6):
-        """The response of every row at the ends of its own interval (1D requests) or the corners of its own
-        cell (2D requests): :func:`autopdp.pd.tree_moves.moved_response` on this kernel (what ALE reads)."""
-        from .tree_moves import moved_response
-
-        return moved_response(self, requests, cols, lower, max_bytes)
-
     def _layer(self, requests, cols, gmax):
         """What the requests of one layer (one grid per feature) share: the grid table, each node's
         grid mask, the reported outputs, the features' slots, the row chunk and each leaf's masks."""
