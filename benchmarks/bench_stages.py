@@ -37,27 +37,12 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-ADULT = ROOT.parent / "shared" / "data" / "adult" / "adult.csv"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import ADULT, ROOT, _adult, _load  # noqa: E402,F401 - the same data, loaded the same way
 
 #: the audit's functions whose calls are stages (autopdp.audit's module names), and the label of each
 STAGES = {"_validated_inputs": "validate", "_partial_dependences": "pds", "_scores_and_trust": "scores+trust",
           "assess": "noise_tests", "outside_grid": "outside_grid", "summarise_data": "data_summary"}
-
-
-def _load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.2f}, {five:.2f}, {fifteen:.2f}"
-
-
-def _adult():
-    import pandas as pd
-
-    df = pd.read_csv(ADULT, na_values="?", skipinitialspace=True)
-    y = df.pop("income").astype(str).str.contains(">50K").astype(int).to_numpy()
-    for c in df.columns:
-        df[c] = df[c].astype("category") if not pd.api.types.is_numeric_dtype(df[c]) else df[c].astype(float)
-    return df, y
 
 
 class _StageMemory:
