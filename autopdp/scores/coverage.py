@@ -74,8 +74,6 @@ def outside_grid(model, frame, results_1d, *, prediction_std, materiality: float
     ``pd_kwargs`` are passed to :func:`autopdp.partial_dependence` (response,
     target, method, ...); one extra call evaluates every such feature at once.
     """
-    from ..pd.partial_dependence import partial_dependence
-
     found = []
     integer = {}  # per feature: are its values integers (the PD is then evaluated at a rounded median)
     for r in results_1d:
@@ -102,22 +100,58 @@ def outside_grid(model, frame, results_1d, *, prediction_std, materiality: float
     feats = list(custom)
     values = {f: (np.round(custom[f]).astype(np.int64) if integer[f] else np.asarray(custom[f], dtype=float))
               for f in feats}
-    extra = partial_dependence(model, frame, feats, custom_values=values, kind="average",
-                               **(pd_kwargs or {}))
-    by_feature = {res.features[0]: res for res in extra}
+    by_feature = _pd_at(model, frame, values, pd_kwargs or {})
     out = []
     sd = np.atleast_1d(np.asarray(prediction_std, dtype=float))
     for r, side, share, med, edge_i in found:
-        res = by_feature[r.features[0]]
-        grid = np.asarray(res.grid[0], dtype=float)
+        grid, average = by_feature[r.features[0]]
         j = int(np.argmin(np.abs(grid - (round(med) if integer[r.features[0]] else med))))
-        diffs = np.asarray(res.average)[:, j] - np.asarray(r.average)[:, edge_i]
+        diffs = average[:, j] - np.asarray(r.average)[:, edge_i]
         t = int(np.argmax(np.abs(diffs)))
         scale = float(sd[t]) if t < sd.size else float("nan")
         material = bool(np.isfinite(scale) and abs(diffs[t]) >= materiality * scale)
         out.append(OutsideGrid(
             feature=r.features[0], side=side, share=share, edge=float(np.asarray(r.grid[0], dtype=float)[edge_i]),
             median=float(grid[j]), pd_edge=float(np.asarray(r.average)[t, edge_i]),
-            pd_beyond=float(np.asarray(res.average)[t, j]), material=material, scale=scale,
+            pd_beyond=float(average[t, j]), material=material, scale=scale,
         ))
+    return out
+
+
+def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
+    """``{feature: (values (m,), PD (n_targets, m))}``: the PD of each feature at its own few values.
+
+    On the exact tree path every row's response at the values comes from one walk per row and tree
+    (:meth:`autopdp.pd.partial_dependence.ExactICE.moved`) and is averaged here with the sample weights: the
+    same PD as :func:`autopdp.partial_dependence` on those values (to floating-point accuracy, tested), which
+    would first lay out every row's leaves for all trees.  Otherwise that function evaluates them.
+    """
+    from ..pd.partial_dependence import ExactICE, partial_dependence
+    from ..pd.trees import TreePathUnavailable
+
+    exact = pd_kwargs.get("method", "auto") in ("auto", "tree")
+    if exact:
+        try:
+            source = ExactICE(model, frame, response=pd_kwargs.get("response", "auto"),
+                              target=pd_kwargs.get("target"))
+        except TreePathUnavailable:
+            exact = False
+    if not exact:
+        extra = partial_dependence(model, frame, list(values), custom_values=values, kind="average", **pd_kwargs)
+        return {res.features[0]: (np.asarray(res.grid[0], dtype=float), np.asarray(res.average, dtype=float))
+                for res in extra}
+    weights = pd_kwargs.get("sample_weight")
+    weights = None if weights is None else np.asarray(weights, dtype=float)
+    names, grids = list(values), []
+    for name in names:
+        v = np.unique(np.asarray(values[name], dtype=float))
+        # a walk moves each row to the two ends of an interval: one value is paired with a second, unread one
+        grids.append(v if v.size >= 2 else np.array([v[0], v[0] + 1.0]))
+    lower = [np.zeros((frame.n_rows, 1), dtype=np.int64) for _ in names]
+    moved = source.moved([(frame.names.index(n),) for n in names], [(g,) for g in grids], lower)
+    out = {}
+    for name, g, m in zip(names, grids, moved):
+        size = np.unique(np.asarray(values[name], dtype=float)).size
+        at = np.average(m, axis=1, weights=weights)  # (T, 2): the PD at the two ends
+        out[name] = (g[:size], at[:, :size])
     return out

@@ -22,6 +22,9 @@ comparison curve kept for drawing is g centred onto the PD's weighted mean.
 
 from __future__ import annotations
 
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .ale import ale
@@ -153,8 +156,6 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
     Each curve fits its own stratifying tree (scikit-learn releases the GIL while it builds
     one), so the fits run side by side; each curve is the same whatever the number of threads.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     from ..pd.tree_ice import n_threads
     from .modelfree import encode_columns
 
@@ -180,6 +181,17 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
         return dict(zip(jobs, pool.map(one, jobs)))
 
 
+def _ood_measures(support, results) -> dict:
+    """``{features: OODMeasure, or the exception it raised}`` of every PD."""
+    out = {}
+    for r in results:
+        try:
+            out[r.features] = support.measure(r.features, r.grid)
+        except Exception as exc:  # noqa: BLE001 - handed back to the caller, which records it as a stage failure
+            out[r.features] = exc
+    return out
+
+
 def trust_scores(model, adapter, frame, y, results, config, *, predictions=None, random_state: int = 0,
                  frame_2d=None):
     """``({features: {uid: UtilityScore}}, surrogate, curves)`` for the trust utilities in the config.
@@ -196,8 +208,24 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     loss = config.loss
     support = SupportModel(frame, kinds, random_state=random_state, max_levels=config.max_levels,
                            max_mb=config.max_batch_mb) if "ood_share" in wanted and kinds else None
-    exact_ale = _exact_ale_curves(model, frame, results, config, frame_2d) if "ale_divergence" in wanted else {}
-    stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds) if "stratpd" in wanted and y is not None else {}
+    # The OOD measurements and the surrogate (numpy and one core each) run on a side thread while ALE and
+    # StratPD (their own threads) keep this one: every number is computed alone, whatever runs beside it.
+    side = ThreadPoolExecutor(max_workers=1)
+    try:
+        oods = side.submit(contextvars.copy_context().run, _ood_measures, support, results) \
+            if support is not None else None
+        fit = "surrogate_importance" in config.criteria_2d and kinds
+        surrogate_job = side.submit(contextvars.copy_context().run, fit_surrogate,
+                                    (adapter(frame.data) if predictions is None else predictions)[:, 0], frame, kinds,
+                                    random_state=random_state, max_levels=config.max_levels,
+                                    max_mb=config.max_batch_mb) if fit else None
+        exact_ale = _exact_ale_curves(model, frame, results, config, frame_2d) if "ale_divergence" in wanted else {}
+        stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds) \
+            if "stratpd" in wanted and y is not None else {}
+        ood_by_pd = oods.result() if oods is not None else {}
+        surrogate = surrogate_job.result() if surrogate_job is not None else None
+    finally:
+        side.shutdown(wait=True, cancel_futures=True)
     for r in results:
         t = r.target_index(None)
         target = r.targets[t]
@@ -205,7 +233,9 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
         w = r.density
         if "ood_share" in wanted:
             try:
-                ood = support.measure(r.features, r.grid)
+                ood = ood_by_pd[r.features]
+                if isinstance(ood, Exception):
+                    raise ood
                 share = ood.share
                 out[r.features]["ood_share"] = UtilityScore(
                     utility="ood_share", value=float(np.mean(share)), target=target,
@@ -271,9 +301,4 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                     from ..stage_failures import failed_score
 
                     out[r.features]["ale_divergence"] = failed_score("ale_divergence", "trust", exc, target)
-    surrogate = None
-    if "surrogate_importance" in config.criteria_2d and kinds:
-        preds = adapter(frame.data) if predictions is None else predictions
-        surrogate = fit_surrogate(preds[:, 0], frame, kinds, random_state=random_state,
-                                  max_levels=config.max_levels, max_mb=config.max_batch_mb)
     return out, surrogate, curves
