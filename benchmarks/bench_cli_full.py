@@ -1,0 +1,119 @@
+"""The issue-32 command lines end to end, as a user runs them: full Adult with every format, and 200k rows
+through the brute-force path.
+
+    python benchmarks/bench_cli_full.py [--cases adult,200k] [--repeat 2] [--keep DIR]
+
+``adult``: the 48,842 Adult rows x 14 and a HistGradientBoostingClassifier (200 iterations, native
+categoricals, random_state 0) fitted on them and saved with skops; ``autopdp report ... --formats
+json,html,pdf,docx``.  ``200k``: 200,000 rows resampled from Adult with replacement (seed 0) and a one-hot
+LogisticRegression pipeline fitted on them; ``--formats json,html``.  The inputs are built once per run of
+this script in a temporary folder (their building is not timed).
+
+Each command runs in a new process, timed to its exit.  Peak memory is the largest sum of resident memory of
+the command and its child processes (the PDF process), sampled every 50 ms.  The stage lines the command
+prints are shown with the first run, and the load average before and after every run: take the figures on an
+idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import ADULT, _load  # noqa: E402 - the same data and load reading as the scale benchmark
+
+
+def _inputs(folder: Path) -> dict:
+    import warnings
+
+    import pandas as pd
+    import skops.io as sio
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    warnings.simplefilter("ignore")
+    raw = pd.read_csv(ADULT, na_values="?", skipinitialspace=True)
+    X = raw.drop(columns="income")
+    for c in X.columns:
+        X[c] = X[c].astype("category") if not pd.api.types.is_numeric_dtype(X[c]) else X[c].astype(float)
+    hgb = HistGradientBoostingClassifier(max_iter=200, categorical_features="from_dtype", random_state=0)
+    sio.dump(hgb.fit(X, raw["income"].astype(str)), folder / "adult_hgb.skops")
+    big = raw.sample(200_000, replace=True, random_state=0).reset_index(drop=True)
+    cat = [c for c in raw.columns if not pd.api.types.is_numeric_dtype(raw[c]) and c != "income"]
+    num = [c for c in raw.columns if c not in cat and c != "income"]
+    pipe = make_pipeline(make_column_transformer(
+        (make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")), cat),
+        (StandardScaler(), num)), LogisticRegression(max_iter=300))
+    sio.dump(pipe.fit(big.drop(columns="income"), big["income"]), folder / "adult200k_logit.skops")
+    big.to_csv(folder / "adult200k.csv", index=False)
+
+    def trusted(path):
+        return [a for t in sio.get_untrusted_types(file=path) for a in ("--trust-type", t)]
+
+    cli = [sys.executable, "-m", "autopdp", "report", "--target", "income", "--na-values", "?"]
+    return {
+        "adult": cli + ["--model", str(folder / "adult_hgb.skops"), "--data", str(ADULT), "--formats",
+                        "json,html,pdf,docx", *trusted(folder / "adult_hgb.skops")],
+        "200k": cli + ["--model", str(folder / "adult200k_logit.skops"), "--data", str(folder / "adult200k.csv"),
+                       "--formats", "json,html", *trusted(folder / "adult200k_logit.skops")],
+    }
+
+
+def _run(cmd: list, out: Path) -> dict:
+    import psutil
+
+    load_before = _load()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd + ["--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CI": "true"})  # one line per stage, as in a CI log
+    ps, peak = psutil.Process(proc.pid), 0
+    while proc.poll() is None:
+        total = 0
+        try:
+            for p in [ps, *ps.children(recursive=True)]:
+                total += p.memory_info().rss
+        except psutil.Error:  # a child that just exited
+            pass
+        peak = max(peak, total)
+        time.sleep(0.05)
+    seconds = time.perf_counter() - t0
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"the command failed ({proc.returncode}): {err[-2000:]}")
+    return {"seconds": seconds, "peak_mb": peak / 2 ** 20, "stages": [l for l in err.splitlines() if l.startswith("autopdp:")],
+            "load": f"{load_before} -> {_load()}"}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default="adult,200k")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--keep", default=None, help="folder for the inputs and outputs (default: a temporary one)")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(args.keep or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        print(f"building the inputs in {folder} (not timed); load average {_load()}", flush=True)
+        commands = _inputs(folder)
+        for case in args.cases.split(","):
+            for i in range(args.repeat):
+                r = _run(commands[case], folder / f"out_{case}_{i}")
+                print(f"{case:6s} run {i + 1}: {r['seconds']:6.1f} s, peak {r['peak_mb']:6.0f} MB (command and its "
+                      f"children); load average {r['load']}", flush=True)
+                if i == 0:
+                    print("\n".join("        " + line for line in r["stages"]), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The PDF rendered on a second process beside the other documents (issue 32): the same document as one
+context for every format, each figure drawn once, and a failed child never costs the PDF."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from autopdp import AuditConfig, audit
+from autopdp.report import figure_queue, pdf_process
+from autopdp.report.render import render_pdf, render_pdf_html
+from autopdp.report.writer import report_context, write_report
+
+
+@pytest.fixture(scope="module")
+def small_audit(german):
+    X, y = german
+
+    def model(d):
+        return 1 / (1 + np.exp(-(d["duration_months"].to_numpy() / 24 - d["age"].to_numpy() / 40)))
+
+    return audit(model, X.iloc[:300], y.iloc[:300],
+                 config=AuditConfig(features=("duration_months", "age", "credit_amount"), grid_resolution=6,
+                                    grid_resolution_2d=4))
+
+
+def _same_timings(context):
+    return {**context, "timings": [{"stage": "any", "seconds": "0"}]}
+
+
+def test_the_pdfs_own_context_gives_the_same_pdf_html_as_the_full_one(small_audit):
+    own = report_context(small_audit, formats=("pdf", "docx"), png=True)
+    full = report_context(small_audit, formats=("json", "html", "pdf", "docx"), png=True)
+    # everything but the time the figures took
+    assert render_pdf_html(_same_timings(own)) == render_pdf_html(_same_timings(full))
+
+
+def test_figures_kept_draws_each_figure_once_across_the_two_contexts(small_audit, monkeypatch):
+    drawn = []
+    real = figure_queue.draw_all
+
+    def counting(jobs, **kwargs):
+        jobs = list(jobs)
+        drawn.append(len(jobs))
+        return real(jobs, **kwargs)
+
+    monkeypatch.setattr(figure_queue, "draw_all", counting)
+    alone = report_context(small_audit, formats=("html", "pdf"))
+    everything = drawn.pop()
+    with figure_queue.figures_kept():
+        pdf = report_context(small_audit, formats=("pdf",))
+        full = report_context(small_audit, formats=("html", "pdf"))
+    first, second = drawn
+    assert 0 < first < everything and first + second == everything
+    assert render_pdf_html(_same_timings(full)) == render_pdf_html(_same_timings(alone))
+    assert render_pdf_html(_same_timings(pdf)) == render_pdf_html(_same_timings(alone))
+
+
+def test_the_child_renders_the_same_bytes_as_this_process(small_audit):
+    html = render_pdf_html(report_context(small_audit, formats=("pdf",)))
+    job = pdf_process.PdfProcess().start()
+    job.submit(html)
+    assert job.result() == render_pdf(html)
+
+
+@pytest.mark.parametrize("how", ["fails", "cannot start", "one cpu"])
+def test_the_pdf_is_rendered_here_when_the_child_fails_or_is_not_used(small_audit, monkeypatch, tmp_path, how):
+    import subprocess
+
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(args, **kwargs):
+        started.append(args)
+        if how == "cannot start":
+            raise OSError("no such program")
+        # a child that exits at once with an error, as a broken interpreter would
+        return real_popen([sys.executable, "-c", "import sys; sys.exit(7)"], **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    if how == "one cpu":
+        monkeypatch.setattr("autopdp.pd.tree_ice.n_threads", lambda: 1)
+    out = write_report(small_audit, tmp_path, formats=("html", "pdf"))
+    pdf = (tmp_path / "report.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and any(str(p).endswith("report.pdf") for p in out["paths"])
+    assert len(started) == (0 if how == "one cpu" else 1)
+
+
+def test_a_pdf_alone_is_rendered_here(small_audit, monkeypatch, tmp_path):
+    started = []
+    monkeypatch.setattr(pdf_process.PdfProcess, "start", lambda self: started.append(1) or self)
+    write_report(small_audit, tmp_path, formats=("pdf",))
+    assert (tmp_path / "report.pdf").read_bytes().startswith(b"%PDF") and not started
