@@ -28,7 +28,7 @@ from ._progress import announce, say
 from .summary import audit_metadata, summarise_data
 from .pd.partial_dependence import feature_grids, partial_dependence
 from .pd.fastpath import plan_tree_path, shared_plans
-from .pd.pipeline_blocks import NOTE as _BLOCKS_NOTE, WORDS as _BLOCKS_WORDS
+from .audit_notes import METHOD_NOTES, level_notes, method_notes, na_notes, ood_note
 from .pd.link import log_predictions, model_link, with_surfaces
 from .pd.trees import TreePathUnavailable
 from .trust.checks import trust_scores
@@ -40,7 +40,7 @@ from .scores.robustness import learner_level, with_robustness
 from .pd.refits import checked_train, refit_curves, refit_spec, run_refits
 from .scores.scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from .scores.selection import intersection_scores, score_columns
-from .stage_failures import DETAIL_KEY, StageFailureWarning, collect_stage_failures
+from .stage_failures import StageFailureWarning, collect_stage_failures
 from .audit_result import Audit
 from .validation import _comparison_predictions, _Inputs, _predictions, _resolved, _validated_inputs, choose_pairs
 # the names this module held before it was split (issue 30), for code that imports them from here
@@ -51,50 +51,7 @@ from .validation import COMFORTABLE_ROWS, MIN_ROWS, pair_count  # noqa: F401
 __all__ = ["audit", "Audit", "read_results"]
 
 
-def _na_notes(utility_scores) -> list[str]:
-    """One note per reason a 1D score is 'n/a', listing the utilities and features it applies to."""
-    unordered: dict[str, None] = {}
-    uids: dict[str, None] = {}
-    by_reason: dict[str, tuple[dict, dict]] = {}
-    for feats, by_id in utility_scores.items():
-        if len(feats) != 1:
-            continue
-        for uid, s in by_id.items():
-            if s.available or not s.reason or DETAIL_KEY in s.details:  # stage failures have their own section
-                continue
-            if "unordered categorical" in s.reason:
-                unordered[feats[0]] = None
-                uids[uid] = None
-            else:
-                u, f = by_reason.setdefault(s.reason, ({}, {}))
-                u[uid] = None
-                f[feats[0]] = None
-    notes = []
-    if unordered:
-        notes.append(
-            f"{', '.join(uids)} need an order and are n/a for the unordered categorical features "
-            f"{', '.join(unordered)}; give a column an ordered pandas Categorical to score it."
-        )
-    for reason, (u, f) in by_reason.items():
-        notes.append(f"{', '.join(u)} {'is' if len(u) == 1 else 'are'} n/a for {', '.join(repr(x) for x in f)}: {reason}")
-    return notes
-
-
 # ---------------------------------------------------------------- audit
-def _ood_note(trust: dict, n_rows: int) -> list[str]:
-    """Which rows the out-of-distribution shares were computed on."""
-    for by_id in trust.values():
-        s = by_id.get("ood_share")
-        if s is not None and s.available and "rows" in s.details:
-            if s.details["sampled"]:
-                return [f"Out-of-distribution shares from a random sample of {s.details['rows']:,} of the {n_rows:,} "
-                        f"rows (each moved to every grid value; neighbours among the same rows); standard error of "
-                        f"a share at most {s.details['standard_error']:.1%}."]
-            return [f"Out-of-distribution shares on all {n_rows:,} rows: every row moved to every grid value, "
-                    f"neighbours among all rows."]
-    return []
-
-
 def _one_tree_plan(fn):
     """Run ``fn`` with one exact tree plan per model and data (see :func:`autopdp.pd.fastpath.shared_plans`)."""
     import functools
@@ -159,7 +116,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
         random_state=random_state, n_jobs=n_jobs, max_levels=config.max_levels, sample_weight=weights, **common,
     )
     for r in res1:
-        notes.extend(n for n in r.notes if not n.startswith(_METHOD_NOTES))
+        notes.extend(n for n in r.notes if not n.startswith(METHOD_NOTES))
     categorical = [r.features[0] for r in res1 if r.kinds[0] == "categorical"] or None
     custom_1d = {r.features[0]: list(r.grid[0]) if r.kinds[0] == "categorical" else r.grid[0] for r in res1}
     timings["pd_1d"] = time.perf_counter() - t0
@@ -202,7 +159,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     timings["pd_2d"] = time.perf_counter() - t0
     margin = _link_2d(margin, model, data, config, res2, frame_2d, weights_2d, common, n_jobs, timings)
     # how each PD was computed, from its own result (method, rows, ICE rows, std), never one claim for the run
-    notes[:0] = _method_notes(res1, full_rows=frame.n_rows) + _method_notes(res2, full_rows=frame.n_rows)
+    notes[:0] = method_notes(res1, full_rows=frame.n_rows) + method_notes(res2, full_rows=frame.n_rows)
     if tree_reason and config.method == "auto":
         notes.insert(0, f"The exact tree path does not apply to this model ({tree_reason}).")
 
@@ -262,82 +219,6 @@ def _link_2d(margin, model, data: _Inputs, config, res2, frame_2d, weights_2d, c
 
 
 #: the per-PD notes of stage 1 on how a PD was computed; the audit words them per group of PDs (_method_notes)
-_METHOD_NOTES = ("Computed by brute force:", "PD, ICE and std exact by the tree path", "PD exact by the tree path",
-                 "std and stderr not computed", _BLOCKS_NOTE)
-
-
-def _how_computed(r) -> tuple[str, str, str]:
-    """(method, ICE curves, std) of one PD in words, read from the result itself."""
-    method = {"tree": "exactly by the tree path (no model calls)",
-              "brute": "by brute force (the model predicted at every grid value)",
-              "recursion": "by scikit-learn's recursion method (training-weighted tree paths)"}.get(r.method, r.method)
-    method = _BLOCKS_WORDS if r.method == "brute" and _BLOCKS_NOTE in r.notes else method
-    n = int(r.n_rows)
-    if r.individual is None:
-        ice = "no ICE curves kept"
-    elif r.ice_rows is None:
-        ice = f"ICE curves of all {n:,} rows"
-    else:
-        ice = f"ICE curves of {len(r.ice_rows):,} sampled rows"
-    std = np.asarray(r.std, dtype=float)
-    if not np.isfinite(std).any():
-        spread = "no std"
-    elif r.method == "tree" and any("sampled rows" in x for x in r.notes):
-        k = len(r.ice_rows) if r.ice_rows is not None else None
-        spread = f"std from {k:,} sampled rows" if k else "std from sampled rows"
-    else:
-        spread = f"std on all {n:,} rows"
-    return method, ice, spread
-
-
-def _method_notes(results, *, full_rows: int) -> list[str]:
-    """One note per way PDs were computed (method, rows, ICE rows, std), naming the PDs it is true of."""
-    if not results:
-        return []
-    ndim = results[0].ndim
-    groups: dict[tuple, list] = {}
-    for r in results:
-        method, ice, spread = _how_computed(r)
-        rows = f"all {int(r.n_rows):,} rows" if int(r.n_rows) >= full_rows else \
-            f"a random sample of {int(r.n_rows):,} of the {full_rows:,} rows"
-        groups.setdefault((method, rows, ice, spread), []).append(r)
-    out = []
-    for (method, rows, ice, spread), rs in groups.items():
-        names = [" × ".join(r.features) for r in rs]
-        listed = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-        why = sorted({n.split("does not apply (", 1)[1].rstrip(".").removesuffix(")")
-                      for r in rs for n in r.notes if n.startswith("Computed by brute force:") and "(" in n})
-        because = f"; the exact tree path does not apply to them ({'; '.join(why[:3])}" \
-                  f"{'; ...' if len(why) > 3 else ''})" if why else ""
-        count = f"{len(rs)} of the {len(results)}" if len(groups) > 1 else ("The" if len(rs) > 1 else "The")
-        plural = "s" if len(rs) > 1 else ""
-        out.append(f"{count} {ndim}D PD{plural} ({listed}) computed {method} on {rows}, with {ice} and {spread}"
-                   f"{because}.")
-    return out
-
-
-def _level_notes(evidence) -> list[str]:
-    """One line per comparison model: the overall difference of the two models' predictions."""
-    from ._format import fmt
-
-    out = []
-    for key, by in evidence.items():
-        if not key.startswith("similarity_level:"):
-            continue
-        e = by[()]
-        name = key.split(":", 1)[1]
-        diff = e.details.get("mean_difference", float("nan"))
-        direction = "below" if diff > 0 else "above"
-        verdict = ("a material difference clear of noise" if e.passed else
-                   "not material" if not e.material else "not shown to be material")
-        out.append(
-            f"Overall level: {name}'s predictions average {fmt(abs(diff))} {direction} this model's over the rows "
-            f"({verdict}; {e.test}, p {'<=' if e.p_value <= 1e-6 else '='} {e.p_value:.2g}). The per-feature "
-            f"similarity findings compare the PDs' shapes only, so this level difference is stated once here."
-        )
-    return out
-
-
 def _without_2d_ice(pds: _PDs) -> _PDs:
     """The PDs with the 2D results' sampled ICE surfaces dropped (only the noise tests read them)."""
     if not any(r.individual is not None for r in pds.res2):
@@ -400,7 +281,7 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         utility_scores, importance, interaction, criteria = scoring.result()
     for key, by_id in trust.items():
         utility_scores[key].update(by_id)
-    notes.extend(_ood_note(trust, frame.n_rows))
+    notes.extend(ood_note(trust, frame.n_rows))
     if surrogate is not None:
         for r in res2:
             ia, ib = (surrogate.importance.get(f, np.nan) for f in r.features)
@@ -552,34 +433,33 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
             StageFailureWarning, stacklevel=2,
         )
     scores = _score_table(pds.results, scored, config)
-    t0 = time.perf_counter()
-    with announce("noise tests of the material scores", progress):
-        evidence = assess(scored.inputs, pds.results, scored.utility_scores, scores, surrogate=scored.surrogate)
-    timings["noise_tests"] = time.perf_counter() - t0
-    if refits is not None:
+
+    def outside_stage():  # the model's PD beyond the grids' ends: the tree kernels' threads or the model's own
         t0 = time.perf_counter()
-        with announce(f"learner-level tests on {refits.fitted} refits", progress):
-            evidence = with_robustness(evidence, *learner_level(scored.inputs, pds.results, refits), refits)
-        timings["learner_tests"] = time.perf_counter() - t0
+        out = outside_grid(
+            model, data.frame, pds.res1, prediction_std=scored.inputs.prediction_std, materiality=config.materiality,
+            pd_kwargs=dict(response=config.response, target=config.target, method=config.method, std_rows=0,
+                           categorical_features=pds.categorical, max_batch_mb=config.max_batch_mb,
+                           sample_weight=data.weights),
+        )
+        timings["outside_grid"] = time.perf_counter() - t0
+        return out
+
+    # beside the noise tests and the data summary (numpy on this thread): neither reads the other's result
+    with ThreadPoolExecutor(max_workers=1) as side:
+        outside_job = side.submit(contextvars.copy_context().run, outside_stage)
+        evidence, data_summary = _tests_and_summary(data, pds, scored, scores, refits, config, random_state,
+                                                    progress, timings)
+        outside = outside_job.result()
     pds = _without_2d_ice(pds)
-    t0 = time.perf_counter()
-    outside = outside_grid(
-        model, data.frame, pds.res1, prediction_std=scored.inputs.prediction_std, materiality=config.materiality,
-        pd_kwargs=dict(response=config.response, target=config.target, method=config.method, std_rows=0,
-                       categorical_features=pds.categorical, max_batch_mb=config.max_batch_mb,
-                       sample_weight=data.weights),
-    )
-    timings["outside_grid"] = time.perf_counter() - t0
-    notes = [*data.notes, *pds.notes, *scored.notes, *(o.text for o in outside), *_na_notes(scored.utility_scores),
-             *_level_notes(evidence)]
+    notes = [*data.notes, *pds.notes, *scored.notes, *(o.text for o in outside), *na_notes(scored.utility_scores),
+             *level_notes(evidence)]
     if data.weights is not None:
         notes.append(
             "PDs, the utilities' density weights and the observed incidence are weighted by the sample weights; "
             "the trust checks (OOD share, ALE, StratPD, surrogate) and the data plots under the PDs are unweighted."
         )
     notes = list(dict.fromkeys(notes))  # one line per distinct note
-    data_summary = summarise_data(data.frame, pds.res1, np.random.default_rng(random_state), results_2d=pds.res2,
-                                  keep_points=config.keep_points)
     timings["total"] = time.perf_counter() - started
     metadata = audit_metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight)
     run = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "timings_s": timings}
@@ -590,6 +470,23 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
         evidence=evidence, stage_failures=stage_failures, sample_weight=data.weights,
         refits=None if refits is None else refits.summary(), refit_curves=refit_curves(refits),
     )
+
+
+def _tests_and_summary(data: _Inputs, pds: _PDs, scored: _Scored, scores, refits, config: AuditConfig, random_state,
+                       progress, timings):
+    """The findings' noise tests (and learner-level tests with refits), and the binned data summary."""
+    t0 = time.perf_counter()
+    with announce("noise tests of the material scores", progress):
+        evidence = assess(scored.inputs, pds.results, scored.utility_scores, scores, surrogate=scored.surrogate)
+    timings["noise_tests"] = time.perf_counter() - t0
+    if refits is not None:
+        t0 = time.perf_counter()
+        with announce(f"learner-level tests on {refits.fitted} refits", progress):
+            evidence = with_robustness(evidence, *learner_level(scored.inputs, pds.results, refits), refits)
+        timings["learner_tests"] = time.perf_counter() - t0
+    data_summary = summarise_data(data.frame, pds.res1, np.random.default_rng(random_state), results_2d=pds.res2,
+                                  keep_points=config.keep_points)
+    return evidence, data_summary
 
 
 # ``autopdp.audit`` is this module, and calling it calls audit() (names such as ``autopdp.audit.MIN_ROWS`` resolve as written)

@@ -44,6 +44,11 @@ class PdfProcess:
             self._proc = None
         return self
 
+    @property
+    def running(self) -> bool:
+        """The child was started (two or more CPUs, and it could start)."""
+        return self._proc is not None
+
     def submit(self, html: str) -> None:
         self._html = html
         if self._proc is not None:

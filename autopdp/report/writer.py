@@ -93,8 +93,8 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
         # second process (PdfProcess, started now so it loads WeasyPrint meanwhile), while this one draws the
         # HTML's own figures and writes the other documents.  The figures drawn for the PDF serve the second
         # context too (figures_kept), so each is drawn once, as when one context serves every format.
-        beside = "pdf" in documents and len(documents) > 1
-        pdf_job = PdfProcess().start() if beside else None
+        pdf_job = PdfProcess().start() if "pdf" in documents and len(documents) > 1 else None
+        beside = pdf_job is not None and pdf_job.running  # else one context and the PDF rendered here, as on one CPU
         try:
             with figures_kept():
                 if beside:
@@ -128,7 +128,7 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
             if "pdf" in formats:
                 t0 = time.perf_counter()
                 with announce("rendering the PDF", progress):
-                    if pdf_job is not None:
+                    if beside:
                         staged.write_bytes(f"{stem}.pdf", pdf_job.result())
                     else:
                         staged.write_bytes(f"{stem}.pdf", render_pdf(
