@@ -91,3 +91,32 @@ def test_a_pdf_alone_is_rendered_here(small_audit, monkeypatch, tmp_path):
     monkeypatch.setattr(pdf_process.PdfProcess, "start", lambda self: started.append(1) or self)
     write_report(small_audit, tmp_path, formats=("pdf",))
     assert (tmp_path / "report.pdf").read_bytes().startswith(b"%PDF") and not started
+
+
+def test_the_child_imports_this_autopdp_and_puts_no_folder_ahead_of_the_standard_library(tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import autopdp
+
+    show = "import autopdp; print(autopdp.__file__); print(sys.path[0])"
+    here = subprocess.run(pdf_process.child_command(show), capture_output=True, text=True, check=True).stdout.split("\n")
+    assert Path(here[0]).resolve() == Path(autopdp.__file__).resolve()
+    assert here[1] != str(Path(autopdp.__file__).resolve().parents[1])  # found as installed: nothing put first
+    # a package in the folder the command is run from, named like one the child imports, is not imported (-P)
+    for name in ("autopdp", "weasyprint"):
+        decoy = tmp_path / "cwd" / name
+        decoy.mkdir(parents=True)
+        (decoy / "__init__.py").write_text("raise SystemExit('the decoy was imported')\n")
+    both = show + "; import weasyprint; print(weasyprint.__file__)"
+    run_here = subprocess.run(pdf_process.child_command(both), capture_output=True, text=True, check=True,
+                              cwd=tmp_path / "cwd").stdout.split("\n")
+    assert Path(run_here[0]).resolve() == Path(autopdp.__file__).resolve()
+    assert "cwd" not in run_here[2]
+    # an autopdp the child would not find on its own (a copy put on sys.path by hand): its folder goes first
+    copy = tmp_path / "elsewhere" / "autopdp"
+    shutil.copytree(Path(autopdp.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(autopdp, "__file__", str(copy / "__init__.py"))
+    there = subprocess.run(pdf_process.child_command(show), capture_output=True, text=True, check=True).stdout.split("\n")
+    assert Path(there[0]).resolve() == (copy / "__init__.py").resolve() and there[1] == str(copy.parent.resolve())

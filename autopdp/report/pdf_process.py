@@ -3,15 +3,14 @@
 WeasyPrint is pure Python on one core: on a machine with two or more CPUs the report's PDF (its HTML built
 here, complete) is handed to ``python -m autopdp.report.pdf_process``, which reads the HTML on stdin and writes
 the PDF on stdout with the same :func:`autopdp.report.render.render_pdf` this process would run.  The child is
-started first, so it imports WeasyPrint while the PDF's figures are drawn here.  It is a separate program, not
-a fork or a multiprocessing child: the caller's script is never run again and no lock held by a thread of
+started first, so it imports WeasyPrint while the PDF's figures are drawn here.  It is a separate program (the same
+interpreter and the same autopdp: :func:`child_command`), not a fork or a multiprocessing child: the caller's script is never run again and no lock held by a thread of
 this process is copied.  If it cannot start or fails, the PDF is rendered here, as on one CPU, and raises
 what that raises.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -34,13 +33,10 @@ class PdfProcess:
 
         if n_threads() < 2:
             return self  # nothing to run beside it: rendered here
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parents[2])  # the folder this autopdp is imported from
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         try:
-            self._proc = subprocess.Popen([sys.executable, "-m", "autopdp.report.pdf_process"], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        except OSError:
+            self._proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE)
+        except (OSError, ValueError, TypeError):  # no interpreter to start (an embedded Python): rendered here
             self._proc = None
         return self
 
@@ -80,6 +76,28 @@ class PdfProcess:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
         self._proc = self._pool = None
+
+
+#: Run by the child before anything else: the autopdp this process imported, also when the child's own sys.path
+#: would find another one first (a checkout put on sys.path by hand) or none; the folder it was imported from is
+#: put first only then, so an installed autopdp's site-packages never goes ahead of the standard library.
+_BOOT = (
+    "import sys, importlib.util\n"
+    "root, origin = sys.argv[1], sys.argv[2]\n"
+    "spec = importlib.util.find_spec('autopdp')\n"
+    "if spec is None or spec.origin != origin:\n"
+    "    sys.path.insert(0, root)\n"
+)
+
+
+def child_command(then: str = "from autopdp.report.pdf_process import main; sys.exit(main())") -> list[str]:
+    """The child's command line: this interpreter (``-P``: without the working folder on sys.path), :data:`_BOOT`,
+    then ``then``."""
+    import autopdp
+
+    origin = str(Path(autopdp.__file__).resolve())
+    # -P: the working folder is not put on the child's sys.path (a module named like one it imports is never run)
+    return [sys.executable, "-P", "-c", _BOOT + then, str(Path(origin).parents[1]), origin]
 
 
 def main() -> int:
