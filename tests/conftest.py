@@ -61,3 +61,19 @@ def german():
     from autopdp.datasets import load_german_credit
 
     return load_german_credit()
+
+
+@pytest.fixture(scope="module")
+def small_audit(german):
+    """A glass-box logistic model of two German Credit features audited on 300 rows, 3 features, small grids: a
+    report with every kind of figure, quick to draw (the report's figure and PDF-process tests)."""
+    from autopdp import AuditConfig, audit
+
+    X, y = german
+
+    def model(d):
+        return 1 / (1 + np.exp(-(d["duration_months"].to_numpy() / 24 - d["age"].to_numpy() / 40)))
+
+    return audit(model, X.iloc[:300], y.iloc[:300],
+                 config=AuditConfig(features=("duration_months", "age", "credit_amount"), grid_resolution=6,
+                                    grid_resolution_2d=4))

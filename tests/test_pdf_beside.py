@@ -3,25 +3,11 @@ context for every format, each figure drawn once, and a failed child never costs
 
 import sys
 
-import numpy as np
 import pytest
 
-from autopdp import AuditConfig, audit
 from autopdp.report import figure_queue, pdf_process
 from autopdp.report.render import render_pdf, render_pdf_html
 from autopdp.report.writer import report_context, write_report
-
-
-@pytest.fixture(scope="module")
-def small_audit(german):
-    X, y = german
-
-    def model(d):
-        return 1 / (1 + np.exp(-(d["duration_months"].to_numpy() / 24 - d["age"].to_numpy() / 40)))
-
-    return audit(model, X.iloc[:300], y.iloc[:300],
-                 config=AuditConfig(features=("duration_months", "age", "credit_amount"), grid_resolution=6,
-                                    grid_resolution_2d=4))
 
 
 def _same_timings(context):

@@ -8,18 +8,6 @@ import pytest
 from autopdp import AuditConfig, audit
 
 
-@pytest.fixture(scope="module")
-def small_audit(german):
-    X, y = german
-
-    def model(d):
-        return 1 / (1 + np.exp(-(d["duration_months"].to_numpy() / 24 - d["age"].to_numpy() / 40)))
-
-    return audit(model, X.iloc[:300], y.iloc[:300],
-                 config=AuditConfig(features=("duration_months", "age", "credit_amount"), grid_resolution=6,
-                                    grid_resolution_2d=4))
-
-
 def _figures(obj):
     """Every figure dict ({"svg", ...}) held anywhere in ``obj``."""
     if isinstance(obj, dict):
