@@ -142,16 +142,14 @@ def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
                 for res in extra}
     weights = pd_kwargs.get("sample_weight")
     weights = None if weights is None else np.asarray(weights, dtype=float)
-    names, grids = list(values), []
-    for name in names:
-        v = np.unique(np.asarray(values[name], dtype=float))
-        # a walk moves each row to the two ends of an interval: one value is paired with a second, unread one
-        grids.append(v if v.size >= 2 else np.array([v[0], v[0] + 1.0]))
+    names = list(values)
+    wanted = [np.unique(np.asarray(values[name], dtype=float)) for name in names]
+    # a walk moves each row to the two ends of an interval: one value is paired with a second, unread one
+    grids = [v if v.size >= 2 else np.array([v[0], v[0] + 1.0]) for v in wanted]
     lower = [np.zeros((frame.n_rows, 1), dtype=np.int64) for _ in names]
     moved = source.moved([(frame.names.index(n),) for n in names], [(g,) for g in grids], lower)
     out = {}
-    for name, g, m in zip(names, grids, moved):
-        size = np.unique(np.asarray(values[name], dtype=float)).size
+    for name, v, m in zip(names, wanted, moved):
         at = np.average(m, axis=1, weights=weights)  # (T, 2): the PD at the two ends
-        out[name] = (g[:size], at[:, :size])
+        out[name] = (v, at[:, :v.size])
     return out
