@@ -211,3 +211,42 @@ def test_moved_equals_ice_xgboost_float32_and_lightgbm_zero_as_missing(mixed):
     lm = lgb.LGBMRegressor(n_estimators=20, num_leaves=8, min_child_samples=5, verbose=-1, random_state=0,
                            zero_as_missing=True, n_jobs=1).fit(X, X.a - X.d)
     _moved_vs_ice(lm, X, ["a", "b", "d"], [("a", "d")])
+
+
+def test_moved_keeps_apart_the_versions_of_one_column_with_other_grids_or_rows(mixed):
+    """Versions moving one column share a split decision only with the same grid, lower indices and step: the
+    same column with another grid, or the same grid with other rows' intervals, in one walk (issue 32)."""
+    X, _ = mixed
+    X = X.drop(columns="g").fillna(0.0)
+    model = RandomForestRegressor(n_estimators=15, random_state=0).fit(X, X.a * X.b + X.d)
+    frame = as_frame(X)
+    source = ExactICE(model, X)
+    rng = np.random.default_rng(5)
+    n = frame.n_rows
+    pa, pb = frame.position_of("a"), frame.position_of("b")
+    ga7 = np.quantile(X.a, np.linspace(0, 1, 7))
+    ga5 = np.quantile(X.a, np.linspace(0, 1, 5))
+    gb = np.quantile(X.b, np.linspace(0, 1, 6))
+    l7, l7b = rng.integers(0, 6, n), rng.integers(0, 6, n)
+    l5, lb = rng.integers(0, 4, n), rng.integers(0, 5, n)
+    sets = [((pa,), (ga7,), l7[:, None]), ((pa,), (ga7,), l7b[:, None]), ((pa,), (ga5,), l5[:, None]),
+            ((pa, pb), (ga7, gb), np.column_stack([l7, lb])), ((pa, pb), (ga5, gb), np.column_stack([l5, lb]))]
+    moved = source.moved([s[0] for s in sets], [s[1] for s in sets], [s[2] for s in sets])
+    rows = np.arange(n)
+    for (positions, grids, lower), got in zip(sets, moved):
+        (whole,) = source.ice([positions], [grids])
+        if len(positions) == 1:
+            want = np.stack([whole[:, rows, lower[:, 0] + d] for d in (0, 1)], axis=-1)
+        else:
+            a, b = lower[:, 0], lower[:, 1]
+            want = np.stack([np.stack([whole[:, rows, a + da, b + db] for db in (0, 1)], axis=-1) for da in (0, 1)],
+                            axis=-2)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    # the walk's groups: column a moved to 3 distinct (grid, rows) pairs, two steps each
+    from autopdp.pd.tree_moves import _groups
+
+    requests = [(s[0], s[1]) for s in sets]
+    _, fgroups, gmask, group_of, versions = _groups(requests, [s[2] for s in sets], list(range(len(sets))),
+                                                    frame.n_features, False)
+    assert versions == 2 + 2 + 2 + 4 + 4
+    assert (fgroups[pa] >= 0).sum() == 6 and (fgroups[pb] >= 0).sum() == 2

@@ -106,3 +106,102 @@ def test_the_child_imports_this_autopdp_and_puts_no_folder_ahead_of_the_standard
     monkeypatch.setattr(autopdp, "__file__", str(copy / "__init__.py"))
     there = subprocess.run(pdf_process.child_command(show), capture_output=True, text=True, check=True).stdout.split("\n")
     assert Path(there[0]).resolve() == (copy / "__init__.py").resolve() and there[1] == str(copy.parent.resolve())
+
+
+def _jobs(small_audit):
+    from autopdp.report import figures
+
+    r1 = [r for r in small_audit.results if r.ndim == 1]
+    r2 = [r for r in small_audit.results if r.ndim == 2]
+    return [(figures.plot_pd_1d, (r,), {}) for r in r1[:3]] + [(figures.plot_pd_2d, (r,), {}) for r in r2[:2]] + [
+        (figures.plot_importance, (small_audit.importance,), {})]
+
+
+def test_figures_shared_with_the_second_process_are_the_ones_drawn_here(small_audit):
+    from autopdp.report import figures
+
+    jobs = _jobs(small_audit)
+    png = [True, False, True, False, True, False]
+    with figures.with_png(120):
+        alone = figures.draw_all(jobs, n_jobs=1, png=png)
+        job = pdf_process.PdfProcess().start()
+        try:
+            assert job.drawing
+            asked = []
+            real = job.draw
+            job.draw = lambda *a: asked.append(a[0]) or real(*a)
+            with figures.sharing_figures(job):
+                shared = figures.draw_all(jobs, n_jobs=2, png=png)
+        finally:
+            job.close()
+    assert asked, "the second process drew none of the figures"
+    assert shared == alone
+    assert [getattr(s, "png", None) for s in shared] == [getattr(s, "png", None) for s in alone]
+    assert [getattr(s, "dpi", None) for s in shared] == [getattr(s, "dpi", None) for s in alone]
+
+
+def test_a_second_process_that_dies_leaves_its_figures_to_this_one(small_audit):
+    from autopdp.report import figures
+
+    jobs = _jobs(small_audit)
+    alone = figures.draw_all(jobs, n_jobs=1)
+    job = pdf_process.PdfProcess().start()
+    try:
+        job._proc.kill()
+        job._proc.wait()
+        with figures.sharing_figures(job):
+            shared = figures.draw_all(jobs, n_jobs=2)
+        assert not job.running  # found dead at its first figure: nothing more is sent to it
+        job.submit("<html><body>rendered here</body></html>")
+        assert job.result().startswith(b"%PDF")  # and the PDF is rendered here
+    finally:
+        job.close()
+    assert shared == alone
+
+
+def test_a_figure_that_fails_on_the_second_process_raises_here(small_audit):
+    from autopdp.report import figures
+
+    broken = (figures.plot_pd_1d, (None,), {})  # the same error wherever it is drawn
+    with pytest.raises(Exception) as alone:
+        figures.draw_all([broken], n_jobs=1)
+    jobs = _jobs(small_audit)[:3] + [broken]  # the last job: the second process takes it first
+    job = pdf_process.PdfProcess().start()
+    try:
+        with figures.sharing_figures(job), pytest.raises(type(alone.value)):
+            figures.draw_all(jobs, n_jobs=2)
+        assert job.drawing  # one figure's error does not stop the process
+    finally:
+        job.close()
+
+
+def _local_function():
+    return "<svg/>"
+
+
+def test_a_figure_the_second_process_cannot_import_is_drawn_here(small_audit):
+    from autopdp.report import figures
+
+    jobs = _jobs(small_audit)[:2] + [(_local_function, (), {})]  # this test module is not on the child's path
+    job = pdf_process.PdfProcess().start()
+    try:
+        with figures.sharing_figures(job):
+            shared = figures.draw_all(jobs, n_jobs=2)
+        assert shared[-1] == "<svg/>" and job.drawing
+    finally:
+        job.close()
+    assert shared[:2] == figures.draw_all(jobs[:2], n_jobs=1)
+
+
+def test_no_figure_is_sent_once_the_pdf_is_submitted(small_audit):
+    from autopdp.report import figures
+
+    job = pdf_process.PdfProcess().start()
+    try:
+        job.submit(render_pdf_html(report_context(small_audit, formats=("pdf",))))
+        assert job.running and not job.drawing
+        with figures.sharing_figures(job):
+            figures.draw_all(_jobs(small_audit)[:2], n_jobs=2)
+        assert job.result().startswith(b"%PDF")
+    finally:
+        job.close()

@@ -10,7 +10,8 @@ another feature every version goes the row's own way; at a split on a moved feat
 their own values, so a walk forks only where the versions disagree.  Trees that never split on the moved
 features give every version the row's own leaf: they are skipped, and each version's raw score is the row's
 own (``raw_own``) minus its own leaves in the walked trees plus the version's leaves there.  The row's own
-value is walked as one more version for that purpose.
+value is walked as one more version for that purpose.  The versions that move a column to the same value (the
+2D requests of one feature share its edges) form a group, whose split is decided once for all of them.
 """
 
 from __future__ import annotations
@@ -43,18 +44,18 @@ def trees_using(feature: np.ndarray, roots: np.ndarray, columns) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def moved_walk(lo_, hi_, Z, nodes, thr, catbits, catknown, value, roots, trees, max_nodes, movers, vcol, vset, vbit,
-               gtab, lower, raw_own, out):  # pragma: no cover - compiled
+def moved_walk(lo_, hi_, Z, nodes, thr, catbits, catknown, value, roots, trees, max_nodes, movers, fgroups, gmask, xg,
+               raw_own, out):  # pragma: no cover - compiled
     """out[i, v, :]: row i's raw score as version v moves it, for many versions in one walk per tree.
 
-    Version v moves column ``vcol[v, c]`` of Z (c = 0, 1; -1 for none) to
-    ``gtab[vset[v], c, lower[i, vset[v], c] + vbit[v, c]]``: set s's grids as the trees see them, each row's
-    lower grid index per set and column, and the version's step from it.  ``movers[f]``: the bitset of the
-    versions that move column f (at most 62 versions).  ``trees``: the trees splitting on a moved column
-    (:func:`trees_using`); ``raw_own`` (n, K): each row's own raw score with the offset; ``out`` (n, V, K).
-    ``nodes``: :attr:`autopdp.pd.tree_ice.NodeForest.packed`.
+    The versions that move a column to the same value form a group: group g moves column f to ``xg[i, g]`` for
+    the versions in the bitset ``gmask[g]``; ``fgroups[f]`` lists column f's groups (-1 after the last), so a
+    split on f is decided once per group, not once per version.  ``movers[f]``: the bitset of the versions
+    that move column f (at most 62 versions, ``out.shape[1]``).  ``trees``: the trees splitting on a moved
+    column (:func:`trees_using`); ``raw_own`` (n, K): each row's own raw score with the offset; ``out``
+    (n, V, K).  ``nodes``: :attr:`autopdp.pd.tree_ice.NodeForest.packed`.
     """
-    V = vcol.shape[0]
+    V = out.shape[1]
     K = value.shape[1]
     one = np.int64(1)
     own_bit = one << np.int64(V)
@@ -63,13 +64,8 @@ def moved_walk(lo_, hi_, Z, nodes, thr, catbits, catknown, value, roots, trees, 
     stack_mask = np.empty(max_nodes + 1, dtype=np.int64)
     own = np.empty(K)
     acc = np.empty((V, K))
-    x = np.empty((V, 2))
     for r in range(lo_, hi_):
         for v in range(V):
-            s = vset[v]
-            for c in range(2):
-                if vcol[v, c] >= 0:
-                    x[v, c] = gtab[s, c, lower[r, s, c] + vbit[v, c]]
             for q in range(K):
                 acc[v, q] = 0.0
         for q in range(K):
@@ -90,11 +86,13 @@ def moved_walk(lo_, hi_, Z, nodes, thr, catbits, catknown, value, roots, trees, 
                     if staying != 0 and go_left(Z[r, f], nd, nodes, thr, catbits, catknown):
                         left = staying
                     if moving != 0:
-                        for v in range(V):
-                            if (moving >> np.int64(v)) & one:
-                                c = 0 if vcol[v, 0] == f else 1
-                                if go_left(x[v, c], nd, nodes, thr, catbits, catknown):
-                                    left |= one << np.int64(v)
+                        for k in range(fgroups.shape[1]):
+                            g = fgroups[f, k]
+                            if g < 0:
+                                break
+                            m = moving & gmask[g]
+                            if m != 0 and go_left(xg[r, g], nd, nodes, thr, catbits, catknown):
+                                left |= m
                     right = mask & ~left
                     if left != 0 and right != 0:
                         top += 1
@@ -119,6 +117,51 @@ def moved_walk(lo_, hi_, Z, nodes, thr, catbits, catknown, value, roots, trees, 
                 out[r, v, q] = raw_own[r, q] - own[q] + acc[v, q]
 
 
+def _groups(requests, lower, batch, n_features, float32):
+    """The versions of a batch of requests and their groups, for :func:`moved_walk`.
+
+    Version ``da + 2 db`` of request s moves its columns to ``grid[lower + da]`` (and ``grid[lower + db]``); the
+    versions that move the same column with the same grid, the same lower indices and the same step form one
+    group.  Returns ``(movers, fgroups, gmask, group_of)``: ``group_of[g] = (grid, lower, step)`` gives each
+    row's value of group g.
+    """
+    from .tree_ice import _as_grid
+
+    movers = np.zeros(n_features, dtype=np.int64)
+    keys: dict = {}
+    group_of: list = []
+    masks: list = []
+    by_feature: dict = {}
+    v = 0
+    for s in batch:
+        positions, grids = requests[s]
+        low = np.asarray(lower[s], dtype=np.int64).reshape(-1, len(positions))
+        for version in range(1 << len(positions)):
+            for c, (col, g) in enumerate(zip(positions, grids)):
+                step = (version >> c) & 1
+                grid = _as_grid(g, float32)
+                key = (int(col), grid.tobytes(), step)
+                found = None
+                for gi in keys.get(key, []):
+                    if group_of[gi][1] is low[:, c] or np.array_equal(group_of[gi][1], low[:, c]):
+                        found = gi
+                        break
+                if found is None:
+                    found = len(group_of)
+                    keys.setdefault(key, []).append(found)
+                    group_of.append((grid, np.ascontiguousarray(low[:, c]), step))
+                    masks.append(0)
+                    by_feature.setdefault(int(col), []).append(found)
+                masks[found] |= 1 << v
+                movers[int(col)] |= np.int64(1) << np.int64(v)
+            v += 1
+    width = max((len(g) for g in by_feature.values()), default=1)
+    fgroups = np.full((n_features, width), -1, dtype=np.int64)
+    for col, gs in by_feature.items():
+        fgroups[col, :len(gs)] = gs
+    return movers, fgroups, np.asarray(masks, dtype=np.int64), group_of, v
+
+
 def moved_response(kernel, requests, cols, lower, max_bytes: float = 64e6):
     """The response of every row at the ends of its own interval (1D requests) or the corners of its own
     cell (2D), all requests of a batch in one walk per row and tree
@@ -129,7 +172,7 @@ def moved_response(kernel, requests, cols, lower, max_bytes: float = 64e6):
     the response columns ``cols`` at (a + da) or (a + da, b + db); the same values as the kernel's ICE (:meth:`~autopdp.pd.tree_ice.RowKernel.run`)
     at those points.  ``max_bytes``: memory for a batch's raw scores; rows are taken in chunks within it.
     """
-    from .tree_ice import _as_grid, apply_link, in_parallel
+    from .tree_ice import apply_link, in_parallel
 
     f = kernel.forest
     n, p, K = kernel.Z.shape[0], kernel.Z.shape[1], f.value.shape[1]
@@ -146,34 +189,19 @@ def moved_response(kernel, requests, cols, lower, max_bytes: float = 64e6):
     for batch in batches:
         if not batch:
             continue
-        G = max(len(g) for s in batch for g in requests[s][1])
-        gtab = np.zeros((len(batch), 2, G))
-        low = np.zeros((n, len(batch), 2), dtype=np.int64)
-        vcol, vset, vbit = [], [], []
-        movers = np.zeros(p, dtype=np.int64)
-        for b, s in enumerate(batch):
-            positions, grids = requests[s]
-            for c, (col, g) in enumerate(zip(positions, grids)):
-                g = _as_grid(g, f.float32)
-                gtab[b, c, :g.size] = g
-            low[:, b, :len(positions)] = np.asarray(lower[s], dtype=np.int64).reshape(n, len(positions))
-            for v in range(1 << len(positions)):  # version v = da + 2 db
-                movers[list(positions)] |= np.int64(1) << np.int64(len(vcol))
-                vcol.append(list(positions) + [-1] * (2 - len(positions)))
-                vset.append(b)
-                vbit.append([(v >> c) & 1 for c in range(2)])
-        vcol = np.asarray(vcol, dtype=np.int64)
-        vset = np.asarray(vset, dtype=np.int64)
-        vbit = np.asarray(vbit, dtype=np.int64)
-        trees = trees_using(f.feature, f.roots, np.unique(vcol[vcol >= 0]))
-        V = vcol.shape[0]
+        movers, fgroups, gmask, group_of, V = _groups(requests, lower, batch, p, f.float32)
+        trees = trees_using(f.feature, f.roots, np.flatnonzero(movers))
         raw = np.empty((n, V, K))
-        chunk = max(1, int(max_bytes // (V * K * 8)))
+        chunk = max(1, int(max_bytes // (V * K * 8 + 8 * len(group_of))))
         for r0 in range(0, n, chunk):
             rows = slice(r0, min(n, r0 + chunk))
+            # each row's value of each group: the grid at its lower index plus the group's step
+            xg = np.empty((rows.stop - r0, len(group_of)))
+            for gi, (grid, low, step) in enumerate(group_of):
+                xg[:, gi] = grid[low[rows] + step]
             in_parallel(moved_walk, rows.stop - r0, kernel.Z[rows], f.packed, f.threshold, f.catbits, f.catknown,
-                        f.value, f.roots, trees, f.max_nodes, movers, vcol, vset, vbit, gtab,
-                        np.ascontiguousarray(low[rows]), np.ascontiguousarray(raw_own[rows]), raw[rows])
+                        f.value, f.roots, trees, f.max_nodes, movers, fgroups, gmask, xg,
+                        np.ascontiguousarray(raw_own[rows]), raw[rows])
         start = 0
         for s in batch:
             M = len(requests[s][0])

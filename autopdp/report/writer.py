@@ -15,6 +15,7 @@ from ..pd.ice_io import ICE_FILE
 from .._progress import announce
 from .context import build_context
 from .figure_queue import figures_kept
+from .figures import sharing_figures
 from .pdf_process import PdfProcess
 from .render import render_html, render_pdf, render_pdf_html
 from ..errors import InputError
@@ -99,7 +100,7 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
             with figures_kept():
                 if beside:
                     t0 = time.perf_counter()
-                    with announce("building the PDF's figures", progress):
+                    with announce("building the PDF's figures", progress), sharing_figures(pdf_job):
                         pdf_context = _context(audit, page_size, gate, comparison, ("pdf",) + (
                             ("docx",) if "docx" in documents else ()), context_hook)
                         pdf_job.submit(render_pdf_html(pdf_context, template_dir=template_dir) if template_dir
