@@ -28,7 +28,7 @@ from .provenance import attach_provenance
 from ._progress import announce, say
 from .summary import audit_metadata, summarise_data
 from .pd.partial_dependence import feature_grids, partial_dependence
-from .pd.fastpath import plan_tree_path, shared_plans
+from .pd.fastpath import plan_tree_path, share_subset, shared_plans
 from .audit_notes import METHOD_NOTES, level_notes, method_notes, na_notes, ood_note
 from .pd.link import log_predictions, model_link, with_surfaces
 from .pd.trees import TreePathUnavailable
@@ -134,6 +134,8 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     cap_key, cap = ("max_rows_2d_tree", config.max_rows_2d_tree) if fast_2d else ("max_rows_2d", config.max_rows_2d)
     rows_2d = sample_rows(frame.n_rows, cap, rng) if pairs else None
     frame_2d = frame if rows_2d is None else frame.take_rows(rows_2d)
+    if rows_2d is not None and fast_2d:
+        share_subset(model, frame, rows_2d, frame_2d)  # the trees and their check carry over to the sampled rows
     weights_2d = None if weights is None else (weights if rows_2d is None else weights[rows_2d])
     custom_2d = {}
     t0 = time.perf_counter()

@@ -110,7 +110,8 @@ def summarise_data(frame: Frame, results_1d, rng, n_points: int = 400, bins: int
             if keep_points:
                 points[name] = [_scalar(x) if not (isinstance(x, float) and np.isnan(x)) else None
                                 for x in values[rows]]
-    occupancy = [{"features": list(r.features), "counts": occupancy_2d(frame, r)} for r in results_2d]
+    axes: dict = {}  # each feature's cells on its 2D grid, computed once for every pair it is in
+    occupancy = [{"features": list(r.features), "counts": occupancy_2d(frame, r, axes)} for r in results_2d]
     out = {"distributions": distributions, "occupancy": occupancy}
     if keep_points:
         out["points"] = points
@@ -127,17 +128,42 @@ def _cells(values, grid, kind) -> np.ndarray:
         cell = np.searchsorted((g[1:] + g[:-1]) / 2.0, v, side="right")  # nearest grid point
         return np.where(np.isfinite(v), cell, -1)
     lookup = {level: i for i, level in enumerate(np.asarray(grid, dtype=object).tolist())}
-    return np.array([lookup.get(x, -1) if not (isinstance(x, float) and np.isnan(x)) else -1
-                     for x in np.asarray(values, dtype=object).tolist()], dtype=np.int64)
+    # each distinct value looked up once (a missing value is code -1, which the last entry maps to -1)
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
+    table = np.array([lookup.get(x, -1) if not (isinstance(x, float) and np.isnan(x)) else -1
+                      for x in list(uniques)] + [-1], dtype=np.int64)
+    return table[codes]
 
 
-def occupancy_2d(frame: Frame, result) -> np.ndarray:
-    """Rows of ``frame`` in each cell of a 2D PD's grid (shape: the grid's), an integer array."""
+def _axis_key(name, grid, kind):
+    """A hashable key of one feature's grid, or None when its levels are not hashable."""
+    try:
+        key = (name, kind, np.asarray(grid, dtype=float).tobytes() if kind == "numeric"
+               else tuple(np.asarray(grid, dtype=object).tolist()))
+        hash(key)
+        return key
+    except (TypeError, ValueError):
+        return None
+
+
+def occupancy_2d(frame: Frame, result, axes: dict | None = None) -> np.ndarray:
+    """Rows of ``frame`` in each cell of a 2D PD's grid (shape: the grid's), an integer array.
+
+    ``axes``: a dict in which each feature's cells on its grid are kept for the next PD (the pairs of one
+    audit share each feature's 2D grid)."""
     shape = tuple(len(g) for g in result.grid)
-    axes = [_cells(frame.column(frame.names.index(f)), result.grid[k], result.kinds[k])
-            for k, f in enumerate(result.features)]
-    ok = (axes[0] >= 0) & (axes[1] >= 0)
-    flat = np.ravel_multi_index((axes[0][ok], axes[1][ok]), shape)
+    cells = []
+    for k, f in enumerate(result.features):
+        key = _axis_key(f, result.grid[k], result.kinds[k]) if axes is not None else None
+        if key is None or key not in axes:
+            axis = _cells(frame.column(frame.names.index(f)), result.grid[k], result.kinds[k])
+            if key is not None:
+                axes[key] = axis
+        else:
+            axis = axes[key]
+        cells.append(axis)
+    ok = (cells[0] >= 0) & (cells[1] >= 0)
+    flat = np.ravel_multi_index((cells[0][ok], cells[1][ok]), shape)
     return np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape)
 
 

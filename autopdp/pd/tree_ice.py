@@ -119,14 +119,15 @@ class _Builder:
         self.values.append(v)
         self.cats.append((cats, known))
 
-    def bulk(self, feature, threshold, kind, missing_left, left, right, values):
-        """Many nodes at once (arrays of one tree's nodes, as :meth:`node` takes them one by one; no categories)."""
+    def bulk(self, feature, threshold, kind, missing_left, left, right, values, cats=None):
+        """Many nodes at once (arrays of one tree's nodes, as :meth:`node` takes them one by one); ``cats``: each
+        node's ``(cats, known)`` as :meth:`node` takes them (default: none)."""
         for key, arr in (("feature", feature), ("threshold", threshold), ("kind", kind),
                          ("missing_left", missing_left), ("left", left), ("right", right)):
             self.cols[key].extend(np.asarray(arr).tolist())
         values = np.asarray(values, dtype=float).reshape(len(feature), self.K)
         self.values.extend(values)
-        self.cats.extend([(None, None)] * len(feature))
+        self.cats.extend([(None, None)] * len(feature) if cats is None else cats)
 
     def build(self, link, scale=1.0, float32=False) -> NodeForest:
         n = len(self.cols["feature"])
@@ -176,6 +177,7 @@ def _sklearn_tree(b: _Builder, tree, values):
 
 
 def _hgb(model, K):
+    """The trees of a fitted HistGradientBoosting model, a tree's nodes at once (its categorical splits one by one)."""
     b = _Builder(K)
     known = None
     if getattr(model, "is_categorical_", None) is not None and np.any(model.is_categorical_):
@@ -184,23 +186,25 @@ def _hgb(model, K):
     for predictors in model._predictors:
         for k, pred in enumerate(predictors):
             nodes = pred.nodes
-            base = b.tree(len(nodes))
-            raw_bits = pred.raw_left_cat_bitsets
-            for i, rec in enumerate(nodes):
-                if rec["is_leaf"]:
-                    v = np.zeros(K)
-                    v[k] = rec["value"]
-                    b.node(-1, value=v)
-                    continue
-                f = int(rec["feature_idx"])
-                if rec["is_categorical"]:
-                    cats = _bits_to_list(raw_bits[int(rec["bitset_idx"])])
-                    kn = _bits_to_list(known[0][known[1][f]]) if known is not None else None
-                    b.node(f, 0.0, CATEGORICAL, bool(rec["missing_go_to_left"]), base + int(rec["left"]),
-                           base + int(rec["right"]), cats=cats, known=kn)
-                else:
-                    b.node(f, float(rec["num_threshold"]), NUMERIC, bool(rec["missing_go_to_left"]),
-                           base + int(rec["left"]), base + int(rec["right"]))
+            n = len(nodes)
+            base = b.tree(n)
+            leaf = nodes["is_leaf"].astype(bool)
+            categorical = nodes["is_categorical"].astype(bool) & ~leaf
+            values = np.zeros((n, K))
+            values[leaf, k] = nodes["value"][leaf]
+            cats = [(None, None)] * n
+            if categorical.any():
+                raw_bits = pred.raw_left_cat_bitsets
+                for i in np.flatnonzero(categorical).tolist():
+                    f = int(nodes["feature_idx"][i])
+                    cats[i] = (_bits_to_list(raw_bits[int(nodes["bitset_idx"][i])]),
+                               _bits_to_list(known[0][known[1][f]]) if known is not None else None)
+            b.bulk(np.where(leaf, -1, nodes["feature_idx"].astype(np.int64)),
+                   np.where(leaf | categorical, 0.0, nodes["num_threshold"].astype(np.float64)),
+                   np.where(categorical, CATEGORICAL, NUMERIC).astype(np.int64),
+                   nodes["missing_go_to_left"].astype(bool) & ~leaf,
+                   np.where(leaf, -1, base + nodes["left"].astype(np.int64)),
+                   np.where(leaf, -1, base + nodes["right"].astype(np.int64)), values, cats=cats)
     return b
 
 
