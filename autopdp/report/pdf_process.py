@@ -206,9 +206,14 @@ def main() -> int:
                 answer = ("error", f"{type(exc).__name__}: {exc}")
             _send(stdout, answer)
         elif message[0] == "pdf":
+            import gc
+
+            from .._memory import release_free_memory
             from .render import render_pdf
 
             loading.join()
+            gc.collect()
+            release_free_memory()  # what the figures freed, before WeasyPrint's peak
             _send(stdout, ("ok", render_pdf(message[1])))
             return 0
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from .._io import output_set
+from .._memory import release_free_memory
 from ..pd.ice_io import ICE_FILE
 from .._progress import announce
 from .context import build_context
@@ -130,6 +131,7 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
                 t0 = time.perf_counter()
                 with announce("rendering the PDF", progress):
                     if beside:
+                        release_free_memory()  # what the figures and documents freed, while the PDF's process runs
                         staged.write_bytes(f"{stem}.pdf", pdf_job.result())
                     else:
                         staged.write_bytes(f"{stem}.pdf", render_pdf(
