@@ -28,7 +28,7 @@ from .provenance import attach_provenance
 from ._progress import announce, say
 from .summary import audit_metadata, summarise_data
 from .pd.partial_dependence import feature_grids, partial_dependence
-from .pd.fastpath import plan_tree_path, share_subset, shared_plans
+from .pd.fastpath import model_response, plan_tree_path, share_subset, shared_plans
 from .audit_notes import METHOD_NOTES, level_notes, method_notes, na_notes, ood_note
 from .pd.link import log_predictions, model_link, with_surfaces
 from .pd.trees import TreePathUnavailable
@@ -258,7 +258,9 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
     # and run compiled kernels that release the GIL, keep this thread.
     t0 = time.perf_counter()
     results = pds.results
-    predictions = _predictions(adapter, frame)
+    # the model's response on every row: predicted once, when the tree path checked its trees against it
+    known = model_response(model, adapter, frame)
+    predictions = _predictions(adapter, frame) if known is None else known
     inputs = ScoringInputs(
         frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
         prediction_std=predictions.std(axis=0), config=config,

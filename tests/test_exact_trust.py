@@ -17,7 +17,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OrdinalEncoder
 
 import autopdp
+from autopdp import audit as audit_module
 from autopdp.pd import fastpath
+from autopdp.pd.response import make_adapter
 from autopdp.trust.ale import ale, ale_2d, ale_curves_exact
 from autopdp.config import AuditConfig
 from autopdp.pd.data import as_frame
@@ -112,6 +114,39 @@ def test_one_tree_plan_per_audit(monkeypatch):
     # outside an audit every call plans for itself (nothing is kept)
     autopdp.partial_dependence(model, X, ["u"], kind="average")
     assert len(built) == 2
+
+
+def test_the_models_response_on_every_row_is_predicted_once_per_audit_on_the_tree_path():
+    """The trees' check against the model's own response on every row serves the scores too (issue 32): the model
+    predicts the whole data once, and the scores read the same response as a prediction would give."""
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame(rng.normal(size=(300, 3)), columns=list("uvw"))
+    y = (X.u + X.v * X.w > 0).astype(int)
+
+    class Counted(RandomForestClassifier):
+        whole = []
+
+        def predict_proba(self, X):
+            if len(X) == 300:
+                Counted.whole.append(1)
+            return super().predict_proba(X)
+
+    model = Counted(n_estimators=10, random_state=0).fit(X, y)
+    seen = {}
+    original = audit_module.ScoringInputs
+
+    def keep(**kwargs):
+        seen.update(kwargs)
+        return original(**kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(audit_module, "ScoringInputs", keep)
+        autopdp.audit(model, X, y, config=AuditConfig(grid_resolution=6, grid_resolution_2d=4))
+    assert len(Counted.whole) == 1
+    np.testing.assert_array_equal(seen["predictions"], model.predict_proba(X)[:, 1:])
+    # outside an audit nothing is kept
+    adapter = make_adapter(model, "auto", None, probe=X.iloc[:5])
+    assert fastpath.model_response(model, adapter, as_frame(X)) is None
 
 
 def test_beyond_max_rows_2d_tree_the_2d_pds_and_their_ale_use_the_same_sampled_rows():

@@ -20,7 +20,7 @@ from .engine import Augmenter
 from .tree_ice import RowKernel, extract_forest
 from .trees import TreePathUnavailable, TreePD, boosting_offset, extract_ensemble
 
-__all__ = ["TreePlan", "plan_tree_path", "shared_plans", "METHODS"]
+__all__ = ["TreePlan", "model_response", "plan_tree_path", "shared_plans", "METHODS"]
 
 METHODS = ("auto", "brute", "tree", "recursion")
 
@@ -111,6 +111,7 @@ class TreePlan:
         self._kernel = None
         self._maps: dict[tuple, tuple[int, np.ndarray]] = {}
         self._checked_offset = None  # a subset's: its parent's kernel offset, checked on every parent row
+        self.model_response = None  # the model's own response on every row of the frame, once the kernel is checked
 
     def subset(self, rows, frame: Frame) -> "TreePlan":
         """This plan on ``frame``, the rows ``rows`` of this plan's frame, without new checks.
@@ -298,7 +299,7 @@ class TreePlan:
             raw0 = _raw_score(self.final, self._pre(self.frame.take_rows(np.arange(1)).data))
             offset = raw0.reshape(-1)[: offset.size] - recon[0]
         kernel.offset = np.ascontiguousarray(offset)
-        _verify(kernel, recon + offset, self.adapter, self.frame, self.n_out)
+        self.model_response = _verify(kernel, recon + offset, self.adapter, self.frame, self.n_out)
         kernel._own_raw = recon + offset  # checked against the model: kept for :func:`autopdp.pd.tree_moves.moved_response`
         self._kernel = (w, kernel)
         return kernel
@@ -371,7 +372,8 @@ def _raw_score(final, P) -> np.ndarray:
 
 
 def _verify(kernel, raw, adapter, frame, n_out):
-    """The reconstructed response of every row must be the model's own; else the path is refused."""
+    """The reconstructed response of every row must be the model's own; else the path is refused.  Returns the
+    model's own response (n_rows, n_targets), as ``adapter`` gives it."""
     from .tree_ice import apply_link
 
     mine = apply_link(raw, kernel.forest.link, kernel.forest.scale)
@@ -387,6 +389,7 @@ def _verify(kernel, raw, adapter, frame, n_out):
     if not np.isfinite(gap) or gap > tol * scale:
         raise TreePathUnavailable(
             f"the extracted trees do not reproduce the model's predictions (largest gap {gap:.2e})")
+    return theirs
 
 
 _SHARED: list | None = None  # [(key, model, data, plan or the reason it is unavailable)] inside shared_plans()
@@ -436,6 +439,20 @@ def shared_adapter(model, response, target, make):
     adapter = make()
     _SHARED.append((key, model, None, adapter))
     return adapter
+
+
+def model_response(model, adapter, frame: Frame):
+    """Within :func:`shared_plans`: the model's own response on every row of ``frame`` (as ``adapter`` gives it,
+    predicted in row chunks) when a plan of ``model`` on ``frame`` for ``adapter`` checked its trees against it;
+    else None."""
+    if _SHARED is None or adapter.response in ("crisp", "callable"):
+        return None
+    key = (adapter.response, None if adapter.columns is None else tuple(np.asarray(adapter.columns).tolist()))
+    for k, m, data, plan in _SHARED:
+        if k == key and m is model and data is frame.data and isinstance(plan, TreePlan) \
+                and plan.adapter is adapter and plan.model_response is not None:
+            return plan.model_response
+    return None
 
 
 def forget_plans(model) -> None:
