@@ -1,7 +1,7 @@
 """The issue-32 command lines end to end, as a user runs them: full Adult with every format, and 200k rows
 through the brute-force path.
 
-    python benchmarks/bench_cli_full.py [--cases adult,200k] [--repeat 2] [--keep DIR]
+    python benchmarks/bench_cli_full.py [--cases adult,200k] [--repeat 2] [--keep DIR] [--before CHECKOUT]
 
 ``adult``: the 48,842 Adult rows x 14 and a HistGradientBoostingClassifier (200 iterations, native
 categoricals, random_state 0) fitted on them and saved with skops; ``autopdp report ... --formats
@@ -12,7 +12,9 @@ this script in a temporary folder (their building is not timed).
 Each command runs in a new process, timed to its exit.  Peak memory is the largest sum of resident memory of
 the command and its child processes (the PDF process), sampled every 50 ms.  The stage lines the command
 prints are shown with the first run, and the load average before and after every run: take the figures on an
-idle machine.
+idle machine.  ``--before CHECKOUT`` runs an earlier version (a checkout, e.g. ``git worktree add /tmp/before REV``)
+right after each run of this one on the same inputs, and prints this version's time over the earlier one's, run by
+run: a ratio both versions measured under the same conditions, when the machine's speed drifts between runs.
 """
 
 from __future__ import annotations
@@ -69,13 +71,17 @@ def _inputs(folder: Path) -> dict:
     }
 
 
-def _run(cmd: list, out: Path) -> dict:
+def _run(cmd: list, out: Path, source: str | None = None) -> dict:
+    """One command, timed to its exit; ``source``: a checkout whose autopdp is imported instead of the installed one."""
     import psutil
 
     load_before = _load()
+    env = {**os.environ, "CI": "true"}  # one line per stage, as in a CI log
+    if source:
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(source).resolve()), *filter(None, [env.get("PYTHONPATH")])])
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd + ["--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "CI": "true"})  # one line per stage, as in a CI log
+                            env=env)
     ps, peak = psutil.Process(proc.pid), 0
     while proc.poll() is None:
         total = 0
@@ -99,6 +105,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", default="adult,200k")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--keep", default=None, help="folder for the inputs and outputs (default: a temporary one)")
+    ap.add_argument("--before", default=None, metavar="CHECKOUT",
+                    help="a checkout of an earlier autopdp (e.g. from git worktree add): each run of this version "
+                         "is followed by one of that version, on the same inputs, so both see the same machine")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep or tmp)
@@ -106,12 +115,22 @@ def main(argv=None) -> int:
         print(f"building the inputs in {folder} (not timed); load average {_load()}", flush=True)
         commands = _inputs(folder)
         for case in args.cases.split(","):
+            pairs = []
             for i in range(args.repeat):
                 r = _run(commands[case], folder / f"out_{case}_{i}")
                 print(f"{case:6s} run {i + 1}: {r['seconds']:6.1f} s, peak {r['peak_mb']:6.0f} MB (command and its "
                       f"children); load average {r['load']}", flush=True)
                 if i == 0:
                     print("\n".join("        " + line for line in r["stages"]), flush=True)
+                if args.before:
+                    b = _run(commands[case], folder / f"out_{case}_{i}_before", args.before)
+                    print(f"{case:6s} run {i + 1}, before: {b['seconds']:6.1f} s, peak {b['peak_mb']:6.0f} MB; "
+                          f"load average {b['load']}", flush=True)
+                    pairs.append((r["seconds"], b["seconds"]))
+            if pairs:
+                ratios = sorted(after / before for after, before in pairs)
+                print(f"{case:6s} this version / before, run by run: {', '.join(f'{x:.3f}' for x in ratios)} "
+                      f"(median {ratios[len(ratios) // 2]:.3f})", flush=True)
     return 0
 
 
