@@ -9,7 +9,8 @@ json,html,pdf,docx``.  ``200k``: 200,000 rows resampled from Adult with replacem
 LogisticRegression pipeline fitted on them; ``--formats json,html``.  The inputs are built once per run of
 this script in a temporary folder (their building is not timed).
 
-Each command runs in a new process, timed to its exit.  Peak memory is the largest sum of resident memory of
+Each command runs in a new process, timed to its exit, with the CPU time of the command and of the children it
+waited for (the PDF's process): less sensitive than the wall time to a busy host.  Peak memory is the largest sum of resident memory of
 the command and its child processes (the PDF process), sampled every 50 ms.  The stage lines the command
 prints are shown with the first run, and the load average before and after every run: take the figures on an
 idle machine.  ``--before CHECKOUT`` runs an earlier version (a checkout, e.g. ``git worktree add /tmp/before REV``)
@@ -79,6 +80,9 @@ def _run(cmd: list, out: Path, source: str | None = None) -> dict:
     env = {**os.environ, "CI": "true"}  # one line per stage, as in a CI log
     if source:
         env["PYTHONPATH"] = os.pathsep.join([str(Path(source).resolve()), *filter(None, [env.get("PYTHONPATH")])])
+    import resource
+
+    used0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd + ["--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
@@ -94,9 +98,11 @@ def _run(cmd: list, out: Path, source: str | None = None) -> dict:
         time.sleep(0.05)
     seconds = time.perf_counter() - t0
     _, err = proc.communicate()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # the command and the children it waited for (the PDF's)
+    cpu = (used.ru_utime - used0.ru_utime) + (used.ru_stime - used0.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"the command failed ({proc.returncode}): {err[-2000:]}")
-    return {"seconds": seconds, "peak_mb": peak / 2 ** 20, "stages": [l for l in err.splitlines() if l.startswith("autopdp:")],
+    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak / 2 ** 20, "stages": [l for l in err.splitlines() if l.startswith("autopdp:")],
             "load": f"{load_before} -> {_load()}"}
 
 
@@ -118,19 +124,19 @@ def main(argv=None) -> int:
             pairs = []
             for i in range(args.repeat):
                 r = _run(commands[case], folder / f"out_{case}_{i}")
-                print(f"{case:6s} run {i + 1}: {r['seconds']:6.1f} s, peak {r['peak_mb']:6.0f} MB (command and its "
-                      f"children); load average {r['load']}", flush=True)
+                print(f"{case:6s} run {i + 1}: {r['seconds']:6.1f} s ({r['cpu']:.1f} CPU-s), peak {r['peak_mb']:6.0f} MB "
+                      f"(command and its children); load average {r['load']}", flush=True)
                 if i == 0:
                     print("\n".join("        " + line for line in r["stages"]), flush=True)
                 if args.before:
                     b = _run(commands[case], folder / f"out_{case}_{i}_before", args.before)
-                    print(f"{case:6s} run {i + 1}, before: {b['seconds']:6.1f} s, peak {b['peak_mb']:6.0f} MB; "
-                          f"load average {b['load']}", flush=True)
-                    pairs.append((r["seconds"], b["seconds"]))
-            if pairs:
-                ratios = sorted(after / before for after, before in pairs)
-                print(f"{case:6s} this version / before, run by run: {', '.join(f'{x:.3f}' for x in ratios)} "
-                      f"(median {ratios[len(ratios) // 2]:.3f})", flush=True)
+                    print(f"{case:6s} run {i + 1}, before: {b['seconds']:6.1f} s ({b['cpu']:.1f} CPU-s), peak "
+                          f"{b['peak_mb']:6.0f} MB; load average {b['load']}", flush=True)
+                    pairs.append((r, b))
+            for what in ("seconds", "cpu") if pairs else ():
+                ratios = sorted(after[what] / before[what] for after, before in pairs)
+                print(f"{case:6s} this version / before, {'time' if what == 'seconds' else 'CPU time'}, run by run: "
+                      f"{', '.join(f'{x:.3f}' for x in ratios)} (median {ratios[len(ratios) // 2]:.3f})", flush=True)
     return 0
 
 
