@@ -440,7 +440,8 @@ def draw_all(jobs, *, n_jobs: int | None = None, png=None) -> list[str]:
     """The SVG strings of ``[(plot function, args, kwargs), ...]``, in order.
 
     From :data:`PARALLEL_FROM` figures on, and with more than one CPU, they are drawn on joblib's
-    worker processes, one per CPU (``n_jobs`` to set their number; 1 draws here).  Each figure is
+    worker processes, one per CPU (``n_jobs`` to set their number; 1 draws here); fewer figures, inside
+    :func:`sharing_figures` and with more than one CPU, are shared with the helper process (:func:`_shared_with`).  Each figure is
     the same string wherever it is drawn (fixed SVG ids and metadata).  Inside :func:`with_png`,
     ``png`` (one flag per job; all when not given) says which figures also carry their PNG: those a
     raster format shows, the others are saved as SVG only.
