@@ -122,8 +122,8 @@ def _groups(requests, lower, batch, n_features, float32):
 
     Version ``da + 2 db`` of request s moves its columns to ``grid[lower + da]`` (and ``grid[lower + db]``); the
     versions that move the same column with the same grid, the same lower indices and the same step form one
-    group.  Returns ``(movers, fgroups, gmask, group_of)``: ``group_of[g] = (grid, lower, step)`` gives each
-    row's value of group g.
+    group.  Returns ``(movers, fgroups, gmask, group_of, n_versions)``: ``group_of[g] = (grid, lower, step)``
+    gives each row's value of group g.
     """
     from .tree_ice import _as_grid
 
@@ -136,14 +136,14 @@ def _groups(requests, lower, batch, n_features, float32):
     for s in batch:
         positions, grids = requests[s]
         low = np.asarray(lower[s], dtype=np.int64).reshape(-1, len(positions))
+        as_grids = [_as_grid(g, float32) for g in grids]
         for version in range(1 << len(positions)):
-            for c, (col, g) in enumerate(zip(positions, grids)):
+            for c, (col, grid) in enumerate(zip(positions, as_grids)):
                 step = (version >> c) & 1
-                grid = _as_grid(g, float32)
                 key = (int(col), grid.tobytes(), step)
                 found = None
                 for gi in keys.get(key, []):
-                    if group_of[gi][1] is low[:, c] or np.array_equal(group_of[gi][1], low[:, c]):
+                    if np.array_equal(group_of[gi][1], low[:, c]):
                         found = gi
                         break
                 if found is None:
