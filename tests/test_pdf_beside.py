@@ -205,3 +205,24 @@ def test_no_figure_is_sent_once_the_pdf_is_submitted(small_audit):
         assert job.result().startswith(b"%PDF")
     finally:
         job.close()
+
+
+def test_the_second_process_draws_and_renders_without_the_audits_libraries(small_audit, tmp_path):
+    """Its memory counts beside this process's: drawing a PD figure from a pickled result and rendering a PDF
+    import neither pandas nor the model and kernel libraries (each would add tens of MB to the peak)."""
+    import pickle
+    import subprocess
+
+    r1 = next(r for r in small_audit.results if r.ndim == 1)
+    r2 = next(r for r in small_audit.results if r.ndim == 2)
+    (tmp_path / "results.pkl").write_bytes(pickle.dumps((r1, r2)))
+    work = (f"import pickle; r1, r2 = pickle.load(open({str(tmp_path / 'results.pkl')!r}, 'rb'))\n"
+            "from autopdp.report.pdf_process import main\n"
+            "from autopdp.report.figures import plot_pd_1d, plot_pd_2d\n"
+            "from autopdp.report.render import render_pdf\n"
+            "assert render_pdf('<html><body>' + plot_pd_1d(r1) + plot_pd_2d(r2) + '</body></html>')"
+            ".startswith(b'%PDF')\n"
+            "print(' '.join(m for m in ('pandas', 'sklearn', 'scipy', 'numba', 'cvxpy') if m in sys.modules))")
+    run = subprocess.run(pdf_process.child_command(work), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == ""

@@ -16,7 +16,7 @@ import re
 import time
 
 from .._io import atomic_write_bytes, atomic_write_text
-from .findings import fmt
+from .._format import fmt
 from ..errors import InputError
 
 __all__ = [
