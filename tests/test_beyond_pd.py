@@ -157,6 +157,24 @@ def test_surrogate_importance_orders_an_additive_model_like_its_coefficients():
     assert {"stratpd", "ale_divergence", "ood_share", "surrogate_importance"} <= set(a.scores.columns)
 
 
+def test_surrogate_importance_of_features_with_bases_of_different_widths():
+    """Each feature's importance is read from its own columns of the design: a categorical feature (one column
+    per level) between numeric ones (a spline basis each, and a linear term for a 2-value one)."""
+    rng = np.random.default_rng(7)
+    n = 6000
+    X = pd.DataFrame({"a": rng.uniform(0, 1, n), "c": pd.Categorical(rng.choice(["x", "y", "z"], n)),
+                      "s": rng.integers(0, 2, n).astype(float), "b": rng.uniform(0, 1, n)})
+    x = (X["c"] == "x").to_numpy()
+    preds = X["a"].to_numpy() + 2.0 * x + 0.5 * X["s"].to_numpy()
+    kinds = {"a": "numeric", "c": "categorical", "s": "numeric", "b": "numeric"}
+    s = fit_surrogate(preds, as_frame(X), kinds)
+    assert s.fidelity > 0.999
+    np.testing.assert_allclose(s.importance["a"], np.std(X["a"]), rtol=0.01)
+    np.testing.assert_allclose(s.importance["c"], 2.0 * np.std(x), rtol=0.01)
+    np.testing.assert_allclose(s.importance["s"], 0.5 * np.std(X["s"]), rtol=0.01)
+    assert s.importance["b"] < 0.01
+
+
 def test_ale_divergence_on_2d_surfaces():
     rng = np.random.default_rng(8)
     n = 3000

@@ -208,17 +208,19 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     loss = config.loss
     support = SupportModel(frame, kinds, random_state=random_state, max_levels=config.max_levels,
                            max_mb=config.max_batch_mb) if "ood_share" in wanted and kinds else None
-    # The OOD measurements and the surrogate (numpy and one core each) run on a side thread while ALE and
-    # StratPD (their own threads) keep this one: every number is computed alone, whatever runs beside it.
+    # The surrogate and the OOD measurements (numpy and one core each) run on a side thread while ALE and
+    # StratPD (their own threads) keep this one: every number is computed alone, whatever runs beside it.  The
+    # surrogate goes first, beside ALE: the two largest transient arrays of the stage (the surrogate's design
+    # and StratPD's trees) are then not held at once.
     side = ThreadPoolExecutor(max_workers=1)
     try:
-        oods = side.submit(contextvars.copy_context().run, _ood_measures, support, results) \
-            if support is not None else None
         fit = "surrogate_importance" in config.criteria_2d and kinds
         surrogate_job = side.submit(contextvars.copy_context().run, fit_surrogate,
                                     (adapter(frame.data) if predictions is None else predictions)[:, 0], frame, kinds,
                                     random_state=random_state, max_levels=config.max_levels,
                                     max_mb=config.max_batch_mb) if fit else None
+        oods = side.submit(contextvars.copy_context().run, _ood_measures, support, results) \
+            if support is not None else None
         exact_ale = _exact_ale_curves(model, frame, results, config, frame_2d) if "ale_divergence" in wanted else {}
         stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds) \
             if "stratpd" in wanted and y is not None else {}

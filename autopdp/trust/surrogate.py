@@ -96,16 +96,16 @@ def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots
     blocks = []
     for name in names:
         b = _basis(frame.column(frame.names.index(name))[rows], kinds[name], n_knots, max_levels)
-        blocks.append(b - b.mean(axis=0))
+        b -= b.mean(axis=0)  # centred in place: one copy of each block
+        blocks.append(b)
+    spans = np.cumsum([0] + [b.shape[1] for b in blocks])
     design = np.hstack(blocks)
+    del blocks, b  # the design alone is kept through the fit
     y = np.asarray(predictions, dtype=float)[rows]
     model = RidgeCV(alphas=np.logspace(-4, 3, 15)).fit(design, y)
     fitted = model.predict(design)
     ss = float(np.sum((y - y.mean()) ** 2))
     fidelity = 1.0 - float(np.sum((y - fitted) ** 2)) / ss if ss > 0 else 1.0
-    importance, start = {}, 0
-    for name, b in zip(names, blocks):
-        comp = b @ model.coef_[start:start + b.shape[1]]
-        importance[name] = float(np.std(comp))
-        start += b.shape[1]
+    importance = {name: float(np.std(design[:, a:e] @ model.coef_[a:e]))
+                  for name, a, e in zip(names, spans[:-1], spans[1:])}
     return Surrogate(importance=importance, fidelity=fidelity)
