@@ -191,10 +191,10 @@ def test_beyond_max_rows_2d_tree_the_2d_pds_and_their_ale_use_the_same_sampled_r
     assert np.nanmax(gap) < 4.5, np.nanmax(gap)
 
 
-def _moved_vs_ice(model, X, features, pairs, grid_points=7):
+def _moved_vs_ice(model, X, features, pairs, grid_points=7, source=None):
     """ExactICE.moved against the whole-grid ICE read at each row's interval ends and cell corners."""
     frame = as_frame(X)
-    source = ExactICE(model, X)
+    source = ExactICE(model, X) if source is None else source
     rng = np.random.default_rng(3)
     n = frame.n_rows
     grids = {f: np.unique(np.quantile(np.asarray(X[f], dtype=float)[np.isfinite(np.asarray(X[f], dtype=float))],
@@ -285,3 +285,29 @@ def test_moved_keeps_apart_the_versions_of_one_column_with_other_grids_or_rows(m
                                                     frame.n_features, False)
     assert versions == 2 + 2 + 2 + 4 + 4
     assert (fgroups[pa] >= 0).sum() == 6 and (fgroups[pb] >= 0).sum() == 2
+
+
+def test_moved_maps_every_grid_in_one_preprocessing_call_and_checks_each_feature_once(mixed, monkeypatch):
+    """Through a preprocessing step, ALE's grids reach the trees' columns with one preprocessing call for all of
+    them, and whether a column is a function of its feature alone is checked over the data once per feature, not
+    once per grid (issue 32: 12 probes of ~30 ms each on full Adult); the values still equal the ICE."""
+    X, y = mixed
+    X = X.drop(columns="g").fillna(0.0)
+    pipe = make_pipeline(make_column_transformer((OrdinalEncoder(), ["d"]), remainder="passthrough"),
+                         HistGradientBoostingClassifier(max_iter=10, random_state=0)).fit(X, y)
+    source = ExactICE(pipe, X)
+    plan = source.plan
+    assert plan.encodes
+    calls, checks = [], []
+    real_pre = plan._pre
+    monkeypatch.setattr(plan, "_pre", lambda Xp: calls.append(len(Xp)) or real_pre(Xp))
+    real_groupby = pd.Series.groupby
+    monkeypatch.setattr(pd.Series, "groupby", lambda self, *a, **k: checks.append(1) or real_groupby(self, *a, **k))
+    moved = _moved_vs_ice(pipe, X, ["a", "d"], [("a", "d")], source=source)
+    assert len(moved) == 3
+    assert len(calls) == 1  # one call mapped both features' grids (the reference ICE reuses the maps)
+    assert len(checks) == 2  # features a and d, over every row, once each
+    c_a, _ = plan.mapped(source._specs([(0,)], [(np.array([0.0, 1.0]),)])[0][0])
+    c_d, _ = plan.mapped(source._specs([(3,)], [(np.array([1.0, 2.0]),)])[0][0])
+    assert len(calls) == 3 and len(checks) == 2  # new grids of the same features: probed, not checked again
+    assert {(0, c_a), (3, c_d)} <= plan._function_of

@@ -110,6 +110,8 @@ class TreePlan:
         self._engine = None
         self._kernel = None
         self._maps: dict[tuple, tuple[int, np.ndarray]] = {}
+        # (feature position, column of Z) pairs found to be a function of that feature alone over every row
+        self._function_of: set[tuple[int, int]] = set()
         self._checked_offset = None  # a subset's: its parent's kernel offset, checked on every parent row
         self.model_response = None  # the model's own response on every row of the frame, once the kernel is checked
 
@@ -129,6 +131,7 @@ class TreePlan:
         other._engine = None
         other._kernel = None
         other._maps = dict(self._maps)
+        other._function_of = set(self._function_of)
         other._checked_offset = None if self._kernel is None else self._kernel[1].offset.copy()
         return other
 
@@ -249,10 +252,13 @@ class TreePlan:
         col = Zp[:, :, c]
         if not np.all((col == col[:1]) | (np.isnan(col) & np.isnan(col[:1]))):
             raise TreePathUnavailable(f"the model's input for {spec.name!r} depends on other columns")
-        # over the whole data, that column must be a function of the explained column alone
-        key = pd.Series(frame.column(spec.position), dtype=object).astype(str)
-        if pd.Series(self.Z[:, c]).groupby(key.to_numpy()).nunique().max() > 1:
-            raise TreePathUnavailable(f"the model's input for {spec.name!r} also depends on other columns")
+        # over the whole data, that column must be a function of the explained column alone (checked once per
+        # feature and column: the data does not change with the grid)
+        if (spec.position, c) not in self._function_of:
+            key = pd.Series(frame.column(spec.position), dtype=object).astype(str)
+            if pd.Series(self.Z[:, c]).groupby(key.to_numpy()).nunique().max() > 1:
+                raise TreePathUnavailable(f"the model's input for {spec.name!r} also depends on other columns")
+            self._function_of.add((spec.position, c))
         return c, Zp[0, :, c].astype(float)
 
     def _requests(self, spec_sets):
@@ -337,6 +343,7 @@ class TreePlan:
 
         kernel = self.kernel(w)
         cols = self.adapter.columns if self.adapter.columns is not None else np.arange(self.n_out)
+        self.probe_many([spec for specs in spec_sets for spec in specs])  # one preprocessing call for every grid
         return moved_response(kernel, self._requests(spec_sets), cols, lower)
 
     def _offset(self) -> np.ndarray:

@@ -519,7 +519,8 @@ def sigmoid_factors(r1, raw0, link, scale, lengths):
     if link != 1 or r1.shape[-1] != 1:
         return np.empty((0, 1, 1)), np.empty(0)
     on_grid = np.arange(r1.shape[2])[None, :] < np.asarray(lengths)[:, None]  # (n_slots, gmax)
-    z1 = np.where(on_grid, scale * r1[..., 0], 0.0)
+    z1 = np.zeros(r1.shape[:-1])
+    np.multiply(scale, r1[..., 0], out=z1, where=on_grid)  # the padding is never read (it may hold anything)
     z0 = scale * raw0[:, 0]
     e1 = np.exp(-np.clip(z1, -200.0, 200.0))
     safe = (np.abs(z1).reshape(z1.shape[0], -1).max(axis=1, initial=0.0) < 200.0) & (np.abs(z0) < 200.0)
