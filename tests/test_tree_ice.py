@@ -115,7 +115,7 @@ def test_xgboost_json_extraction_equals_the_tree_dump(data):
     same trees: same splits, directions, categories and children; leaf values equal to the dump's printed
     precision (the JSON holds XGBoost's float32 values exactly)."""
     xgb = pytest.importorskip("xgboost")
-    from autopdp.pd.tree_ice import CATEGORICAL, _xgboost_from_dump, _xgboost_from_json
+    from autopdp.pd.tree_extract import CATEGORICAL, _xgboost_from_dump, _xgboost_from_json
 
     X, y_bin, y_multi, _ = data
     kw = dict(n_estimators=15, max_depth=4, enable_categorical=True, tree_method="hist", random_state=0)

@@ -13,7 +13,9 @@ engine                 brute force: memory-bounded batches of augmented rows, an
 pipeline_blocks        brute force through a column-separable Pipeline: preprocess once,
                        substitute each feature's encoded columns (the same numbers)
 trees                  exact averaging tree path (leaf counts) for tree ensembles
+tree_extract           the trees of any supported library as one node table, with the model's link
 tree_ice               exact per-row (ICE-level) tree path; boosted classifiers' links
+tree_moves             ALE's reads: each row's response at its own interval's ends (cell's corners)
 tree_kernels           the compiled kernels of both tree paths (numba)
 fastpath               which PDs take which tree path, and why not
 distributed            the brute engine's batches on a Dask cluster

@@ -17,7 +17,8 @@ import pandas as pd
 
 from .data import Frame
 from .engine import Augmenter
-from .tree_ice import RowKernel, extract_forest
+from .tree_extract import extract_forest
+from .tree_ice import RowKernel
 from .trees import TreePathUnavailable, TreePD, boosting_offset, extract_ensemble
 
 __all__ = ["TreePlan", "model_response", "plan_tree_path", "shared_plans", "METHODS"]

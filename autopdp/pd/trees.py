@@ -210,13 +210,13 @@ _IDENTITY_LGBM = ("regression", "regression_l2", "l2", "mean_squared_error", "ms
 
 
 def _xgboost(model, adapter, n_features):
-    """XGBoost regressors with an identity objective, from the trees :mod:`autopdp.pd.tree_ice` reads
+    """XGBoost regressors with an identity objective, from the trees :mod:`autopdp.pd.tree_extract` reads
     (the booster's JSON model, or its tree dump for deleted nodes and vector leaves).
 
     XGBoost sends ``x < split`` left and compares float32 values, so the split
     becomes ``x <= prev_float32(split)`` in autopdp's (lo, hi] boxes.
     """
-    from .tree_ice import CATEGORICAL, _xgboost_from_dump, _xgboost_from_json
+    from .tree_extract import CATEGORICAL, _xgboost_from_dump, _xgboost_from_json
 
     objective = model.get_params().get("objective") or "reg:squarederror"
     if adapter.is_classifier or not isinstance(objective, str) or objective not in _IDENTITY_XGB:
