@@ -20,7 +20,7 @@ from .config import AuditConfig
 from .errors import InputError
 from .pd.result import PDResult, _scalar, _to_jsonable
 from ._tables import records
-from .scores.evidence import rebuilt_why
+from .scores.evidence_words import rebuilt_why
 
 __all__ = ["read_results", "JSON_SCHEMA", "OLD_JSON_SCHEMAS", "RESULTS_MAX_MB", "RESULTS_EXPANSION"]
 
@@ -307,7 +307,7 @@ def _evidence_meta(evidence: Mapping) -> dict:
 
 def _evidence_dict(e, meta: Mapping, config) -> dict:
     """``e.to_dict()`` with null in the fields ``from_json`` rebuilds exactly: ``null`` and ``statistic`` when
-    they are the criterion's (``evidence_meta``), ``why`` when :func:`~autopdp.scores.evidence.rebuilt_why` gives it word for word (a
+    they are the criterion's (``evidence_meta``), ``why`` when :func:`~autopdp.scores.evidence_words.rebuilt_why` gives it word for word (a
     sentence with a reason the fields do not hold is written out).  Every item keeps the same keys, so the
     criterion's items stay one column table."""
     d = e.to_dict()

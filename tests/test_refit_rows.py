@@ -130,7 +130,7 @@ def test_the_sampling_part_is_the_design_variance_of_the_weighted_mean():
 def test_the_batched_bisection_finds_the_same_least_favourable_surface():
     """The interaction's least favourable surface, found 5 halvings at a time (one batched call of the statistic
     per 31 points), is the one-at-a-time bisection's to the last bit, over 300 random surfaces and thresholds."""
-    from autopdp.scores.evidence import _additive_fit, _interaction_stat, at_threshold
+    from autopdp.scores.null_draws import _additive_fit, _interaction_stat, at_threshold
 
     rng = np.random.default_rng(0)
     kinds = ("numeric", "numeric")

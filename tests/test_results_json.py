@@ -378,7 +378,7 @@ def test_a_results_json_of_the_record_layout_still_loads():
 def test_a_rebuilt_why_reads_back_with_a_missing_importance(small):
     """A pair's importance item whose feature importance is NaN (null in JSON) has its why rebuilt the same
     on reading as when written (null is NaN on both sides)."""
-    from autopdp.scores.evidence import rebuilt_why
+    from autopdp.scores.evidence_words import rebuilt_why
 
     feats = next(f for f, e in small.evidence["importance"].items() if len(f) == 2)
     item = small.evidence["importance"][feats]

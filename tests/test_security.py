@@ -291,7 +291,7 @@ def test_docx_template_whose_directory_understates_a_part_is_never_inflated(tmp_
     import tracemalloc
     import zlib
 
-    from autopdp.report import word
+    from autopdp.report import word_package as word
 
     png = _png()
     base = io.BytesIO()

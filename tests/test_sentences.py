@@ -268,7 +268,7 @@ def test_outside_grid_and_trust_cells_say_zero_once():
 
 def test_p_values_at_the_floor_read_once():
     from autopdp.config import AuditConfig
-    from autopdp.scores.evidence import why_sentence
+    from autopdp.scores.evidence_words import why_sentence
 
     cfg = AuditConfig()
     for p, adjusted in ((1e-6, 1e-6), (1e-9, 3e-6), (0.004, 0.02)):

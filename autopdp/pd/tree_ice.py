@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .tree_errors import TreePathUnavailable
-from .tree_extract import LINKS, MAX_GRID, NodeForest
+from .tree_extract import MAX_GRID, NodeForest
 
 __all__ = ["RowKernel", "LeafPaths", "apply_link", "in_parallel", "n_threads"]
 

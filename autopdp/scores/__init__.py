@@ -14,7 +14,9 @@ importance             PD-based importance and interaction (Greenwell et al. 201
 association            association tests of feature pairs (2D correlation criterion)
 scoring                every utility of every PD, and the 2D criteria
 significance           noise levels: Monte-Carlo and model-noise tests of a statistic
+null_draws             each criterion's least favourable null curve and its statistic
 evidence               which scores are findings: material with confidence
+evidence_words         each decision's words (why), and the same words rebuilt from a stored item
 coverage               PD beyond the grid's range (what the grid leaves out)
 selection              ranking, intersection scores and the curated selection
 =====================  ==============================================================

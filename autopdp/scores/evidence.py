@@ -1,6 +1,8 @@
 """Stage: scores -> evidence (noise test + materiality) for every PDP under every selection criterion.
 
-See :mod:`autopdp.scores.significance` for the tests and their null distributions.
+See :mod:`autopdp.scores.significance` for the tests and their null distributions, :mod:`autopdp.scores.null_draws`
+for each criterion's least favourable null curve and statistic, and :mod:`autopdp.scores.evidence_words` for each
+decision's words.
 The result, ``{criterion: {features: Evidence}}``, is what the curated
 selection filters on (:func:`autopdp.scores.selection.curate`) and what the report
 prints beside every finding.
@@ -17,14 +19,21 @@ import numpy as np
 from scipy import stats
 
 from .calibration import incidence_parts
-from .importance import flatness, interaction_statistic, marginal_weights
+from .evidence_words import (
+    _PAIR_NULL, _PAIR_UNTESTED, _SURROGATE_NOT_MATERIAL, _finish, _intersection_why, _item, _num,
+    _pair_importance_reason, why_sentence,
+)
+from .importance import flatness, marginal_weights
+from .null_draws import (
+    _additive_fit, _draw_flatness, _draw_lipschitz, _draw_monotonicity, _draw_slope, _interaction_stat, _weighted_sd,
+    at_threshold,
+)
 from .scoring import _weights, grid_cells
 from .significance import (
-    ANALYTIC_P_FLOOR, EFFECTIVE_ROWS_FLOOR, TESTS, Evidence, NoiseModel, SequentialTest, adjust_p_values, analytic_p, pd_noise_model,
+    ANALYTIC_P_FLOOR, EFFECTIVE_ROWS_FLOOR, TESTS, Evidence, NoiseModel, SequentialTest, analytic_p, pd_noise_model,
     ice_row_weights, noise_gap_reason, weighted_noise_factor,
 )
 from .utilities import TRUST_IDS
-from .utilities.base import axis_positions, gap_of_draws
 from .utilities.ice_variance import link_scale
 from ..pd.link import response_scale_name
 from .utilities.lipschitz import fast_lipschitz_fit_1d
@@ -39,58 +48,25 @@ def _rng(features, salt: str = ""):
     return np.random.default_rng(zlib.crc32(("\x1f".join(features) + "|" + salt).encode()))
 
 
-# ------------------------------------------------------------------ null statistics per criterion (1D)
-def at_threshold(curve, fit, value: float, threshold: float, statistic=None, batch=None) -> np.ndarray:
-    """The least favourable curve of the minimum-effect null "the effect is at most ``threshold``": the observed
-    curve's departure from ``fit`` (its null fit: the best monotone curve, the closest bounded curve, a flat
-    line, the additive part) shrunk until the statistic equals the threshold.  A statistic homogeneous in that
-    departure (a weighted sd, a steepest slope, a gap) is scaled by ``threshold / value``; one that is not
-    (``statistic`` given: Greenwell's interaction, which mixes the departure with the main effects) is solved
-    for by bisection on the shrink factor (``batch``: the statistic of a stack of curves, to take the same
-    halvings several at a time).  With ``threshold`` 0 (materiality 0) it is ``fit`` itself: the plain noise
-    test."""
-    curve = np.asarray(curve, dtype=float)
-    fit = np.asarray(fit, dtype=float)
-    if not (np.isfinite(value) and value > 0 and np.isfinite(threshold) and threshold > 0):
-        return fit
-    if value <= threshold:
-        return curve
-    if statistic is None:
-        return fit + (curve - fit) * (float(threshold) / float(value))
-    if not statistic(fit) < threshold:
-        return fit
-    lo, hi = 0.0, 1.0  # statistic(fit) < threshold < statistic(curve) = value
-    if batch is None:
-        for _ in range(40):
-            mid = 0.5 * (lo + hi)
-            if statistic(fit + (curve - fit) * mid) > threshold:
-                hi = mid
-            else:
-                lo = mid
-        return fit + (curve - fit) * lo
-    # the same 40 halvings, 5 at a time: 31 interior points of each bracket in one call of the batched statistic
-    # (for a statistic increasing in the factor, the same dyadic factor as the one-at-a-time bisection)
-    steps = np.arange(1, 32) / 32.0
-    for _ in range(8):
-        mids = lo + (hi - lo) * steps
-        above = np.asarray(batch(fit[None] + (curve - fit)[None] * mids.reshape((-1,) + (1,) * curve.ndim))) \
-            > threshold
-        first = int(np.argmax(above)) if above.any() else mids.size
-        lo, hi = (lo if first == 0 else float(mids[first - 1])), (hi if first == mids.size else float(mids[first]))
-    return fit + (curve - fit) * lo
+# ------------------------------------------------------------------ the stage
+class _Budget:
+    """Monte-Carlo draws: ``noise_draws`` for every test first; :func:`_resolve` continues the open ones."""
+
+    def __init__(self, config):
+        self.first = int(config.noise_draws)
+        self.most = int(config.max_noise_draws)
+        self.alpha = float(config.significance)
+
+    def test(self, observed, draw, tol, cap=None) -> SequentialTest:
+        return SequentialTest(observed, draw, tol=tol, cap=cap).run_to(self.first)
 
 
-def _draw_monotonicity(score, noise: NoiseModel, w, loss, declared, rng, centre=None):
-    """Each draw refitted as the score is: weighted by ``w`` under ``loss``, the best of both directions
-    (or the declared one) by the weighted score itself (:class:`~autopdp.scores.utilities.monotone_fit.MonotoneGap`)."""
-    g = np.asarray(score.comparison if centre is None else centre, dtype=float).ravel()
-    dirs = [score.details.get("direction")] if declared else ["increasing", "decreasing"]
-    gap = MonotoneGap(w, dirs, loss)
+@dataclass
+class _Pending:
+    """An item whose Monte-Carlo tests may need more draws: ``build(results)`` makes its Evidence."""
 
-    def draw(n):
-        e = noise.draw(n, rng).reshape(n, -1)
-        return np.array([gap(g + e[b]) for b in range(n)])
-    return draw
+    tests: list
+    build: Callable
 
 
 def _monotonicity_both_ways(s, r, curve, noise, w, loss, thr, tol, budget, rng, statistic):
@@ -125,219 +101,6 @@ def _monotonicity_both_ways(s, r, curve, noise, w, loss, thr, tol, budget, rng, 
                      test=f"{TESTS['monotonicity'][1]}: intersection-union of the two directions' tests "
                           f"({noise.source}), {sum(x.draws for x in res):,} draws")
     return _Pending(tests, build)
-
-
-def _draw_lipschitz(score, noise: NoiseModel, result, w, loss, rng, centre=None):
-    g = np.asarray(score.comparison if centre is None else centre, dtype=float).ravel()
-    x = axis_positions(result, 0)
-    bound = float(score.details["bound"][0])
-
-    def draw(n):
-        e = noise.draw(n, rng).reshape(n, -1)
-        out = np.empty(n)
-        for b in range(n):
-            h = g + e[b]
-            out[b] = gap_of_draws((h - fast_lipschitz_fit_1d(h, x, bound, w, loss))[None], w, loss)[0]
-        return out
-    return draw
-
-
-def _draw_slope(noise: NoiseModel, result, rng, centre=None):
-    x = axis_positions(result, 0)
-    if x is None or x.size < 2 or x[-1] == x[0]:
-        return None
-    du = np.diff((x - x[0]) / (x[-1] - x[0]))
-    base = 0.0 if centre is None else np.asarray(centre, dtype=float).ravel()
-
-    def draw(n):
-        e = base + noise.draw(n, rng).reshape(n, -1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.abs(np.diff(e, axis=-1)) / du
-        return np.max(np.where(np.isfinite(s), s, 0.0), axis=-1)
-    return draw
-
-
-def _draw_flatness(noise: NoiseModel, kind, weights, rng, centre=None):
-    base = 0.0 if centre is None else np.asarray(centre, dtype=float).ravel()
-
-    def draw(n):
-        return flatness(base + noise.draw(n, rng).reshape(n, -1), kind, axis=-1, weights=weights)
-    return draw
-
-
-def _interaction_stat(avg: np.ndarray, kinds, weights) -> np.ndarray:
-    """The interaction of surfaces ``(..., k1, k2)`` (the statistic of :mod:`autopdp.scores.importance`)."""
-    return interaction_statistic(avg, kinds, weights)[0]
-
-
-def _additive_fit(f2: np.ndarray, w1, w2) -> np.ndarray:
-    """The additive part of a surface: weighted row means + column means - grand mean."""
-    a = np.full(f2.shape[0], 1.0 / f2.shape[0]) if w1 is None else np.asarray(w1, dtype=float)
-    b = np.full(f2.shape[1], 1.0 / f2.shape[1]) if w2 is None else np.asarray(w2, dtype=float)
-    rows = f2 @ b
-    cols = a @ f2
-    return rows[:, None] + cols[None, :] - a @ f2 @ b
-
-
-def _weighted_sd(values: np.ndarray, w: np.ndarray) -> np.ndarray:
-    w = w / w.sum()
-    m = np.sum(values * w, axis=-1, keepdims=True)
-    return np.sqrt(np.sum(w * (values - m) ** 2, axis=-1))
-
-
-# ------------------------------------------------------------------ the decision and its words
-def _num(v) -> str:
-    from .._format import fmt
-
-    return fmt(v)
-
-
-def _p(p) -> str:
-    if not np.isfinite(p):
-        return "n/a"
-    if p <= ANALYTIC_P_FLOOR:
-        return f"<= {ANALYTIC_P_FLOOR:g}"
-    if p < 1e-4:
-        return f"{p:.1e}"
-    return f"{p:.4f}".rstrip("0").rstrip(".") if p < 0.01 else f"{p:.3f}"
-
-
-def _p_is(p) -> str:
-    """``_p`` with its relation: "= 0.005", "<= 1e-06" (never "= <= 1e-06")."""
-    text = _p(p)
-    return text if text.startswith("<") else f"= {text}"
-
-
-def why_sentence(e: Evidence, adjusted: float, significant: bool, config, *, reason: str = "") -> str:
-    """The one sentence that explains ``e``'s decision, from the same facts that made it.
-
-    ``reason``: why the score or its test is missing, or, for a decision made
-    on parts (2D importance: both features), which part failed.
-    """
-    label = "Benjamini-Hochberg" if config.multiple_testing == "bh" else "Holm"
-    stat = e.statistic or e.criterion
-    if not np.isfinite(e.value):
-        return f"not scored{': ' + reason if reason else '.'}"
-    if not e.material:
-        if reason:
-            return f"not material: {reason}"
-        return (f"not material: the {stat} {_num(e.value)} is below the materiality threshold {_num(e.threshold)}.")
-    if not np.isfinite(e.p_value):
-        if np.isfinite(e.threshold) and e.threshold > 0:
-            return (f"untested: the {stat} {_num(e.value)} is at or above the threshold {_num(e.threshold)}, but its "
-                    f"test could not be run ({reason or 'no noise estimate'}).")
-        return f"untested: the {stat} {_num(e.value)}: its noise test could not be run ({reason or 'no noise estimate'})."
-    test = f"; {e.test}" if e.test else ""
-    noise = f"; noise level {_num(e.noise_level)}" if np.isfinite(e.noise_level) else ""
-    conf = f"{1 - config.significance:.0%}"
-    tested = f"p {_p_is(e.p_value)}, {label}-adjusted p {_p_is(adjusted)}"
-    if not (np.isfinite(e.threshold) and e.threshold > 0):  # materiality 0: the plain noise test
-        if not significant:
-            return (f"not distinguishable from noise: the {stat} {_num(e.value)} has {tested} > "
-                    f"{config.significance:g}{noise}{test}.")
-        return (f"clear of noise (the {stat} {_num(e.value)}; {tested} <= {config.significance:g}{noise}{test}); "
-                "the test is of this fitted model, against the Monte-Carlo error of averaging over the audit rows.")
-    if not significant:
-        return (f"not shown to be material: the {stat} {_num(e.value)} is at or above the threshold "
-                f"{_num(e.threshold)}, but not with {conf} confidence (test of 'at most the threshold': {tested} > "
-                f"{config.significance:g}{noise}{test}).")
-    return (f"material with {conf} confidence: the {stat} {_num(e.value)} exceeds the threshold {_num(e.threshold)} "
-            f"(test of 'at most the threshold': {tested} <= {config.significance:g}{noise}{test}); the test is of "
-            "this fitted model, against the Monte-Carlo error of averaging over the audit rows.")
-
-
-_PAIR_UNTESTED = "one feature's importance could not be tested"
-#: The null of a pair's importance tests (intersection-union: a finding only when both features' tests reject).
-_PAIR_NULL = "at least one of the two features' importances is at most the materiality threshold"
-_SURROGATE_NOT_MATERIAL = "one of the two features' surrogate importances is below the threshold."
-
-
-def _pair_importance_reason(failing) -> str:
-    """Why a pair's importance is not material: each ``(feature, importance, threshold)`` below its threshold."""
-    return "; ".join(f"{f}'s importance {_num(v)} is below the threshold {_num(t)}" for f, v, t in failing) \
-        + ("." if failing else "")
-
-
-def _intersection_why(passed: list) -> str:
-    """The intersection decision of a pair found under the criteria ``passed``."""
-    if len(passed) >= 2:
-        return f"a finding under {len(passed)} criteria at once ({', '.join(passed)})."
-    return (f"a finding under {len(passed)} criteria" + (f" ({', '.join(passed)})" if passed else "")
-            + "; intersection needs at least two.")
-
-
-def rebuilt_why(e: Evidence, config) -> str:
-    """``e``'s ``why`` worded again from the item's own fields, as :func:`assess` words it where those fields
-    hold every fact the sentence states (a reader compares it with the stored ``why`` before relying on it:
-    results.json leaves ``why`` out only where this gives it word for word)."""
-    if e.criterion == "intersection":
-        return _intersection_why(list(e.details.get("criteria", [])))
-    reason = ""
-    if e.criterion == "importance" and len(e.features) == 2:
-        if not e.material:
-            imp = {f: float("nan") if v is None else float(v) for f, v in e.details.get("importance", {}).items()}
-            reason = _pair_importance_reason([(f, v, e.threshold) for f, v in imp.items() if not v >= e.threshold])
-        elif not np.isfinite(e.p_value):
-            reason = _PAIR_UNTESTED
-    elif e.criterion == "surrogate_importance" and not e.material:
-        reason = _SURROGATE_NOT_MATERIAL
-    return why_sentence(e, e.adjusted_p, e.significant, config, reason=reason)
-
-
-def _item(criterion, features, value, threshold, *, p=np.nan, noise=np.nan, test="", statistic="", draws=0,
-          kind="", details=None, material=None, reason="", null=None):
-    """An undecided Evidence (``significant`` False, ``why`` holding the reason until :func:`_finish`);
-    ``null`` defaults to the criterion's in :data:`TESTS`."""
-    if material is None:
-        material = bool(np.isfinite(value) and np.isfinite(threshold) and value >= threshold)
-    if null is None:
-        null = TESTS.get(criterion.split(":", 1)[0], ("", ""))[0]
-    return Evidence(criterion=criterion, features=tuple(features), value=float(value), p_value=float(p),
-                    adjusted_p=float("nan"), noise_level=float(noise), threshold=float(threshold),
-                    material=bool(material), significant=False, why=reason, test=test, null=null,
-                    statistic=statistic, draws=int(draws), kind=kind, details=dict(details or {}))
-
-
-def _finish(items: dict, config) -> dict:
-    """Adjust the p-values of one criterion across its PDPs and word each decision (:func:`why_sentence`).
-
-    Immaterial scores count as p = 1; untested ones (material, p NaN) are left out of the adjustment.
-    """
-    keys = list(items)
-    p = np.array([items[k].p_value if items[k].material else (1.0 if np.isfinite(items[k].value) else np.nan)
-                  for k in keys])
-    adj = adjust_p_values(p, config.multiple_testing)
-    out = {}
-    for k, q in zip(keys, adj):
-        e = items[k]
-        significant = bool(e.material and np.isfinite(e.p_value) and np.isfinite(q) and q <= config.significance)
-        why = why_sentence(e, float(q), significant, config, reason=e.why)
-        out[k] = Evidence(criterion=e.criterion, features=e.features, value=e.value, p_value=e.p_value,
-                          adjusted_p=float(q), noise_level=e.noise_level, threshold=e.threshold,
-                          material=e.material, significant=significant, why=why, test=e.test, null=e.null,
-                          statistic=e.statistic, draws=e.draws, kind=e.kind, details=e.details)
-    return out
-
-
-# ------------------------------------------------------------------ the stage
-class _Budget:
-    """Monte-Carlo draws: ``noise_draws`` for every test first; :func:`_resolve` continues the open ones."""
-
-    def __init__(self, config):
-        self.first = int(config.noise_draws)
-        self.most = int(config.max_noise_draws)
-        self.alpha = float(config.significance)
-
-    def test(self, observed, draw, tol, cap=None) -> SequentialTest:
-        return SequentialTest(observed, draw, tol=tol, cap=cap).run_to(self.first)
-
-
-@dataclass
-class _Pending:
-    """An item whose Monte-Carlo tests may need more draws: ``build(results)`` makes its Evidence."""
-
-    tests: list
-    build: Callable
 
 
 def _resolve(items: dict, budget: _Budget) -> dict:

@@ -11,7 +11,7 @@ exactly at the threshold is then a finding at most at the nominal level, and
 one well above it keeps its power.  The null draws are centred on the least
 favourable curve: the observed PD's departure from its null fit (the best
 monotone curve, the bounded curve, a flat line, the additive surface) shrunk
-until the statistic equals the threshold (:func:`autopdp.scores.evidence.at_threshold`);
+until the statistic equals the threshold (:func:`autopdp.scores.null_draws.at_threshold`);
 with ``materiality = 0`` this is the plain noise test of the fit itself.  The
 association criterion keeps its independence test with ``min_association``
 (0-1 scale) as its materiality.
