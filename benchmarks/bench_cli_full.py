@@ -10,8 +10,12 @@ LogisticRegression pipeline fitted on them; ``--formats json,html``.  The inputs
 this script in a temporary folder (their building is not timed).
 
 Each command runs in a new process, timed to its exit, with the CPU time of the command and of the children it
-waited for (the PDF's process): less sensitive than the wall time to a busy host.  Peak memory is the largest sum of resident memory of
-the command and its child processes (the PDF process), sampled every 50 ms.  The stage lines the command
+waited for (the PDF's process): less sensitive than the wall time to a busy host.  Peak memory, sampled every
+50 ms over the command and its child processes (the PDF's process, joblib's figure workers), is given two ways:
+the largest sum of their resident memory (RSS: a page two processes share counts twice, e.g. the libraries both
+map, or a child's pages between fork and exec), and the largest sum of their proportional set sizes (PSS: a
+shared page counts once, split between the processes sharing it), the memory the process tree occupies; PSS is
+read every 250 ms (reading it costs ~4 ms for a 700 MB process).  The stage lines the command
 prints are shown with the first run, and the load average before and after every run: take the figures on an
 idle machine.  ``--before CHECKOUT`` runs an earlier version (a checkout, e.g. ``git worktree add /tmp/before REV``)
 right after each run of this one on the same inputs, and prints this version's time over the earlier one's, run by
@@ -86,15 +90,24 @@ def _run(cmd: list, out: Path, source: str | None = None) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd + ["--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
-    ps, peak = psutil.Process(proc.pid), 0
+    ps, peak, peak_pss, tick = psutil.Process(proc.pid), 0, 0, 0
     while proc.poll() is None:
-        total = 0
+        # PSS walks the page tables (~4 ms for a 700 MB process): read every 5th sample, so that the sampler
+        # takes ~1.5% of one core from the command instead of ~7%
+        with_pss = tick % 5 == 0
+        tick += 1
+        total = total_pss = 0
         try:
             for p in [ps, *ps.children(recursive=True)]:
-                total += p.memory_info().rss
+                if with_pss:
+                    m = p.memory_full_info()
+                    total_pss += m.pss
+                else:
+                    m = p.memory_info()
+                total += m.rss
         except psutil.Error:  # a child that just exited
             pass
-        peak = max(peak, total)
+        peak, peak_pss = max(peak, total), max(peak_pss, total_pss)
         time.sleep(0.05)
     seconds = time.perf_counter() - t0
     _, err = proc.communicate()
@@ -102,7 +115,7 @@ def _run(cmd: list, out: Path, source: str | None = None) -> dict:
     cpu = (used.ru_utime - used0.ru_utime) + (used.ru_stime - used0.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"the command failed ({proc.returncode}): {err[-2000:]}")
-    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak / 2 ** 20, "stages": [l for l in err.splitlines() if l.startswith("autopdp:")],
+    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak / 2 ** 20, "peak_pss_mb": peak_pss / 2 ** 20, "stages": [l for l in err.splitlines() if l.startswith("autopdp:")],
             "load": f"{load_before} -> {_load()}"}
 
 
@@ -125,13 +138,15 @@ def main(argv=None) -> int:
             for i in range(args.repeat):
                 r = _run(commands[case], folder / f"out_{case}_{i}")
                 print(f"{case:6s} run {i + 1}: {r['seconds']:6.1f} s ({r['cpu']:.1f} CPU-s), peak {r['peak_mb']:6.0f} MB "
-                      f"(command and its children); load average {r['load']}", flush=True)
+                      f"resident, {r['peak_pss_mb']:.0f} MB proportional (command and its children); load average "
+                      f"{r['load']}", flush=True)
                 if i == 0:
                     print("\n".join("        " + line for line in r["stages"]), flush=True)
                 if args.before:
                     b = _run(commands[case], folder / f"out_{case}_{i}_before", args.before)
                     print(f"{case:6s} run {i + 1}, before: {b['seconds']:6.1f} s ({b['cpu']:.1f} CPU-s), peak "
-                          f"{b['peak_mb']:6.0f} MB; load average {b['load']}", flush=True)
+                          f"{b['peak_mb']:6.0f} MB resident, {b['peak_pss_mb']:.0f} MB proportional; load average "
+                          f"{b['load']}", flush=True)
                     pairs.append((r, b))
             for what in ("seconds", "cpu") if pairs else ():
                 ratios = sorted(after[what] / before[what] for after, before in pairs)
