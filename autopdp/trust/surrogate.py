@@ -48,6 +48,12 @@ def _basis(values, kind, n_knots, max_levels=None):
     return onehot
 
 
+def _centred(block: np.ndarray) -> np.ndarray:
+    """``block`` minus its column means, in place (one copy of each feature's basis in memory)."""
+    block -= block.mean(axis=0)
+    return block
+
+
 def surrogate_width(frame: Frame, kinds: dict, n_knots: int = 6, max_levels: int | None = None) -> int:
     """Columns of the surrogate's design: ``n_knots + 2`` per numeric feature, per categorical feature its
     levels (at most ``max_levels`` kept, one pooled, one missing)."""
@@ -92,14 +98,11 @@ def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots
     if n > max_rows:
         rows = np.sort(np.random.default_rng(random_state).choice(n, size=max_rows, replace=False))
     names = [name for name in frame.names if name in kinds]
-    blocks = []
-    for name in names:
-        b = _basis(frame.column(frame.names.index(name))[rows], kinds[name], n_knots, max_levels)
-        b -= b.mean(axis=0)  # centred in place: one copy of each block
-        blocks.append(b)
+    blocks = [_centred(_basis(frame.column(frame.names.index(name))[rows], kinds[name], n_knots, max_levels))
+              for name in names]
     spans = np.cumsum([0] + [b.shape[1] for b in blocks])
     design = np.hstack(blocks)
-    del blocks, b  # the design alone is kept through the fit
+    del blocks  # the design alone is kept through the fit
     y = np.asarray(predictions, dtype=float)[rows]
     model = RidgeCV(alphas=np.logspace(-4, 3, 15)).fit(design, y)
     fitted = model.predict(design)
