@@ -158,7 +158,7 @@ def go_left(x, nd, nodes, thr, catbits, catknown):  # pragma: no cover - compile
     """Whether value x goes left at node nd, as the model's library routes it.
 
     ``nodes``: the packed table (feature, left, right, kind, missing_left), see
-    :attr:`autopdp.pd.tree_ice.NodeForest.packed`; kind 0 numeric (``x <= thr``), 1 categorical
+    :attr:`autopdp.pd.tree_extract.NodeForest.packed`; kind 0 numeric (``x <= thr``), 1 categorical
     (category in ``catbits`` left, in ``catknown`` right, else as missing), 2 numeric where 0
     counts as missing (LightGBM).
     """
@@ -325,7 +325,7 @@ def row_leaves(lo_, hi_, X, roots, nodes, thr, catbits, catknown, value, max_nod
     One depth-first walk per row and tree follows every branch that breaks the conditions of
     at most ``max_broken`` (1 or 2) features; a reached leaf's code is those features (+1,
     16 bits each; 0 for the row's own leaf), every other leaf's TOO_MANY.  Independent of the
-    grids.  ``nodes``: :attr:`autopdp.pd.tree_ice.NodeForest.packed`.
+    grids.  ``nodes``: :attr:`autopdp.pd.tree_extract.NodeForest.packed`.
     """
     K = value.shape[1]
     stack = np.empty((max_nodes + 1, 3), dtype=np.int64)  # node, first and second broken feature

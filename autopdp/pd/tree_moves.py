@@ -53,7 +53,7 @@ def moved_walk(lo_, hi_, Z, nodes, thr, catbits, catknown, value, roots, trees, 
     split on f is decided once per group, not once per version.  ``movers[f]``: the bitset of the versions
     that move column f (at most 62 versions, ``out.shape[1]``).  ``trees``: the trees splitting on a moved
     column (:func:`trees_using`); ``raw_own`` (n, K): each row's own raw score with the offset; ``out``
-    (n, V, K).  ``nodes``: :attr:`autopdp.pd.tree_ice.NodeForest.packed`.
+    (n, V, K).  ``nodes``: :attr:`autopdp.pd.tree_extract.NodeForest.packed`.
     """
     V = out.shape[1]
     K = value.shape[1]
