@@ -1,7 +1,7 @@
 """The minimum-effect nulls of the 1D and 2D noise tests: the least favourable curve each test draws around
 (:func:`at_threshold`), the null statistics of monotonicity, the Lipschitz bound, slope and flatness, and the
-interaction statistic with its additive fit.  Used by :mod:`autopdp.scores.evidence` (the stage) and by the
-learner-level tests (:mod:`autopdp.scores.robustness`)."""
+interaction statistic with its additive fit.  Used by :mod:`autopdp.scores.evidence`, the stage (whose
+:func:`~autopdp.scores.evidence.assess` the learner-level tests of :mod:`autopdp.scores.robustness` also run)."""
 
 from __future__ import annotations
 
