@@ -1,7 +1,8 @@
 """The Word document's writing primitives: the styles it uses (Word's own ``Heading``, ``Title`` and ``Caption``
-styles, created where a template lacks them; its ``Table Grid`` table style where it has one), and :class:`_Writer`, which adds headings, paragraphs,
-tables, figures with their captions and alt text, and fields to a python-docx document.  The document's
-structure (its chapters, in the PDF's order) is :mod:`autopdp.report.word`'s."""
+styles, created where a template lacks them; its ``Table Grid`` table style where it has one), and
+:class:`_Writer`, which adds headings, paragraphs, tables, figures with their captions and alt text, and fields
+to a python-docx document.  The document's structure (its chapters, in the PDF's order) is
+:mod:`autopdp.report.word`'s."""
 
 from __future__ import annotations
 
