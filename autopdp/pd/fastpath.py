@@ -263,6 +263,7 @@ class TreePlan:
         return c, Zp[0, :, c].astype(float)
 
     def _requests(self, spec_sets):
+        self.probe_many([spec for specs in spec_sets for spec in specs])  # one preprocessing call for every grid
         requests = []
         for specs in spec_sets:
             maps = [self.mapped(s) for s in specs]
@@ -344,7 +345,6 @@ class TreePlan:
 
         kernel = self.kernel(w)
         cols = self.adapter.columns if self.adapter.columns is not None else np.arange(self.n_out)
-        self.probe_many([spec for specs in spec_sets for spec in specs])  # one preprocessing call for every grid
         return moved_response(kernel, self._requests(spec_sets), cols, lower)
 
     def _offset(self) -> np.ndarray:
