@@ -226,3 +226,89 @@ def test_the_second_process_draws_and_renders_without_the_audits_libraries(small
     run = subprocess.run(pdf_process.child_command(work), capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == ""
+
+
+class _Trickle:
+    """A raw stream that takes at most ``step`` bytes per write and gives at most ``step`` per read, as a pipe's
+    write(2) and read(2) may."""
+
+    def __init__(self, step):
+        self.step, self.data, self.pos = step, bytearray(), 0
+
+    def write(self, b):
+        n = min(self.step, len(b))
+        self.data += bytes(b[:n])
+        return n
+
+    def flush(self):
+        pass
+
+    def read(self, n):
+        out = bytes(self.data[self.pos:self.pos + min(n, self.step)])
+        self.pos += len(out)
+        return out
+
+
+def test_messages_cross_whole_over_streams_that_take_and_give_a_few_bytes_at_a_time():
+    stream = _Trickle(step=997)
+    messages = [("ok", "<svg>" + "x" * 150_000 + "</svg>"), ("draw", None, (1, 2.5), {"k": [3]}, None), ("ok", b"")]
+    for message in messages:
+        pdf_process._send(stream, message)
+    assert [pdf_process._receive(stream) for _ in messages] == messages
+    assert pdf_process._receive(stream) is None  # the end of the stream
+    cut = _Trickle(step=997)
+    pdf_process._send(cut, messages[0])
+    cut.data = cut.data[:-1]  # a message cut short is the end of the stream, never a message
+    assert pdf_process._receive(cut) is None
+
+
+def test_a_childs_unbuffered_interrupted_writes_still_deliver_whole_messages():
+    """The child's stdout is a raw FileIO under PYTHONUNBUFFERED (set by many CI systems), and a write to a full
+    pipe that a signal interrupts returns after part of it: every message must still arrive whole (the report
+    once waited forever for the rest of a figure)."""
+    import os
+    import subprocess
+    import time
+
+    then = ("import signal\n"
+            "from autopdp.report.pdf_process import _send\n"
+            "assert type(sys.stdout.buffer).__name__ == 'FileIO', type(sys.stdout.buffer)\n"
+            "signal.signal(signal.SIGALRM, lambda *a: None)\n"
+            "signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)\n"
+            "for k in range(3):\n"
+            "    _send(sys.stdout.buffer, ('ok', bytes([k]) * 300_000))\n"
+            "signal.setitimer(signal.ITIMER_REAL, 0)\n")
+    proc = subprocess.Popen(pdf_process.child_command(then), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        time.sleep(0.5)  # the child fills the pipe and blocks in write(2), where the timer's signals reach it
+        got = [pdf_process._receive(proc.stdout) for _ in range(3)]
+        assert proc.wait(timeout=60) == 0, proc.stderr.read().decode()[-2000:]
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert got == [("ok", bytes([k]) * 300_000) for k in range(3)]
+
+
+def test_a_second_process_that_stops_answering_is_stopped_and_the_figure_drawn_here(small_audit, monkeypatch):
+    import sys as _sys
+
+    from autopdp.pd import tree_ice
+    from autopdp.report import figures
+
+    monkeypatch.setattr(tree_ice, "n_threads", lambda: 2)  # a second process even on one CPU
+    monkeypatch.setattr(pdf_process, "child_command", lambda: [_sys.executable, "-c", "import time; time.sleep(600)"])
+    monkeypatch.setattr(pdf_process, "FIGURE_TIMEOUT", 1.0)
+    jobs = _jobs(small_audit)[:2]
+    job = pdf_process.PdfProcess().start()
+    try:
+        assert job.drawing
+        with figures.sharing_figures(job):
+            shared = figures.draw_all(jobs, n_jobs=2)
+        assert not job.running  # stopped after FIGURE_TIMEOUT: nothing more is sent to it
+        assert job._proc.poll() is not None
+    finally:
+        job.close()
+    assert shared == figures.draw_all(jobs, n_jobs=1)

@@ -12,8 +12,11 @@ It is a separate program (the same interpreter and the same autopdp: :func:`chil
 multiprocessing child: the caller's script is never run again and no lock held by a thread of this process is
 copied.  The two talk over the child's own pipes in length-prefixed pickles (:func:`_send`, :func:`_receive`):
 figure jobs and HTML one way, figures and PDF bytes the other; nothing else writes to those pipes, and nothing a
-user gives is ever read as a pickle.  If the child cannot start or fails, what it had not drawn is drawn here
-and the PDF is rendered here, as on one CPU, raising what that raises.
+user gives is ever read as a pickle.  Every message is written and read whole whatever the streams' buffering
+(:func:`_write_all`, :func:`_read_exact`: under ``PYTHONUNBUFFERED`` the child's stdout is a raw file, whose
+write to a full pipe can return after part of it).  If the child cannot start, fails, or takes longer than
+:data:`FIGURE_TIMEOUT` over a figure (it is then stopped), what it had not drawn is drawn here and the PDF is
+rendered here, as on one CPU, raising what that raises.
 """
 
 from __future__ import annotations
@@ -33,22 +36,51 @@ __all__ = ["PdfProcess"]
 
 _HEADER = struct.Struct(">Q")
 
+#: Seconds the child may take over one figure before it is stopped and the figure drawn here.
+FIGURE_TIMEOUT = 120.0
+
+
+def _write_all(stream, data) -> None:
+    """Every byte of ``data`` written to ``stream``, then flushed.
+
+    A raw stream's ``write`` may take only part of what it is given (``sys.stdout.buffer`` is an unbuffered
+    ``FileIO`` under ``python -u`` or ``PYTHONUNBUFFERED``, and a pipe's write(2) can return early), so the rest is
+    written until none is left; ``OSError`` when the stream would block (a pipe put in non-blocking mode)."""
+    view = memoryview(data)
+    while view:
+        n = stream.write(view)
+        if n is None:
+            raise BlockingIOError("the pipe to the other process would block")
+        view = view[n:]
+    stream.flush()
+
+
+def _read_exact(stream, size: int):
+    """``size`` bytes from ``stream``, or None when it ends first (a raw stream's ``read`` may return fewer)."""
+    data = stream.read(size)
+    if data is None or len(data) == size:
+        return data
+    parts = bytearray(data)
+    while len(parts) < size:
+        more = stream.read(size - len(parts))
+        if not more:  # the end of the stream (b"") or a non-blocking pipe with nothing in it (None)
+            return None
+        parts += more
+    return bytes(parts)
+
 
 def _send(stream, message) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)))
-    stream.write(data)
-    stream.flush()
+    _write_all(stream, _HEADER.pack(len(data)) + data)
 
 
 def _receive(stream, load=pickle.loads):
     """The next message (``load`` of its bytes), or None at the end of the stream."""
-    head = stream.read(_HEADER.size)
-    if len(head) < _HEADER.size:
+    head = _read_exact(stream, _HEADER.size)
+    if head is None or len(head) < _HEADER.size:
         return None
-    size = _HEADER.unpack(head)[0]
-    data = stream.read(size)
-    if len(data) < size:
+    data = _read_exact(stream, _HEADER.unpack(head)[0])
+    if data is None:
         return None
     return load(data)  # pickle.loads: written by this module on the other end of a pipe it owns
 
@@ -99,12 +131,19 @@ class PdfProcess:
         with self._lock:
             if not self.drawing:
                 raise ChildFailed("the second process is not drawing")
+            # a figure takes the child a second or less: one not back in FIGURE_TIMEOUT seconds means the child
+            # is stuck, and it is stopped (the read below then ends) rather than waited for
+            watchdog = threading.Timer(FIGURE_TIMEOUT, self._proc.kill)
+            watchdog.daemon = True
+            watchdog.start()
             try:
                 _send(self._proc.stdin, ("draw", fn, args, kwargs, dpi))
                 answer = _receive(self._proc.stdout)
             except (OSError, ValueError, pickle.PickleError, EOFError, AttributeError) as exc:
                 self._dead = True
                 raise ChildFailed(str(exc)) from exc
+            finally:
+                watchdog.cancel()
             if answer is None:
                 self._dead = True
                 raise ChildFailed("the second process stopped")
