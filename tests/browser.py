@@ -77,6 +77,10 @@ class Browser:
         while b"\0" not in self._buffer:
             if time.monotonic() > deadline:
                 raise TimeoutError("no reply from Chromium")
+            import select
+
+            if not select.select([self._from_chrome], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                continue  # nothing within the deadline: raised above
             chunk = os.read(self._from_chrome, 1 << 16)
             if not chunk:
                 raise RuntimeError("Chromium closed the DevTools pipe")
@@ -89,7 +93,9 @@ class Browser:
         msg = {"id": self._id, "method": method, "params": params or {}}
         if session:
             msg["sessionId"] = session
-        os.write(self._to_chrome, json.dumps(msg).encode() + b"\0")
+        data = memoryview(json.dumps(msg).encode() + b"\0")
+        while data:  # a pipe's write(2) may take only part of a message
+            data = data[os.write(self._to_chrome, data):]
         deadline = time.monotonic() + self.timeout
         while True:
             reply = self._read_message(deadline)
