@@ -18,7 +18,7 @@ from .errors import InputError, InputTypeError
 from .pd.grids import is_effectively_constant, resolve_categorical
 from .loading import column_error
 from .summary import target_name_of
-from .pd.partial_dependence import _reject_infinite
+from .pd.setup import _reject_infinite
 from .pd.response import make_adapter
 from .pd.result import _scalar
 from .scores.scoring import importance_table

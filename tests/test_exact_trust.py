@@ -23,7 +23,7 @@ from autopdp.pd.response import make_adapter
 from autopdp.trust.ale import ale, ale_2d, ale_curves_exact
 from autopdp.config import AuditConfig
 from autopdp.pd.data import as_frame
-from autopdp.pd.partial_dependence import ExactICE
+from autopdp.pd.exact_ice import ExactICE
 from autopdp.pd.trees import TreePathUnavailable
 
 

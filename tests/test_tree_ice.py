@@ -208,7 +208,7 @@ def test_pairs_on_deep_trees_with_three_way_interactions_equal_brute():
 def test_cell_corners_equal_the_ice_surface_at_those_points():
     """ALE reads each row's response at the 4 corners of its cell only (``ExactICE.moved``); they
     must be the full exact ICE surface's values there, for every row, class and pair."""
-    from autopdp.pd.partial_dependence import ExactICE
+    from autopdp.pd.exact_ice import ExactICE
 
     rng = np.random.default_rng(5)
     n = 300

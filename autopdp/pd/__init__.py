@@ -20,6 +20,8 @@ tree_kernels           the compiled kernels of both tree paths (numba)
 fastpath               which PDs take which tree path, and why not
 distributed            the brute engine's batches on a Dask cluster
 result                 ``PDResult``: the stage's output, with JSON round trip
+setup                  one call's inputs validated once: options, frame, weights, adapter, plans
+exact_ice              ``ExactICE``: exact per-row ICE and ALE's moved reads on any grids
 partial_dependence     the public entry: validation once, then the engines above
 =====================  ==============================================================
 

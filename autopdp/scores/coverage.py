@@ -122,11 +122,12 @@ def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
     """``{feature: (values (m,), PD (n_targets, m))}``: the PD of each feature at its own few values.
 
     On the exact tree path every row's response at the values comes from one walk per row and tree
-    (:meth:`autopdp.pd.partial_dependence.ExactICE.moved`) and is averaged here with the sample weights: the
+    (:meth:`autopdp.pd.exact_ice.ExactICE.moved`) and is averaged here with the sample weights: the
     same PD as :func:`autopdp.partial_dependence` on those values (to floating-point accuracy, tested), which
     would first lay out every row's leaves for all trees.  Otherwise that function evaluates them.
     """
-    from ..pd.partial_dependence import ExactICE, partial_dependence
+    from ..pd.exact_ice import ExactICE
+    from ..pd.partial_dependence import partial_dependence
     from ..pd.trees import TreePathUnavailable
 
     exact = pd_kwargs.get("method", "auto") in ("auto", "tree")

@@ -207,7 +207,7 @@ def _lower(edges, v) -> np.ndarray:
 def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bins_2d: dict, column: int = 0) -> dict:
     """The same ALE curves as :func:`ale` and :func:`ale_2d`, with the model's values at each row's interval
     ends (1D) or cell corners (2D) computed exactly on the tree path
-    (:meth:`autopdp.pd.partial_dependence.ExactICE.moved`: one walk per row and tree) instead of predicting
+    (:meth:`autopdp.pd.exact_ice.ExactICE.moved`: one walk per row and tree) instead of predicting
     on modified copies of the data.
 
     Parameters

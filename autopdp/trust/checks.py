@@ -120,7 +120,7 @@ def _exact_ale_curves(model, frame, results, config, frame_2d=None) -> dict:
     curves are computed on ``frame_2d``, the rows the 2D PDs average over (default: ``frame``).
     """
     from .ale import ale_curves_exact
-    from ..pd.partial_dependence import ExactICE
+    from ..pd.exact_ice import ExactICE
     from ..pd.trees import TreePathUnavailable
 
     numeric_1d = [r for r in results if r.ndim == 1 and r.kinds[0] == "numeric"]

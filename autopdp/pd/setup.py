@@ -1,0 +1,228 @@
+"""The validated inputs of one PD call (:class:`_Setup`): options checked once, the data's frame, weights and
+categorical columns, the model's adapter, and the tree or pipeline plan each feature set may take.
+
+Everything :func:`autopdp.pd.partial_dependence.partial_dependence` and
+:class:`autopdp.pd.exact_ice.ExactICE` check before any work starts is here.
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+from collections.abc import Hashable
+
+import numpy as np
+
+from .data import Frame, as_frame, describe_missing, probe_rows
+from ..errors import InputError, InputTypeError
+from .fastpath import METHODS, plan_tree_path, shared_adapter
+from .sampling import _weighted_sample
+from .trees import TreePathUnavailable
+from .grids import FeatureSpec, build_spec, resolve_categorical
+from .pipeline_blocks import BlocksUnavailable, plan_blocks
+from .response import make_adapter
+
+
+KINDS = ("average", "individual", "both")
+GRID_METHODS = ("quantile", "uniform")
+
+
+def _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb):
+    if not isinstance(grid_resolution, numbers.Integral) or isinstance(grid_resolution, bool) or grid_resolution < 2:
+        raise InputError(
+            f"grid_resolution must be an integer >= 2 (a grid of one point has no shape to show), got {grid_resolution!r}."
+        )
+    try:
+        lo, hi = (float(p) for p in percentiles)
+    except (TypeError, ValueError):
+        raise InputError(f"percentiles must be a pair of numbers (low, high), got {percentiles!r}.") from None
+    if not (0.0 <= lo < hi <= 1.0):
+        raise InputError(f"percentiles must satisfy 0 <= low < high <= 1, got {percentiles!r}.")
+    if kind not in KINDS:
+        raise InputError(f"kind={kind!r} is not supported; use one of {', '.join(KINDS)}.")
+    if grid_method not in GRID_METHODS:
+        raise InputError(f"grid_method={grid_method!r} is not supported; use one of {', '.join(GRID_METHODS)}.")
+    if not (isinstance(max_batch_mb, numbers.Real) and max_batch_mb > 0):
+        raise InputError(f"max_batch_mb must be a positive number of megabytes, got {max_batch_mb!r}.")
+    return (lo, hi)
+
+
+def _normalise_features(frame: Frame, features) -> list[tuple[int, ...]]:
+    if features is None or isinstance(features, (str, bytes)) or not hasattr(features, "__iter__"):
+        raise InputTypeError(
+            "features must be a list whose items are a column name/index (1D) or a pair of them (2D), "
+            f"e.g. ['age', ('age', 'income')]; got {features!r}."
+        )
+    out = []
+    for item in features:
+        if isinstance(item, (tuple, list)):
+            if len(item) == 1:
+                out.append((frame.position_of(item[0]),))
+                continue
+            if len(item) != 2:
+                raise InputError(
+                    f"Feature set {tuple(item)!r} has {len(item)} features; autopdp computes 1D and 2D partial dependence only."
+                )
+            a, b = frame.position_of(item[0]), frame.position_of(item[1])
+            if a == b:
+                raise InputError(
+                    f"Feature pair ({item[0]!r}, {item[1]!r}) names the same feature twice; "
+                    "a 2D partial dependence needs two different features."
+                )
+            out.append((a, b))
+        elif isinstance(item, Hashable):
+            out.append((frame.position_of(item),))
+        else:
+            raise InputTypeError(f"Cannot read feature {item!r}: use a column name, an integer position or a pair of them.")
+    if not out:
+        raise InputError("features is empty: name at least one feature or pair.")
+    return out
+
+
+def _sample_weight(sample_weight, n):
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=float).ravel()
+    if w.shape[0] != n:
+        raise InputError(f"sample_weight has {w.shape[0]} values but X has {n} rows; give one weight per row.")
+    if not np.all(np.isfinite(w)) or (w < 0).any():
+        raise InputError("sample_weight must be finite and non-negative.")
+    if w.sum() <= 0:
+        raise InputError("sample_weight sums to 0: at least one row needs a positive weight.")
+    return w
+
+
+def _ice_rows(subsample, n, random_state, weights=None):
+    if subsample is None:
+        return None
+    if isinstance(subsample, numbers.Integral) and not isinstance(subsample, bool):
+        if subsample < 1:
+            raise InputError(f"subsample must be a positive number of rows or a fraction in (0, 1], got {subsample!r}.")
+        k = min(int(subsample), n)
+    elif isinstance(subsample, numbers.Real) and 0 < subsample <= 1:
+        k = max(1, int(round(subsample * n)))
+    else:
+        raise InputError(f"subsample must be a positive number of rows or a fraction in (0, 1], got {subsample!r}.")
+    if k >= n:
+        return None
+    return _weighted_sample(n, k, weights, np.random.default_rng(random_state))
+
+
+def _reject_infinite(frame: Frame, categorical: np.ndarray) -> None:
+    """Infinite values break grids and most models: name the column before anything runs."""
+    for j in range(frame.n_features):
+        if categorical[j]:
+            continue
+        values = frame.column(j)
+        try:
+            bad = np.isinf(np.asarray(values, dtype=float)).any()
+        except (TypeError, ValueError):
+            continue
+        if bad:
+            raise InputError(
+                f"Feature {frame.names[j]!r} has infinite values: replace them (e.g. with NaN or a cap) before "
+                "computing partial dependence."
+            )
+
+
+class _Setup:
+    """Everything validated once, shared by every feature set of a call."""
+
+    def __init__(
+        self, model, X, *, response, target, grid_resolution, percentiles, custom_values,
+        categorical_features, sample_weight, kind, grid_method, integer_as_categorical, max_batch_mb,
+        subsample, random_state, centered, max_levels=None, method="auto", std_rows=128, std=None,
+    ):
+        self.percentiles = _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb)
+        self.frame = as_frame(X)
+        self.grid_resolution = int(grid_resolution)
+        self.grid_method = grid_method
+        self.categorical = resolve_categorical(self.frame, categorical_features, integer_as_categorical)
+        self.custom = {}
+        for key, values in (custom_values or {}).items():
+            self.custom[self.frame.position_of(key)] = values
+        self.sample_weight = _sample_weight(sample_weight, self.frame.n_rows)
+        _reject_infinite(self.frame, self.categorical)
+        probe = self.frame.take_rows(probe_rows(self.frame)).data
+        self.adapter = shared_adapter(model, response, target, lambda: make_adapter(
+            model, response, target, probe=probe, missing=describe_missing(self.frame)))
+        self.keep_individual = kind in ("individual", "both")
+        if std is not None and not isinstance(std, bool):
+            raise InputError(f"std must be True, False or None, got {std!r}.")
+        # kind="average" asks for averages only: no ICE spread is computed unless std=True
+        self.want_std = (kind != "average") if std is None else bool(std)
+        self.ice_rows = _ice_rows(subsample, self.frame.n_rows, random_state, self.sample_weight)
+        self.centered = bool(centered)
+        self.max_batch_bytes = float(max_batch_mb) * 1e6
+        if max_levels is not None and (not isinstance(max_levels, numbers.Integral) or max_levels < 2):
+            raise InputError(f"max_levels must be an integer >= 2 or None, got {max_levels!r}.")
+        self.max_levels = max_levels
+        if method not in METHODS:
+            raise InputError(f"method={method!r} is not supported; use one of {', '.join(METHODS)}.")
+        if not isinstance(std_rows, numbers.Integral) or std_rows < 0:
+            raise InputError(f"std_rows must be a non-negative integer, got {std_rows!r}.")
+        self.method = method
+        self.std_rows = int(std_rows)
+        self.random_state = random_state
+        self.weights = np.ones(self.frame.n_rows) if self.sample_weight is None else self.sample_weight
+        self.tree_unavailable = "not tried"
+        self._plan = None
+        self._plan_done = False
+        self.blocks_unavailable = "not tried"
+        self._blocks = None
+        self._blocks_done = False
+        self._specs: dict[int, FeatureSpec] = {}
+        self.nearest: dict = {}  # density_counts' cache of each spec's nearest grid index on this frame
+
+    def tree_plan(self):
+        """The exact tree path for this model and data, or None (reason in ``tree_unavailable``)."""
+        if not self._plan_done:
+            self._plan_done = True
+            if self.method in ("auto", "tree"):
+                try:
+                    self._plan = plan_tree_path(self.adapter.model, self.adapter, self.frame)
+                    self.tree_unavailable = ""
+                except TreePathUnavailable as exc:
+                    self.tree_unavailable = str(exc)
+        return self._plan
+
+    def block_plan(self):
+        """The Pipeline's preprocessing applied once for brute force (:mod:`autopdp.pd.pipeline_blocks`), or None
+        (reason in ``blocks_unavailable``)."""
+        if not self._blocks_done:
+            self._blocks_done = True
+            if self.method in ("auto", "brute"):
+                try:
+                    self._blocks = plan_blocks(self.adapter.model, self.adapter, self.frame)
+                    self.blocks_unavailable = ""
+                except BlocksUnavailable as exc:
+                    self.blocks_unavailable = str(exc)
+        return self._blocks
+
+    def std_sample(self):
+        """Rows whose ICE spread estimates std/stderr on the tree path (None when std_rows=0)."""
+        if self.std_rows == 0:
+            return None
+        n = self.frame.n_rows
+        if self.std_rows >= n:
+            return np.arange(n)
+        rng = np.random.default_rng(0 if self.random_state is None else self.random_state)  # same rows every run
+        return _weighted_sample(n, self.std_rows, self.sample_weight, rng)
+
+    def with_grid_resolution(self, grid_resolution) -> "_Setup":
+        """The same setup with another grid resolution (grids are rebuilt)."""
+        _check_options(grid_resolution, self.percentiles, "both", self.grid_method, 1)
+        other = copy.copy(self)
+        other.grid_resolution = int(grid_resolution)
+        other._specs = {}
+        return other
+
+    def spec(self, position: int) -> FeatureSpec:
+        if position not in self._specs:
+            self._specs[position] = build_spec(
+                self.frame, position, categorical=bool(self.categorical[position]),
+                grid_resolution=self.grid_resolution, percentiles=self.percentiles,
+                grid_method=self.grid_method, custom_values=self.custom.get(position),
+                max_levels=self.max_levels,
+            )
+        return self._specs[position]
