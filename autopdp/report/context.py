@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config import DECISIONS, SIGN_OFF_KEYS
 from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
 from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
@@ -18,8 +17,8 @@ from .methodology import (adjustment_name, confidence_text, criterion_tests, fin
                           scale_text,
                           learner_text, pd_method_text, tested_text)
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, robustness_sentence, title_of
+from .cover import cover
 from .explore import shown_score
-from .params import split_params
 
 __all__ = ["build_context", "findings_context", "notebook_context", "outcome_summary", "TRUST_GAP_CAUTION"]
 
@@ -466,67 +465,6 @@ def _all_scores(audit):
     return {"columns": cols, "rows": rows}
 
 
-def _cover(audit) -> dict:
-    cfg = audit.config
-    meta = audit.metadata
-    model = meta.get("model", {})
-    params = model.get("params", {})
-    key_params, other_params = split_params(params, model.get("changed_params"))
-    data = meta.get("data", {})
-    prov = dict(meta.get("provenance") or {})
-    inputs = _input_rows(prov)
-    return {
-        "title": cfg.title,
-        "model_name": cfg.model_name or model.get("final_estimator") or model.get("name"),
-        "model_type": model.get("type"),
-        "steps": model.get("steps", []),
-        "key_params": key_params,
-        "other_params": other_params,
-        "params_defaults_known": model.get("changed_params") is not None,
-        "dataset": cfg.dataset_name or "(not named)",
-        "rows": f"{data.get('rows', 0):,}",
-        "features": data.get("features"),
-        "content_sha256": prov.get("data_content_sha256"),
-        "sample_weight": prov.get("sample_weight"),
-        "inputs": inputs,
-        "target": prov.get("target") or "(not named)",
-        "positive_class": _class_text(prov.get("positive_class")),
-        "command": audit.run.get("command"),
-        "seed": prov.get("seed", meta.get("random_state")),
-        "date": audit.run.get("date", ""),
-        "version": meta.get("versions", {}).get("autopdp"),
-        "reviewer": cfg.reviewer,
-        "model_version": cfg.model_version,
-        "sign_off": {k: (cfg.sign_off or {}).get(k) for k in SIGN_OFF_KEYS},
-        "decisions": list(DECISIONS),
-        "response": meta.get("response"),
-        "targets": ", ".join(str(t) for t in meta.get("targets", [])),
-        "compare": [_compare_label(name, prov) for name in meta.get("compare", {})],
-    }
-
-
-def _class_text(value) -> str:
-    if value is None:
-        return "n/a (not a classifier)"
-    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-
-
-def _compare_label(name: str, prov: dict) -> str:
-    """A comparison model as 'name (file.skops)' when it came from a file."""
-    inputs = prov.get("inputs") or {}
-    rec = inputs.get(f"compare:{name}") or (inputs.get("champion") if name not in inputs else None)
-    return f"{name} ({rec['name']})" if rec and rec.get("name") and rec["name"] != name else name
-
-
-def _input_rows(prov: dict) -> list:
-    rows = []
-    for role, rec in (prov.get("inputs") or {}).items():
-        label = role.replace("compare:", "comparison model ")
-        rows.append({"role": label, "name": rec.get("name"), "path": rec.get("path"), "sha256": rec.get("sha256"),
-                     "bytes": f"{rec.get('bytes', 0):,}"})
-    return rows
-
-
 def _small_target(audit, r) -> int:
     """The class a small multiple shows: where the feature's importance is largest (0 with one target)."""
     if len(r.targets) <= 1 or audit.importance.empty or r.features[0] not in audit.importance.index:
@@ -590,7 +528,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "page_size": page_size,
         "gate": None,
         "comparison": None,
-        "cover": _cover(audit),
+        "cover": cover(audit),
         "findings": findings,
         "finding_pages": drawn["pages"],
         "rankings": tables,
@@ -682,37 +620,6 @@ def notebook_context(audit) -> dict:
         "importance": [{"feature": str(k), "value": fmt(v) + (f" ({outcome_label(audit, best.get(k))})" if several else "")}
                        for k, v in imp.items()],
         "stage_failures": [f.text for f in getattr(audit, "stage_failures", ())],
-    }
-
-
-def gate_context(audit, result) -> dict:
-    """The Gate section: every check, measured vs allowed, with its evidence plot."""
-    figures = {}
-    checks = []
-    for c in result.checks:
-        fig = None
-        if c.evidence and c.evidence != "importance":
-            key = (c.feature, c.evidence)
-            if key not in figures:
-                try:
-                    svg, alt, _ = _pd_figure(audit, (c.feature,), c.evidence)
-                    figures[key] = _figure(svg, c.message, alt)
-                except (ValueError, KeyError):
-                    figures[key] = None
-            fig = figures[key] if not c.passed else None
-        checks.append({
-            "name": c.name, "check": c.check, "feature": c.feature, "passed": c.passed,
-            "measured": fmt(c.measured), "allowed": f"{c.relation} {fmt(c.threshold)}", "message": c.message,
-            "figure": fig,
-        })
-    evidence = [f for (feat, ev), f in figures.items() if f is not None and any(
-        (c.feature, c.evidence) == (feat, ev) and not c.passed for c in result.checks)]
-    prov = dict(getattr(result, "provenance", None) or {})
-    inputs = prov.get("inputs") or {}
-    return {
-        "passed": result.passed, "n": len(result.checks), "failed": len(result.failures), "checks": checks,
-        "evidence": evidence, "policy": inputs.get("policy"), "champion": prov.get("champion"),
-        "champion_file": (inputs.get("champion") or {}).get("name"),
     }
 
 

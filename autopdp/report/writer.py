@@ -179,7 +179,7 @@ def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None, 
             return report_context(audit, page_size=page_size, gate=gate, comparison=comparison, formats=formats)
     context = build_context(audit, page_size=page_size, formats=formats)
     if gate is not None:
-        from .context import gate_context
+        from .gate_section import gate_context
 
         context["gate"] = gate_context(audit, gate)
     if comparison is not None:
