@@ -17,6 +17,7 @@ significance           noise levels: Monte-Carlo and model-noise tests of a stat
 null_draws             each criterion's least favourable null curve and its statistic
 evidence               which scores are findings: material with confidence
 evidence_words         each decision's words (why), and the same words rebuilt from a stored item
+comparison_noise       the noise of two models' PD difference, and their mean predictions' test
 coverage               PD beyond the grid's range (what the grid leaves out)
 selection              ranking, intersection scores and the curated selection
 =====================  ==============================================================
