@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -77,8 +78,6 @@ class Browser:
         while b"\0" not in self._buffer:
             if time.monotonic() > deadline:
                 raise TimeoutError("no reply from Chromium")
-            import select
-
             if not select.select([self._from_chrome], [], [], max(0.0, deadline - time.monotonic()))[0]:
                 continue  # nothing within the deadline: raised above
             chunk = os.read(self._from_chrome, 1 << 16)

@@ -77,7 +77,7 @@ def _send(stream, message) -> None:
 def _receive(stream, load=pickle.loads):
     """The next message (``load`` of its bytes), or None at the end of the stream."""
     head = _read_exact(stream, _HEADER.size)
-    if head is None or len(head) < _HEADER.size:
+    if head is None:
         return None
     data = _read_exact(stream, _HEADER.unpack(head)[0])
     if data is None:
