@@ -22,11 +22,12 @@ __all__ = ["warm_up"]
 def _kernels():
     from numba.core.registry import CPUDispatcher
 
-    from .pd import tree_kernels, tree_moves
+    from .pd import tree_kernels, tree_moves, tree_pair_kernels
     from .trust import ood_kernel
 
-    return [getattr(m, name) for m in (tree_kernels, tree_moves, ood_kernel) for name in dir(m)
-            if isinstance(getattr(m, name), CPUDispatcher)]
+    found = {id(k): k for m in (tree_kernels, tree_pair_kernels, tree_moves, ood_kernel) for k in vars(m).values()
+             if isinstance(k, CPUDispatcher)}  # each once: a kernel one module imports from another is listed there too
+    return list(found.values())
 
 
 def warm_up() -> dict:

@@ -238,7 +238,7 @@ def test_pairs_of_a_sigmoid_model_equal_brute_whichever_way_each_row_is_computed
     """A binary model's 2D ICE takes each row's sigmoid from exp factors of its 1D ICE where no leaf
     has conditions on both features, and an exp per cell elsewhere and for rows whose scores are too
     large for the factors.  Rows forced onto the per-cell path must give the same surfaces."""
-    import autopdp.pd.tree_kernels as tk
+    import autopdp.pd.tree_pair_kernels as tk
 
     rng = np.random.default_rng(8)
     n = 300
@@ -266,7 +266,7 @@ def test_pairs_of_a_sigmoid_model_equal_brute_whichever_way_each_row_is_computed
 
 
 def test_sigmoid_factors_leave_rows_with_large_scores_to_the_exp_per_cell():
-    from autopdp.pd.tree_kernels import sigmoid_factors
+    from autopdp.pd.tree_pair_kernels import sigmoid_factors
 
     r1 = np.zeros((3, 2, 4, 1))
     r1[0, 0, :2, 0] = [1.0, -2.0]

@@ -17,6 +17,7 @@ tree_extract           the trees of any supported library as one node table, wit
 tree_ice               exact per-row (ICE-level) tree path; boosted classifiers' links
 tree_moves             ALE's reads: each row's response at its own interval's ends (cell's corners)
 tree_kernels           the compiled kernels of both tree paths (numba)
+tree_pair_kernels      the compiled kernels of the per-row 2D ICE (numba)
 fastpath               which PDs take which tree path, and why not
 distributed            the brute engine's batches on a Dask cluster
 result                 ``PDResult``: the stage's output, with JSON round trip

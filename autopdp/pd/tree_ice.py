@@ -347,7 +347,8 @@ class RowKernel:
         Returns a list of (average, std, individual or None), shapes
         (T, *grid_shape) and (T, n_keep, *grid_shape).
         """
-        from .tree_kernels import ice_pairs, ice_singles, sigmoid_factors
+        from .tree_kernels import ice_singles
+        from .tree_pair_kernels import ice_pairs, sigmoid_factors
 
         f = self.forest
         gmax = _largest_grid(requests)
