@@ -11,11 +11,11 @@ were recompiled in every process (~4 s).  Importing this module imports numba;
 * :func:`own_paths`: each row's own leaf in every tree (the reconstructed
   prediction checked against the model);
 * :func:`grid_masks`, :func:`leaf_masks`, :func:`row_leaves`,
-  :func:`ice_from_codes`, :func:`ice_singles`, :func:`ice_pairs`: the per-row
-  exact ICE kernel (``autopdp.pd.tree_ice``): one walk per row and tree gives the
-  row's leaf codes, from which follow its 1D ICE of every feature and, for 2D
-  sets, the few leaves with conditions on both features (see the comment
-  above :func:`leaf_masks`).
+  :func:`ice_from_codes`, :func:`ice_singles`: the per-row exact ICE kernel
+  (``autopdp.pd.tree_ice``): one walk per row and tree gives the row's leaf codes,
+  from which follow its 1D ICE of every feature and, for 2D sets
+  (:mod:`autopdp.pd.tree_pair_kernels`), the few leaves with conditions on both
+  features (see the comment above :func:`leaf_masks`).
 
 All take ``(lo_, hi_, ...)`` as their first arguments where they are run over
 ranges of items by :func:`autopdp.pd.tree_ice.in_parallel`; they release the GIL.
