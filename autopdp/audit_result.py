@@ -422,7 +422,7 @@ class Audit:
 
     def _repr_html_(self) -> str:
         """Notebook view: the curated findings and the importance table."""
-        from .report.context import notebook_context
+        from .report.notebook_view import notebook_context
         from .report.render import environment
 
         return environment().get_template("notebook.html.j2").render(**notebook_context(self))

@@ -20,7 +20,7 @@ from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt,
 from .cover import cover
 from .explore import shown_score
 
-__all__ = ["build_context", "findings_context", "notebook_context", "outcome_summary", "TRUST_GAP_CAUTION"]
+__all__ = ["build_context", "findings_context", "outcome_summary", "TRUST_GAP_CAUTION"]
 
 COMPARISON_LABELS = {
     "monotonicity": "best monotone fit (isotonic)",
@@ -597,29 +597,6 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
             "max_noise_draws": cfg.max_noise_draws,
             "learner": learner_text(audit),
         },
-    }
-
-
-def notebook_context(audit) -> dict:
-    """The small context of the notebook view (no figures)."""
-    # with several classes: each feature's largest importance across them, with the class it is of
-    several = _several(audit) and audit.importance.shape[1] > 1
-    table = audit.importance
-    imp = (table.max(axis=1) if several else table.iloc[:, 0]).sort_values(ascending=False).head(10) \
-        if not table.empty else pd.Series(dtype=float)
-    targets = {str(t): t for t in _targets(audit)}
-    best = {k: targets.get(str(table.loc[k].astype(float).idxmax())) for k in imp.index} if several else {}
-    return {
-        "model": audit.metadata.get("model", {}).get("name"),
-        "counts": {"pd_1d": len(audit.results_1d), "pd_2d": len(audit.results_2d)},
-        "findings": _findings(audit),
-        "no_findings": _no_findings(audit),
-        "untested": _untested(audit),
-        "cautions": _cautions(audit),
-        "surrogate": audit.metadata.get("surrogate"),
-        "importance": [{"feature": str(k), "value": fmt(v) + (f" ({outcome_label(audit, best.get(k))})" if several else "")}
-                       for k, v in imp.items()],
-        "stage_failures": [f.text for f in getattr(audit, "stage_failures", ())],
     }
 
 
