@@ -147,3 +147,55 @@ def test_large_data_is_sampled_with_its_standard_error(wide_duplicate):
     sm = SupportModel(as_frame(big), {c: "numeric" for c in big.columns}, max_rows=500)
     assert sm.sampled and sm.rows.size == 500
     assert sm.standard_error == pytest.approx(0.5 / np.sqrt(500))
+
+
+def _term_by_term(cells, means, edge2):
+    """How many means lie farther than the edge from each cell, the squared distance summed term by term."""
+    d = np.zeros((cells.shape[0], means.shape[0]))
+    for t in range(cells.shape[1]):
+        d = d + (cells[:, t, None] - means[None, :, t]) ** 2
+    return (d > edge2).sum(axis=1)
+
+
+def test_conditional_share_counts_the_rows_outside_the_edge():
+    """The conditional check's counts, read from the cross terms, equal the distances summed term by term:
+    on real-looking mixed data (a categorical feature tied to a numeric one) and on edges placed exactly at
+    one of the distances, where the short form's rounding could fall on either side."""
+    rng = np.random.default_rng(5)
+    n = 900
+    level = rng.choice(["a", "b", "c", "d"], size=n, p=[0.5, 0.3, 0.15, 0.05])
+    x = rng.normal(size=n) + (level == "b") * 2.0
+    X = pd.DataFrame({"x": x, "z": x * 0.7 + rng.normal(0, 0.5, n), "w": rng.exponential(size=n), "g": level})
+    kinds = {"x": "numeric", "z": "numeric", "w": "numeric", "g": "categorical"}
+    sm = SupportModel(as_frame(X), kinds)
+    for features in (("x",), ("g",), ("x", "z"), ("x", "g"), ("g", "w")):
+        grids = tuple(np.array(["a", "b", "c", "d", "e"], dtype=object) if f == "g" else _grid(X[f], 7)
+                      for f in features)
+        out = sm.measure(features, grids)
+        _, chol, mean, _, edge_c, _, _ = sm._own(features)
+        pts, _, shape, _ = sm._cells(features, grids)
+        white = pts @ chol
+        direct = _term_by_term(white, mean, edge_c * edge_c * (1 + 1e-12) + 1e-12) / mean.shape[0]
+        np.testing.assert_array_equal(out.conditional_share.ravel(), direct)
+        assert 0 < direct.mean() < 1  # some rows on either side: the comparison is not vacuous
+
+
+def test_conditional_kernel_at_an_edge_equal_to_a_distance():
+    from autopdp.trust.ood_kernel import conditional_outside
+
+    rng = np.random.default_rng(11)
+    for dim in (1, 3, 9):
+        means = rng.normal(size=(400, dim))
+        a, b = rng.normal(size=(6, dim)), rng.normal(size=(5, dim))
+        cells = np.ascontiguousarray(np.repeat(a, 5, axis=0) + np.tile(b, (6, 1)))
+        rows = np.ascontiguousarray(np.vstack([a @ means.T, b @ means.T]))
+        first = np.repeat(np.arange(6), 5)
+        second = 6 + np.tile(np.arange(5), 6)
+        norms = np.linalg.norm(a, axis=1)[first] + np.linalg.norm(b, axis=1)[second - 6]
+        for c, i in ((0, 0), (7, 123), (29, 399)):
+            diff = cells[c] - means[i]
+            edge2 = 0.0
+            for t in range(dim):
+                edge2 = edge2 + diff[t] * diff[t]  # the very distance of that pair: it is not outside
+            got = conditional_outside(np.ascontiguousarray(means), cells, edge2, rows, first, second, norms)
+            np.testing.assert_array_equal(got, _term_by_term(cells, means, edge2))

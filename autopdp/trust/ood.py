@@ -349,17 +349,38 @@ class SupportModel:
         return np.repeat(v, shape[1]) if j == 0 else np.tile(v, shape[0])
 
     def _cells(self, features, grids):
-        """Every cell of the grid as a point in the moved features' columns, its unseen mask and grid shape."""
+        """Every cell of the grid as a point in the moved features' columns, its unseen mask, grid shape, and each
+        feature's own grid points (their columns only)."""
         if len(grids) != len(features):
             raise InputError(f"{len(features)} features need {len(features)} grids, got {len(grids)}.")
         parts = [self._embed_grid(f, g) for f, g in zip(features, grids)]
         if len(parts) == 1:
-            return parts[0][0], parts[0][1], (parts[0][0].shape[0],)
+            return parts[0][0], parts[0][1], (parts[0][0].shape[0],), [parts[0][0]]
         (pa, ua), (pb, ub) = parts
         A, B = pa.shape[0], pb.shape[0]
         pts = np.hstack([np.repeat(pa, B, axis=0), np.tile(pb, (A, 1))])
         unseen = np.repeat(ua, B) | np.tile(ub, A)
-        return pts, unseen, (A, B)
+        return pts, unseen, (A, B), [pa, pb]
+
+    @staticmethod
+    def _cross_terms(points, chol, mean):
+        """The conditional check's cross terms (:func:`autopdp.trust.ood_kernel.conditional_outside`): each
+        feature's grid points, whitened on their own columns, against every row's conditional mean; a cell's
+        product with a mean is the sum of its features' rows.  Returns (rows (p, m), each cell's first and second
+        row (-1: none), the length of each cell's whitened parts)."""
+        whitened, start = [], 0
+        for p in points:
+            whitened.append(p @ chol[start:start + p.shape[1]])
+            start += p.shape[1]
+        rows = np.ascontiguousarray(np.vstack([w @ mean.T for w in whitened]))
+        lengths = [np.sqrt(np.einsum("ij,ij->i", w, w)) for w in whitened]
+        if len(points) == 1:
+            n = points[0].shape[0]
+            return rows, np.arange(n, dtype=np.int64), np.full(n, -1, dtype=np.int64), lengths[0]
+        A, B = points[0].shape[0], points[1].shape[0]
+        first = np.repeat(np.arange(A, dtype=np.int64), B)
+        second = A + np.tile(np.arange(B, dtype=np.int64), A)
+        return rows, first, second, lengths[0][first] + lengths[1][second - A]
 
     def _plane(self, features):
         """The kernel's view of the moved features: values, kinds, search axis, sort order, sorted values."""
@@ -407,15 +428,16 @@ class SupportModel:
         from .ood_kernel import conditional_outside, kth_distance
 
         plane, chol, mean, edge_p, edge_c, level, own_share = self._own(features)
-        pts, unseen, shape = self._cells(features, grids)
+        pts, unseen, shape, points = self._cells(features, grids)
         queries = np.ascontiguousarray(np.stack([self._query_values(f, g, shape, j)
                                                  for j, (f, g) in enumerate(zip(features, grids))]))
         dist = np.sqrt(kth_distance(*plane[:2], queries, np.full(queries.shape[1], -1), self.k, *plane[2:]))
         dist = np.where(unseen, np.inf, dist)
         cell_outside = dist > edge_p
         white = np.ascontiguousarray(pts @ chol)
-        cond = conditional_outside(np.ascontiguousarray(mean), white,
-                                   edge_c * edge_c * (1 + 1e-12) + 1e-12) / mean.shape[0]
+        mean = np.ascontiguousarray(mean)
+        cond = conditional_outside(mean, white, edge_c * edge_c * (1 + 1e-12) + 1e-12,
+                                   *self._cross_terms(points, chol, mean)) / mean.shape[0]
         plane = dist
         share = np.where(cell_outside, 1.0, cond)
         return OODMeasure(share=share.reshape(shape), plane_distance=plane.reshape(shape),

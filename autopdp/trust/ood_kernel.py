@@ -107,20 +107,46 @@ def kth_distance(values, kinds, queries, own, k, axis, order, sorted_values):  #
 
 
 @njit(cache=True, nogil=True)
-def conditional_outside(means, cells, edge2):  # pragma: no cover - compiled
+def conditional_outside(means, cells, edge2, parts, first, second, norms):  # pragma: no cover - compiled
     """Per cell: how many rows' conditional means (whitened, (m, d)) lie farther than the edge
-    (squared, ``edge2``) from the cell (whitened, (q, d))."""
+    (squared, ``edge2``) from the cell (whitened, (q, d)).
+
+    The squared distance is read as ``|c|^2 + |mean|^2 - 2 c.mean``, the cross term the sum of one or two rows
+    of ``parts`` (p, m): ``parts[first[c]] + parts[second[c]]`` (``second[c] = -1``: one row), each a moved
+    feature's share of the cell against every mean (the caller's products).  ``norms[c]``: the length of those
+    shares' vectors.  A distance within a margin of the edge far above that form's rounding error is
+    summed again term by term, ``sum_t (c_t - mean_t)^2``, so every count is the one that sum gives.
+    """
     m, dim = means.shape
     q = cells.shape[0]
+    mm = np.empty(m)
+    lengths = np.empty(m)
+    for i in range(m):
+        s = 0.0
+        for t in range(dim):
+            s += means[i, t] * means[i, t]
+        mm[i] = s
+        lengths[i] = np.sqrt(s)
     out = np.zeros(q, dtype=np.int64)
     for c in range(q):
+        cc = 0.0
+        for t in range(dim):
+            cc += cells[c, t] * cells[c, t]
+        a = first[c]
+        b = second[c]
         n = 0
         for i in range(m):
-            d = 0.0
-            for t in range(dim):
-                x = cells[c, t] - means[i, t]
-                d += x * x
-            if d > edge2:
+            cross = parts[a, i] if b < 0 else parts[a, i] + parts[b, i]
+            d = cc + mm[i] - 2.0 * cross
+            margin = 1e-8 * (cc + mm[i] + 2.0 * norms[c] * lengths[i])
+            if d > edge2 + margin:
                 n += 1
+            elif d >= edge2 - margin:  # near the edge: the distance term by term
+                e = 0.0
+                for t in range(dim):
+                    x = cells[c, t] - means[i, t]
+                    e += x * x
+                if e > edge2:
+                    n += 1
         out[c] = n
     return out
