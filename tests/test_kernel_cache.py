@@ -23,7 +23,8 @@ values = np.ascontiguousarray(rng.normal(size=(2, 60)))
 kinds = np.full(2, NUMERIC, dtype=np.int64)
 order = np.argsort(values[0], kind="stable").astype(np.int64)
 d = kth_distance(values, kinds, np.ascontiguousarray(values[:, :5]), np.arange(5, dtype=np.int64), 3, 0, order,
-                 np.ascontiguousarray(values[:, order]))
+                 np.ascontiguousarray(values[:, order]), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                 np.zeros(0))
 # the known answer: brute force over the other rows
 full = ((values[:, :5, None] - values[:, None, :]) ** 2).sum(axis=0)
 full[np.arange(5), np.arange(5)] = np.inf

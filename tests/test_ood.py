@@ -199,3 +199,38 @@ def test_conditional_kernel_at_an_edge_equal_to_a_distance():
                 edge2 = edge2 + diff[t] * diff[t]  # the very distance of that pair: it is not outside
             got = conditional_outside(np.ascontiguousarray(means), cells, edge2, rows, first, second, norms)
             np.testing.assert_array_equal(got, _term_by_term(cells, means, edge2))
+
+
+def test_plane_distance_of_a_numeric_and_a_categorical_feature_is_the_kth_nearest_row():
+    """The plane check's walk within the query's level, then across the others, finds the k-th nearest row
+    by brute force: common and rare levels, a level no row has, and the rows' own values (own row skipped)."""
+    rng = np.random.default_rng(8)
+    n = 700
+    level = rng.choice(["common", "mid", "rare"], size=n, p=[0.85, 0.14, 0.01])
+    x = np.round(rng.gamma(2.0, size=n), 1)  # ties on the axis
+    level[:3], x[:3] = "twin", [1.5, 1.5, 1.6]  # a level with fewer rows than k, close together
+    X = pd.DataFrame({"x": x, "g": level})
+    sm = SupportModel(as_frame(X), {"x": "numeric", "g": "categorical"}, k=5)
+    z, codes = sm.values["x"][0], sm.values["g"][0]
+    for features in (("x", "g"), ("g", "x")):
+        grids = {"x": _grid(X["x"], 9), "g": np.array(["common", "mid", "rare", "twin", "never"], dtype=object)}
+        out = sm.measure(features, tuple(grids[f] for f in features))
+        levels = {v: i for v, i in sm.cols["g"][2].items()}
+        gz = sm.cols["x"][2](grids["x"])
+        for a, gx in enumerate(gz):
+            for b, lv in enumerate(grids["g"]):
+                code = levels.get(lv, -2)
+                d = np.sort((z - gx) ** 2 + (codes != code))[sm.k - 1]
+                at = (a, b) if features[0] == "x" else (b, a)
+                expected = np.inf if code == -2 else np.sqrt(d)
+                assert out.plane_distance[at] == expected
+        # the calibration: each row's k-th nearest other row
+        from autopdp.trust.ood_kernel import kth_distance
+
+        plane = sm._plane(features)
+        cal = sm.calibration_rows
+        got = kth_distance(*plane[:2], np.ascontiguousarray(plane[0][:, cal]), cal, sm.k, *plane[2:])
+        full = (z[cal, None] - z[None, :]) ** 2 + (codes[cal, None] != codes[None, :])
+        full[np.arange(cal.size), cal] = np.inf
+        np.testing.assert_array_equal(got, np.sort(full, axis=1)[:, sm.k - 1])
+        assert (codes[cal] == levels["rare"]).any() and (codes[cal] == levels["twin"]).sum() == 3

@@ -383,14 +383,24 @@ class SupportModel:
         return rows, first, second, lengths[0][first] + lengths[1][second - A]
 
     def _plane(self, features):
-        """The kernel's view of the moved features: values, kinds, search axis, sort order, sorted values."""
+        """The kernel's view of the moved features: values, kinds, search axis, sort order, sorted values, and for a
+        numeric feature with a categorical one the rows sorted within each level (order, level starts, values on
+        the axis; empty otherwise, :func:`autopdp.trust.ood_kernel.kth_distance`)."""
         values = np.ascontiguousarray(np.stack([self.values[f][0] for f in features]))
         kinds = np.array([self.cols[f][0] for f in features], dtype=np.int64)
         axis = next((j for j, f in enumerate(features) if kinds[j] == NUMERIC), -1)
+        no_levels = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
         if axis < 0:
-            return values, kinds, -1, np.zeros(1, dtype=np.int64), np.zeros((1, 1))
+            return (values, kinds, -1, np.zeros(1, dtype=np.int64), np.zeros((1, 1))) + no_levels
         order = self.values[features[axis]][1]
-        return values, kinds, axis, order, np.ascontiguousarray(values[:, order])
+        levels = no_levels
+        if len(features) == 2 and kinds[1 - axis] == CATEGORICAL:
+            codes = values[1 - axis]
+            by_level = np.lexsort((values[axis], codes))
+            starts = np.searchsorted(codes[by_level], np.arange(int(codes.max()) + 2), side="left")
+            levels = (by_level.astype(np.int64), starts.astype(np.int64),
+                      np.ascontiguousarray(values[axis][by_level]))
+        return (values, kinds, axis, order, np.ascontiguousarray(values[:, order])) + levels
 
     def _own(self, features):
         """Per PD: the plane check's inputs, the conditional model, both edges, their level and the own rows' OOD share."""

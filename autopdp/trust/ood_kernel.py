@@ -48,7 +48,8 @@ def _offer(best, k, n_best, d, worst):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def kth_distance(values, kinds, queries, own, k, axis, order, sorted_values):  # pragma: no cover - compiled
+def kth_distance(values, kinds, queries, own, k, axis, order, sorted_values, level_order, level_start,
+                 level_values):  # pragma: no cover - compiled
     """Squared distance from each query to its k-th nearest row in the moved features' space.
 
     ``values`` (n_features, m): the rows' embedded values of the moved features (standardised
@@ -57,11 +58,19 @@ def kth_distance(values, kinds, queries, own, k, axis, order, sorted_values):  #
     feature the rows are sorted on (``order``; ``sorted_values`` = ``values[:, order]``): the search walks outwards from the
     query along it and stops once the gap on that axis alone exceeds the k-th distance found;
     ``axis = -1`` (every feature categorical) scans all rows and stops at k rows at distance 0.
+
+    A numeric feature with a categorical one (``level_start`` not empty): the rows of the query's level,
+    sorted on the axis within their level (``level_order``, ``level_values``; level c's rows at
+    ``level_start[c]:level_start[c + 1]``), are walked first; then the rows of other levels, each 1 farther,
+    whose walk stops once the gap alone is 1 short of the k-th distance.  The same distances as the one walk,
+    without crossing the many rows of other levels that a query of a rare level meets within 1 of it.
     """
     nf, m = values.shape
     q = queries.shape[1]
     out = np.empty(q)
     best = np.empty(k)
+    split = level_start.size > 0
+    other = 1 - axis
     for j in range(q):
         n_best = 0
         worst = np.inf
@@ -81,6 +90,31 @@ def kth_distance(values, kinds, queries, own, k, axis, order, sorted_values):  #
             out[j] = worst
             continue
         g = queries[axis, j]
+        skip_level = np.inf  # rows of this level were walked already
+        if split:
+            code = queries[other, j]
+            c = int(code)
+            if code == c and 0 <= c < level_start.size - 1:
+                skip_level = code
+                a, b = level_start[c], level_start[c + 1]
+                segment = level_values[a:b]
+                hi = search_sorted(segment, b - a, g, False)
+                lo = hi - 1
+                while lo >= 0 or hi < b - a:
+                    if hi >= b - a or (lo >= 0 and g - segment[lo] <= segment[hi] - g):
+                        pos = lo
+                        lo -= 1
+                    else:
+                        pos = hi
+                        hi += 1
+                    gap = segment[pos] - g
+                    d = gap * gap
+                    if d > worst:
+                        break
+                    if level_order[a + pos] == own[j]:
+                        continue
+                    if d < worst:
+                        n_best, worst = _offer(best, k, n_best, d, worst)
         hi = search_sorted(sorted_values[axis], m, g, False)
         lo = hi - 1
         while lo >= 0 or hi < m:
@@ -93,9 +127,11 @@ def kth_distance(values, kinds, queries, own, k, axis, order, sorted_values):  #
                 hi += 1
             gap = sorted_values[axis, pos] - g
             d = gap * gap
-            if d > worst:
+            if d > worst or (split and d + 1.0 >= worst):
                 break  # every row farther along the axis is farther altogether
             if order[pos] == own[j]:
+                continue
+            if split and sorted_values[other, pos] == skip_level:
                 continue
             for f in range(nf):
                 if f != axis:
