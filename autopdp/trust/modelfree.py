@@ -130,15 +130,26 @@ def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int 
     return _num_stratpd(name, np.asarray(frame.column(pos), dtype=float), y, leaves, min_slopes_per_x)
 
 
+def _group_means(leaves, keys, y):
+    """Rows grouped by (leaf, key), the groups sorted by leaf then key: each group's leaf, key, mean y and rows."""
+    order = np.lexsort((keys, leaves))
+    leaf, key, value = leaves[order], keys[order], y[order]
+    if leaf.size == 0:
+        return leaf, key, np.zeros(0), np.zeros(0, dtype=np.int64)
+    new = np.ones(leaf.size, dtype=bool)
+    new[1:] = (leaf[1:] != leaf[:-1]) | (key[1:] != key[:-1])
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.append(starts, leaf.size))
+    return leaf[starts], key[starts], np.add.reduceat(value, starts) / counts, counts
+
+
 def _num_stratpd(name, x, y, leaves, min_slopes_per_x):
     ok = np.isfinite(x)
-    df = pd.DataFrame({"leaf": leaves[ok], "x": x[ok], "y": y[ok]})
-    means = df.groupby(["leaf", "x"], sort=True)["y"].mean().reset_index()
     ux = np.unique(x[ok])
     total = np.zeros(ux.size + 1)
     count = np.zeros(ux.size + 1)
     # the slopes between consecutive x values within each leaf (means are sorted by leaf, then x)
-    leaf, xs, ys = (means[c].to_numpy() for c in ("leaf", "x", "y"))
+    leaf, xs, ys, _ = _group_means(leaves[ok], x[ok], y[ok])
     same = leaf[1:] == leaf[:-1]
     slopes = (ys[1:] - ys[:-1])[same] / (xs[1:] - xs[:-1])[same]
     ia = np.searchsorted(ux, xs[:-1][same], side="left")
@@ -167,31 +178,36 @@ def _cat_stratpd(name, x, y, leaves):
 
     s = pd.Series(x, dtype=object)
     ok = s.notna().to_numpy()
-    df = pd.DataFrame({"leaf": leaves[ok], "cat": s[ok].astype(str).to_numpy(), "raw": s[ok].to_numpy(), "y": y[ok]})
-    g = df.groupby(["leaf", "cat"], sort=True).agg(y=("y", "mean"), n=("y", "size")).reset_index()
-    informative = g.groupby("leaf")["cat"].transform("nunique") >= 2
-    g = g[informative]
-    levels = sorted(df["cat"].unique())
-    last = df.drop_duplicates("cat", keep="last")  # each level's raw value, from its last row (as before)
-    raw_of = dict(zip(last["cat"].tolist(), last["raw"].tolist()))
-    if g.empty:
+    raw = s[ok].to_numpy()
+    codes, uniques = pd.factorize(raw)
+    # levels are the values' strings, sorted (values with the same string are one level)
+    names = [str(u) for u in uniques.tolist()]
+    levels = sorted(set(names))
+    cat_ids = {c: i for i, c in enumerate(levels)}
+    cat = np.array([cat_ids[c] for c in names], dtype=np.int64)[codes]
+    last = np.full(len(levels), -1, dtype=np.int64)
+    np.maximum.at(last, cat, np.arange(cat.size))
+    raw_of = {c: raw[last[i]] for i, c in enumerate(levels)}  # each level's raw value, from its last row
+    g_leaf, g_cat, g_y, g_n = _group_means(leaves[ok], cat, y[ok])
+    per_leaf = np.unique(g_leaf, return_inverse=True, return_counts=True)
+    informative = (per_leaf[2] >= 2)[per_leaf[1]]  # leaves holding two or more levels
+    g_leaf, g_cat, g_y, g_n = g_leaf[informative], g_cat[informative], g_y[informative], g_n[informative]
+    if g_leaf.size == 0:
         out = np.empty(len(levels), dtype=object)
         out[:] = [raw_of[c] for c in levels]
         return ModelFreePD(name, "categorical", out, np.full(len(levels), np.nan), np.zeros(len(levels), int), "catstratpd")
-    leaf_ids = {l: i for i, l in enumerate(sorted(g["leaf"].unique()))}
-    cat_ids = {c: i for i, c in enumerate(levels)}
-    m = len(g)
+    leaf_ids, li = np.unique(g_leaf, return_inverse=True)
+    m = g_leaf.size
     rows = np.arange(m)
-    sw = np.sqrt(g["n"].to_numpy(dtype=float))
-    li = g["leaf"].map(leaf_ids).to_numpy()
-    ci = g["cat"].map(cat_ids).to_numpy()
+    sw = np.sqrt(g_n.astype(float))
+    ci = g_cat
     A = coo_matrix(
         (np.concatenate([sw, sw]), (np.concatenate([rows, rows]), np.concatenate([li, len(leaf_ids) + ci]))),
         shape=(m, len(leaf_ids) + len(levels)),
     ).tocsr()
-    sol = lsqr(A, g["y"].to_numpy() * sw, atol=1e-12, btol=1e-12, iter_lim=10000)[0]
+    sol = lsqr(A, g_y * sw, atol=1e-12, btol=1e-12, iter_lim=10000)[0]
     effect = sol[len(leaf_ids):]
-    support = g.groupby("cat")["n"].sum().reindex(levels, fill_value=0).to_numpy()
+    support = np.bincount(g_cat, weights=g_n, minlength=len(levels))
     effect = np.where(support > 0, effect, np.nan)
     effect = effect - np.nanmean(effect)
     out = np.empty(len(levels), dtype=object)
