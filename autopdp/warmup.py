@@ -23,9 +23,10 @@ def _kernels():
     from numba.core.registry import CPUDispatcher
 
     from .pd import tree_kernels, tree_moves, tree_pair_kernels
-    from .trust import ood_kernel
+    from .trust import ood_kernel, strat_kernel
 
-    found = {id(k): k for m in (tree_kernels, tree_pair_kernels, tree_moves, ood_kernel) for k in vars(m).values()
+    modules = (tree_kernels, tree_pair_kernels, tree_moves, ood_kernel, strat_kernel)
+    found = {id(k): k for m in modules for k in vars(m).values()
              if isinstance(k, CPUDispatcher)}  # each once: a kernel one module imports from another is listed there too
     return list(found.values())
 

@@ -86,4 +86,5 @@ def test_warmup_compiles_once_and_the_next_process_loads(tmp_path):
     assert first and second, (runs[0].stdout, runs[1].stdout)
     assert int(first.group(2)) >= 10 and int(first.group(3)) == 0
     assert int(second.group(2)) == 0 and int(second.group(3)) >= 10
-    assert sorted(p.name.split("-")[0] for p in tmp_path.iterdir()) == ["ood_kernel", "tree_kernels", "tree_moves", "tree_pair_kernels"]
+    assert sorted(p.name.split("-")[0] for p in tmp_path.iterdir()) == [
+        "ood_kernel", "strat_kernel", "tree_kernels", "tree_moves", "tree_pair_kernels"]

@@ -9,6 +9,7 @@ module                 what
 checks                 the stage: every trust score of every PD
 ale                    accumulated local effects, by prediction or from exact ICE
 modelfree              StratPD / CatStratPD: the data's own partial dependence
+strat_kernel           StratPD's stratifying tree, grown on columns sorted once (numba)
 ood                    the out-of-distribution share of a PD's augmented rows
 ood_kernel             its compiled counting kernel (numba)
 surrogate              an additive surrogate of the model (2D criterion)

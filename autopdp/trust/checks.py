@@ -153,15 +153,17 @@ def _exact_ale_curves(model, frame, results, config, frame_2d=None) -> dict:
 def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
     """``{(feature, target): StratPD curve, or the exception it raised}`` of the 1D PDPs, on a thread pool.
 
-    Each curve fits its own stratifying tree (scikit-learn releases the GIL while it builds
-    one), so the fits run side by side; each curve is the same whatever the number of threads.
+    Each curve grows its own stratifying tree (a compiled kernel that releases the GIL), so the trees grow side
+    by side; each curve is the same whatever the number of threads.
     """
     from ..pd.tree_ice import n_threads
     from .modelfree import encode_columns
+    from .strat_kernel import sorted_columns
 
     categorical = [k for k, v in kinds.items() if v == "categorical"] or None
     yy = np.asarray(y)
-    encoded = encode_columns(frame, categorical)  # once: every curve's tree reads the same columns
+    encoded = encode_columns(frame, categorical)  # once: every curve's tree reads the same columns,
+    order = sorted_columns(encoded)  # each sorted once
 
     def one(job):
         name, target = job
@@ -169,7 +171,7 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
             yv = observed_values(yy, target, adapter.is_classifier)
             if yv is None:
                 raise ValueError("the target y is not numeric")
-            return stratpd(frame, yv, name, categorical_features=categorical, encoded=encoded)
+            return stratpd(frame, yv, name, categorical_features=categorical, encoded=encoded, sorted_rows=order)
         except Exception as exc:  # noqa: BLE001 - handed back to the caller, which names the expected cases
             return exc
 

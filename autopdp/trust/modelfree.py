@@ -2,7 +2,7 @@
 
 StratPD (numeric x_j)
     A decision tree is fitted to y on every feature except x_j
-    (``min_samples_leaf``); its leaves group rows that are alike in everything
+    (``min_samples_leaf``; :mod:`autopdp.trust.strat_kernel`); its leaves group rows that are alike in everything
     but x_j.  In each leaf, rows are grouped by unique x_j, the mean y per
     value is taken, and discrete differences between adjacent values give slope
     estimates over [x_a, x_b).  Each unique x_j averages the slopes covering it;
@@ -82,19 +82,20 @@ def encode_columns(X, categorical_features=None) -> np.ndarray:
     return np.column_stack(cols) if cols else np.zeros((frame.n_rows, 0))
 
 
-def _leaves(encoded, position, y, min_samples_leaf, random_state):
-    """Each row's leaf in the stratifying tree: y fitted on every column but ``position``."""
-    from sklearn.tree import DecisionTreeRegressor
+def _leaves(encoded, position, y, min_samples_leaf, sorted_rows=None):
+    """Each row's leaf in the stratifying tree: y fitted on every column but ``position``
+    (:func:`autopdp.trust.strat_kernel.tree_leaves`; ``sorted_rows``: the columns' sorted rows when the caller has
+    them)."""
+    from .strat_kernel import sorted_columns, tree_leaves
 
-    Z = np.delete(encoded, position, axis=1)
-    if Z.shape[1] == 0:
-        Z = np.zeros((encoded.shape[0], 1))
-    tree = DecisionTreeRegressor(min_samples_leaf=min_samples_leaf, random_state=random_state).fit(Z, y)
-    return tree.apply(Z)
+    if sorted_rows is None:
+        sorted_rows = sorted_columns(encoded)
+    keep = [j for j in range(encoded.shape[1]) if j != position]
+    return tree_leaves(encoded[:, keep], sorted_rows[keep], y, min_samples_leaf)
 
 
 def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int = 5, categorical_features=None,
-            random_state: int = 0, encoded=None) -> ModelFreePD:
+            random_state: int = 0, encoded=None, sorted_rows=None) -> ModelFreePD:
     """Model-free partial dependence of ``y`` on ``feature`` (StratPD / CatStratPD).
 
     Parameters
@@ -103,14 +104,20 @@ def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int 
     y : array-like of numbers (for a classifier's target: 0/1)
     feature : column name or position
     min_samples_leaf : int
-        Leaf size of the stratifying tree.
+        Leaf size of the stratifying tree (a CART regression tree of ``y`` on the other columns,
+        :mod:`autopdp.trust.strat_kernel`).
     min_slopes_per_x : int
         Numeric values supported by fewer slopes are dropped.
     categorical_features : optional
         As in :func:`autopdp.partial_dependence`.
+    random_state : int
+        Unused: the tree is the same on every run (equally good splits go to the first column, then the first
+        boundary).  Kept so that calls written for earlier versions still work.
     encoded : ndarray, optional
         :func:`encode_columns` of ``X`` with the same ``categorical_features`` when the caller has it (the
         StratPD of many features of one data set); computed when omitted.
+    sorted_rows : ndarray, optional
+        :func:`autopdp.trust.strat_kernel.sorted_columns` of ``encoded``, likewise shared by the features' trees.
     """
     frame = as_frame(X)
     y = np.asarray(y, dtype=float).ravel()
@@ -124,7 +131,13 @@ def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int 
     elif np.shape(encoded) != (frame.n_rows, frame.n_features):
         raise InputError(f"encoded has shape {np.shape(encoded)}; it must be encode_columns(X), one column per "
                          f"feature of X ({frame.n_rows} x {frame.n_features}).")
-    leaves = _leaves(encoded, pos, y, min_samples_leaf, random_state)
+    if not np.isfinite(y).all():
+        raise InputError(f"y has {int((~np.isfinite(y)).sum())} missing or infinite values; StratPD needs a number "
+                         "for every row: drop those rows or fill them.")
+    if sorted_rows is not None and np.shape(sorted_rows) != (frame.n_features, frame.n_rows):
+        raise InputError(f"sorted_rows has shape {np.shape(sorted_rows)}; it must be sorted_columns(encoded), "
+                         f"{frame.n_features} x {frame.n_rows}.")
+    leaves = _leaves(np.asarray(encoded, dtype=float), pos, y, min_samples_leaf, sorted_rows)
     if categorical[pos]:
         return _cat_stratpd(name, frame.column(pos), y, leaves)
     return _num_stratpd(name, np.asarray(frame.column(pos), dtype=float), y, leaves, min_slopes_per_x)

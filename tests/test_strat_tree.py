@@ -1,0 +1,59 @@
+"""StratPD's stratifying tree (:mod:`autopdp.trust.strat_kernel`, issue 32): known answers from scikit-learn's own
+``DecisionTreeRegressor``, which grows the same CART tree (squared error, ``min_samples_leaf``) by sorting again
+at every node.  On data where no two splits are equally good the two trees have the same leaves; with ties (a 0/1
+target, few distinct values) each tree is a valid CART tree and ours is the same on every run."""
+
+import numpy as np
+import pytest
+from sklearn.tree import DecisionTreeRegressor
+
+from autopdp.trust.strat_kernel import sorted_columns, tree_leaves
+
+
+def _same_partition(a, b) -> bool:
+    pairs = set(zip(np.asarray(a).tolist(), np.asarray(b).tolist()))
+    return len(pairs) == len(set(np.asarray(a).tolist())) == len(set(np.asarray(b).tolist()))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_leaves_are_scikit_learns_on_data_without_ties(seed):
+    rng = np.random.default_rng(seed)
+    n, d, leaf = int(rng.integers(30, 2500)), int(rng.integers(1, 6)), int(rng.integers(1, 16))
+    # float32-exact values: scikit-learn's tree compares float32 copies of X
+    Z = rng.normal(size=(n, d)).astype(np.float32).astype(np.float64)
+    y = 2 * Z[:, 0] + np.sin(3 * Z[:, -1]) + rng.standard_t(3, size=n)
+    ours = tree_leaves(Z, sorted_columns(Z), y, leaf)
+    theirs = DecisionTreeRegressor(min_samples_leaf=leaf, random_state=0).fit(Z, y).apply(Z)
+    assert _same_partition(ours, theirs)
+    assert np.bincount(ours).min() >= leaf
+    assert ours.max() + 1 == np.unique(ours).size  # leaves numbered 0, 1, ...
+
+
+def test_ties_give_a_valid_tree_the_same_on_every_run():
+    rng = np.random.default_rng(3)
+    n = 3000
+    Z = np.column_stack([rng.integers(0, 5, n), rng.integers(0, 3, n), rng.integers(17, 90, n)]).astype(float)
+    y = (rng.uniform(size=n) < 0.2 + 0.1 * Z[:, 0]).astype(float)
+    order = sorted_columns(Z)
+    first = tree_leaves(Z, order, y, 10)
+    assert np.array_equal(first, tree_leaves(Z, order, y, 10))
+    assert np.bincount(first).min() >= 10
+    sklearn = DecisionTreeRegressor(min_samples_leaf=10, random_state=0).fit(Z, y).apply(Z)
+    # both are grown to the same rule: their leaf counts are alike and every leaf respects the size
+    assert abs(np.unique(first).size - np.unique(sklearn).size) <= 0.1 * np.unique(sklearn).size
+    # every leaf is a box: rows with the same values of all columns share a leaf
+    _, row_key = np.unique(Z, axis=0, return_inverse=True)
+    assert all(np.unique(first[row_key.ravel() == k]).size == 1 for k in np.unique(row_key))
+
+
+def test_nodes_that_cannot_or_need_not_split_are_leaves():
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(50, 2))
+    assert np.unique(tree_leaves(Z, sorted_columns(Z), np.ones(50), 5)).size == 1  # pure
+    assert np.unique(tree_leaves(Z, sorted_columns(Z), rng.normal(size=50), 26)).size == 1  # < 2 leaves' rows
+    assert np.unique(tree_leaves(np.ones((50, 2)), sorted_columns(np.ones((50, 2))), rng.normal(size=50), 1)).size == 1
+    assert tree_leaves(np.zeros((7, 0)), np.zeros((0, 7), dtype=np.int32), rng.normal(size=7), 1).tolist() == [0] * 7
+    order = sorted_columns(Z)
+    before = order.copy()
+    tree_leaves(Z, order, rng.normal(size=50), 3)
+    assert np.array_equal(order, before)  # the shared sort is not changed
