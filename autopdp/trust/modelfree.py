@@ -91,7 +91,8 @@ def _leaves(encoded, position, y, min_samples_leaf, sorted_rows=None):
     if sorted_rows is None:
         sorted_rows = sorted_columns(encoded)
     keep = [j for j in range(encoded.shape[1]) if j != position]
-    return tree_leaves(encoded[:, keep], sorted_rows[keep], y, min_samples_leaf)
+    # the kept columns copied once, one per row of the copy, as the kernel reads them (its transpose is a view)
+    return tree_leaves(encoded.T[keep].T, sorted_rows[keep], y, min_samples_leaf)
 
 
 def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int = 5, categorical_features=None,
