@@ -86,10 +86,16 @@ def _run(cmd: list, out: Path, source: str | None = None) -> dict:
         env["PYTHONPATH"] = os.pathsep.join([str(Path(source).resolve()), *filter(None, [env.get("PYTHONPATH")])])
     import resource
 
+    # run from the output's folder: ``python -m`` puts the working directory first on the path, so a run started
+    # in a checkout would import that checkout's autopdp whatever PYTHONPATH says
+    out = Path(out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    where = subprocess.run([sys.executable, "-c", "import autopdp; print(autopdp.__file__)"], env=env, cwd=out.parent,
+                           capture_output=True, text=True).stdout.strip()  # which autopdp the command imports
     used0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd + ["--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+                            env=env, cwd=out.parent)
     ps, peak, peak_pss, tick = psutil.Process(proc.pid), 0, 0, 0
     while proc.poll() is None:
         # PSS walks the page tables (~4 ms for a 700 MB process): read every 5th sample, so that the sampler
@@ -116,7 +122,7 @@ def _run(cmd: list, out: Path, source: str | None = None) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"the command failed ({proc.returncode}): {err[-2000:]}")
     return {"seconds": seconds, "cpu": cpu, "peak_mb": peak / 2 ** 20, "peak_pss_mb": peak_pss / 2 ** 20, "stages": [l for l in err.splitlines() if l.startswith("autopdp:")],
-            "load": f"{load_before} -> {_load()}"}
+            "load": f"{load_before} -> {_load()}", "autopdp": where}
 
 
 def main(argv=None) -> int:
@@ -141,9 +147,12 @@ def main(argv=None) -> int:
                       f"resident, {r['peak_pss_mb']:.0f} MB proportional (command and its children); load average "
                       f"{r['load']}", flush=True)
                 if i == 0:
+                    print(f"        autopdp imported from {r['autopdp']}", flush=True)
                     print("\n".join("        " + line for line in r["stages"]), flush=True)
                 if args.before:
                     b = _run(commands[case], folder / f"out_{case}_{i}_before", args.before)
+                    if i == 0:
+                        print(f"        before: autopdp imported from {b['autopdp']}", flush=True)
                     print(f"{case:6s} run {i + 1}, before: {b['seconds']:6.1f} s ({b['cpu']:.1f} CPU-s), peak "
                           f"{b['peak_mb']:6.0f} MB resident, {b['peak_pss_mb']:.0f} MB proportional; load average "
                           f"{b['load']}", flush=True)
