@@ -311,3 +311,31 @@ def test_moved_maps_every_grid_in_one_preprocessing_call_and_checks_each_feature
     c_d, _ = plan.mapped(source._specs([(3,)], [(np.array([1.0, 2.0]),)])[0][0])
     assert len(calls) == 3 and len(checks) == 2  # new grids of the same features: probed, not checked again
     assert {(0, c_a), (3, c_d)} <= plan._function_of
+
+
+def test_a_row_samples_own_scores_are_read_from_the_full_datas_plan():
+    """2D ALE on the 2D PDs' row sample: the sample's plan reads its rows' own raw scores from the full data's
+    checked kernel instead of walking the trees again, bit for bit the same as walking them."""
+    import warnings
+
+    from autopdp.pd.fastpath import plan_tree_path, share_subset, shared_plans
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=3000), "b": rng.uniform(size=3000),
+                      "c": pd.Categorical(rng.choice(list("xyz"), 3000))})
+    y = (X["a"] + (X["c"] == "x") > 0.3).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = HistGradientBoostingClassifier(max_iter=30, categorical_features="from_dtype").fit(X, y)
+    frame = as_frame(X)
+    adapter = make_adapter(model, "auto", None, probe=X.iloc[:5])
+    rows = np.sort(rng.choice(3000, 700, replace=False))
+    sample = frame.take_rows(rows)
+    with shared_plans():
+        plan_tree_path(model, adapter, frame).prepare(np.ones(3000))
+        share_subset(model, frame, rows, sample)
+        kernel = plan_tree_path(model, adapter, sample).kernel(np.ones(700))
+        assert kernel._own_raw is not None  # read, not walked
+        read = kernel.own_raw().copy()
+        kernel._own_raw = None
+        np.testing.assert_array_equal(read, kernel.own_raw())  # walked again: the same bits

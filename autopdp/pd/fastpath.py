@@ -114,6 +114,7 @@ class TreePlan:
         # (feature position, column of Z) pairs found to be a function of that feature alone over every row
         self._function_of: set[tuple[int, int]] = set()
         self._checked_offset = None  # a subset's: its parent's kernel offset, checked on every parent row
+        self._own_raw_rows = None  # a subset's: its rows' own raw scores from the parent's kernel, when it had them
         self.model_response = None  # the model's own response on every row of the frame, once the kernel is checked
 
     def subset(self, rows, frame: Frame) -> "TreePlan":
@@ -134,6 +135,9 @@ class TreePlan:
         other._maps = dict(self._maps)
         other._function_of = set(self._function_of)
         other._checked_offset = None if self._kernel is None else self._kernel[1].offset.copy()
+        # each row's own raw score, when this plan's kernel has it: the same sums, read instead of walked again
+        own = None if self._kernel is None else self._kernel[1]._own_raw
+        other._own_raw_rows = None if own is None else np.ascontiguousarray(own[np.asarray(rows, dtype=np.intp)])
         return other
 
     @property
@@ -299,6 +303,7 @@ class TreePlan:
         kernel = RowKernel(self.forest, self.Z, w, np.zeros(self.forest.value.shape[1]))
         if self._checked_offset is not None:  # rows of a plan whose kernel was checked on them (:meth:`subset`)
             kernel.offset = np.ascontiguousarray(self._checked_offset)
+            kernel._own_raw = self._own_raw_rows
             self._kernel = (w, kernel)
             return kernel
         recon = kernel.predictions()  # raw scores without the constant
