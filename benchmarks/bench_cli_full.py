@@ -149,10 +149,14 @@ def main(argv=None) -> int:
                 if i == 0:
                     print(f"        autopdp imported from {r['autopdp']}", flush=True)
                     print("\n".join("        " + line for line in r["stages"]), flush=True)
+                else:  # the trust checks' line of every run (the issue's 3 s)
+                    print("\n".join("        " + line for line in r["stages"] if "trust checks" in line), flush=True)
                 if args.before:
                     b = _run(commands[case], folder / f"out_{case}_{i}_before", args.before)
                     if i == 0:
                         print(f"        before: autopdp imported from {b['autopdp']}", flush=True)
+                    print("\n".join("        before: " + line for line in b["stages"] if "trust checks" in line),
+                          flush=True)
                     print(f"{case:6s} run {i + 1}, before: {b['seconds']:6.1f} s ({b['cpu']:.1f} CPU-s), peak "
                           f"{b['peak_mb']:6.0f} MB resident, {b['peak_pss_mb']:.0f} MB proportional; load average "
                           f"{b['load']}", flush=True)
