@@ -1,7 +1,7 @@
 """Where numba keeps autopdp's compiled kernels: one cache per machine, not one per installation.
 
 numba's own on-disk cache (``cache=True``) lives in the ``__pycache__`` folder beside the source file, so every
-new virtual environment (a CI container, a fresh ``make demo``) compiles the tree and OOD kernels again: about
+new virtual environment (a CI container, a fresh ``make demo``) compiles the tree, OOD and StratPD kernels again: about
 10 s before the first audit.  :func:`install` adds a cache locator, used for autopdp's own modules only, that
 keeps them in a user-level folder instead:
 

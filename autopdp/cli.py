@@ -179,7 +179,7 @@ def _cmd_demo(args) -> int:
 def _cmd_warmup(args) -> int:
     from .warmup import warm_up
 
-    with stage("compiling the tree and OOD kernels"):
+    with stage("compiling the tree, OOD and StratPD kernels"):
         done = warm_up()
     print(f"autopdp: {done['kernels']} kernels ready in {done['seconds']:.1f} s ({done['compiled']} compiled, "
           f"{done['loaded']} already kept) in {done['folder']} (AUTOPDP_CACHE_DIR sets the folder)")
@@ -402,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "on, and say of each finding whether it is robust (e.g. 10; default 0: not tested)")
     demo.set_defaults(func=_cmd_demo)
 
-    warm = add("warmup", "compile the tree and OOD kernels now, into the folder they are kept in once per machine "
+    warm = add("warmup", "compile the tree, OOD and StratPD kernels now, into the folder they are kept in once per machine "
                          "($AUTOPDP_CACHE_DIR, else ~/.cache/autopdp/kernels): run it when a CI image is built")
     warm.set_defaults(func=_cmd_warmup)
 

@@ -1,4 +1,4 @@
-"""``autopdp warmup``: compile the tree and OOD kernels now, into the folder they are kept in
+"""``autopdp warmup``: compile the tree, OOD and StratPD kernels now, into the folder they are kept in
 (:mod:`autopdp._kernel_cache`), so the first audit of a fresh container or virtual environment does not pay for it.
 
 It audits two small synthetic models that between them take every path a tree model's audit takes: a
