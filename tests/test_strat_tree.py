@@ -57,3 +57,17 @@ def test_nodes_that_cannot_or_need_not_split_are_leaves():
     before = order.copy()
     tree_leaves(Z, order, rng.normal(size=50), 3)
     assert np.array_equal(order, before)  # the shared sort is not changed
+
+
+def test_stratpd_refuses_a_leaf_size_that_is_not_a_row_count_and_a_target_with_gaps():
+    import pandas as pd
+
+    from autopdp import stratpd
+    from autopdp.errors import InputError
+
+    X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+    for bad in (0, 0.1, 2.5, True):
+        with pytest.raises(InputError, match="min_samples_leaf must be a whole number"):
+            stratpd(X, np.arange(40.0), "a", min_samples_leaf=bad)
+    with pytest.raises(InputError, match="2 missing or infinite"):
+        stratpd(X, np.r_[np.nan, np.inf, np.arange(38.0)], "a")

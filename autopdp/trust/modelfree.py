@@ -132,6 +132,8 @@ def stratpd(X, y, feature, *, min_samples_leaf: int = 10, min_slopes_per_x: int 
     elif np.shape(encoded) != (frame.n_rows, frame.n_features):
         raise InputError(f"encoded has shape {np.shape(encoded)}; it must be encode_columns(X), one column per "
                          f"feature of X ({frame.n_rows} x {frame.n_features}).")
+    if isinstance(min_samples_leaf, bool) or not isinstance(min_samples_leaf, (int, np.integer)) or min_samples_leaf < 1:
+        raise InputError(f"min_samples_leaf must be a whole number of rows, at least 1, got {min_samples_leaf!r}.")
     if not np.isfinite(y).all():
         raise InputError(f"y has {int((~np.isfinite(y)).sum())} missing or infinite values; StratPD needs a number "
                          "for every row: drop those rows or fill them.")
