@@ -20,6 +20,11 @@ prints are shown with the first run, and the load average before and after every
 idle machine.  ``--before CHECKOUT`` runs an earlier version (a checkout, e.g. ``git worktree add /tmp/before REV``)
 right after each run of this one on the same inputs, and prints this version's time over the earlier one's, run by
 run: a ratio both versions measured under the same conditions, when the machine's speed drifts between runs.
+
+``--pdf-in-command`` also runs each command with the PDF rendered in the command itself, after the other
+documents, with no second process (what autopdp does on one CPU; forced here by replacing
+``PdfProcess.start`` in the command's process): the time and memory of that design beside the default's, for the
+600 MB target's trade-off (README).  It is a measurement, not an option of autopdp.
 """
 
 from __future__ import annotations
@@ -96,7 +101,7 @@ def _run(cmd: list, out: Path, source: str | None = None) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd + ["--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=out.parent)
-    ps, peak, peak_pss, tick = psutil.Process(proc.pid), 0, 0, 0
+    ps, peak, peak_pss, peak_own, tick = psutil.Process(proc.pid), 0, 0, 0, 0
     while proc.poll() is None:
         # PSS walks the page tables (~4 ms for a 700 MB process): read every 5th sample, so that the sampler
         # takes ~1.5% of one core from the command instead of ~7%
@@ -111,6 +116,8 @@ def _run(cmd: list, out: Path, source: str | None = None) -> dict:
                 else:
                     m = p.memory_info()
                 total += m.rss
+                if p is ps:
+                    peak_own = max(peak_own, m.rss)
         except psutil.Error:  # a child that just exited
             pass
         peak, peak_pss = max(peak, total), max(peak_pss, total_pss)
@@ -121,8 +128,19 @@ def _run(cmd: list, out: Path, source: str | None = None) -> dict:
     cpu = (used.ru_utime - used0.ru_utime) + (used.ru_stime - used0.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"the command failed ({proc.returncode}): {err[-2000:]}")
-    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak / 2 ** 20, "peak_pss_mb": peak_pss / 2 ** 20, "stages": [l for l in err.splitlines() if l.startswith("autopdp:")],
+    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak / 2 ** 20, "peak_pss_mb": peak_pss / 2 ** 20,
+            "peak_own_mb": peak_own / 2 ** 20, "stages": [l for l in err.splitlines() if l.startswith("autopdp:")],
             "load": f"{load_before} -> {_load()}", "autopdp": where}
+
+
+_PDF_HERE = ("import sys; import autopdp.report.pdf_process as p; p.PdfProcess.start = lambda self: self; "
+             "from autopdp.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def _pdf_in_command(cmd: list) -> list:
+    """``cmd`` (``python -m autopdp ...``) with the PDF's second process never started: rendered in the command."""
+    assert cmd[1:3] == ["-m", "autopdp"], cmd
+    return [cmd[0], "-c", _PDF_HERE, *cmd[3:]]
 
 
 def main(argv=None) -> int:
@@ -133,6 +151,9 @@ def main(argv=None) -> int:
     ap.add_argument("--before", default=None, metavar="CHECKOUT",
                     help="a checkout of an earlier autopdp (e.g. from git worktree add): each run of this version "
                          "is followed by one of that version, on the same inputs, so both see the same machine")
+    ap.add_argument("--pdf-in-command", action="store_true",
+                    help="also run each command with the PDF rendered in the command after the other documents, with "
+                         "no second process (a measurement of that design, not an option of autopdp)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep or tmp)
@@ -144,13 +165,20 @@ def main(argv=None) -> int:
             for i in range(args.repeat):
                 r = _run(commands[case], folder / f"out_{case}_{i}")
                 print(f"{case:6s} run {i + 1}: {r['seconds']:6.1f} s ({r['cpu']:.1f} CPU-s), peak {r['peak_mb']:6.0f} MB "
-                      f"resident, {r['peak_pss_mb']:.0f} MB proportional (command and its children); load average "
-                      f"{r['load']}", flush=True)
+                      f"resident, {r['peak_pss_mb']:.0f} MB proportional (command and its children; the command alone "
+                      f"{r['peak_own_mb']:.0f} MB resident); load average {r['load']}", flush=True)
                 if i == 0:
                     print(f"        autopdp imported from {r['autopdp']}", flush=True)
                     print("\n".join("        " + line for line in r["stages"]), flush=True)
                 else:  # the trust checks' line of every run (the issue's 3 s)
                     print("\n".join("        " + line for line in r["stages"] if "trust checks" in line), flush=True)
+                if args.pdf_in_command and "pdf" in commands[case][commands[case].index("--formats") + 1]:
+                    h = _run(_pdf_in_command(commands[case]), folder / f"out_{case}_{i}_pdf_here")
+                    print(f"{case:6s} run {i + 1}, the PDF rendered in the command (measured, not an option): "
+                          f"{h['seconds']:6.1f} s ({h['cpu']:.1f} CPU-s), peak {h['peak_mb']:6.0f} MB resident, "
+                          f"{h['peak_pss_mb']:.0f} MB proportional; load average {h['load']}", flush=True)
+                    print("\n".join("        here: " + line for line in h["stages"] if "PDF" in line or "figures" in line),
+                          flush=True)
                 if args.before:
                     b = _run(commands[case], folder / f"out_{case}_{i}_before", args.before)
                     if i == 0:
