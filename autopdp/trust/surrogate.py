@@ -48,12 +48,6 @@ def _basis(values, kind, n_knots, max_levels=None):
     return onehot
 
 
-def _centred(block: np.ndarray) -> np.ndarray:
-    """``block`` minus its column means, in place (one copy of each feature's basis in memory)."""
-    block -= block.mean(axis=0)
-    return block
-
-
 def surrogate_width(frame: Frame, kinds: dict, n_knots: int = 6, max_levels: int | None = None) -> int:
     """Columns of the surrogate's design: ``n_knots + 2`` per numeric feature, per categorical feature its
     levels (at most ``max_levels`` kept, one pooled, one missing)."""
@@ -64,8 +58,14 @@ def surrogate_width(frame: Frame, kinds: dict, n_knots: int = 6, max_levels: int
                                                     max_levels)
 
 
-#: Bytes per row and design column the fit takes (the blocks, the design, the ridge fit's copy).
+#: Bytes budgeted per row and design column: the design and the block being built take 16 (:func:`_ridge_gcv`
+#: keeps no copy of the design); the budget stays at the 24 of scikit-learn's RidgeCV (the design, the blocks and
+#: its centred copy), so that ``max_batch_mb`` caps the rows it capped before.
 BYTES_PER_CELL = 24
+#: The ridge penalties the surrogate chooses from, by generalised cross-validation.
+ALPHAS = np.logspace(-4, 3, 15)
+#: Rows per chunk of the leave-one-out errors (the chunk's rotated design: rows x columns floats).
+_CHUNK = 4096
 #: The fewest rows the surrogate is fitted on; a design too wide for this many rows in ``max_mb`` is refused.
 MIN_ROWS = 1000
 
@@ -83,8 +83,6 @@ def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots
     than ``max_levels`` levels keeps the most frequent (its grid's rule) and pools the rest.  ``max_mb``: the
     design's memory cap; wider designs are fitted on fewer sampled rows (at least :data:`MIN_ROWS`, else an
     InputError before any work)."""
-    from sklearn.linear_model import RidgeCV
-
     from ..errors import InputError
 
     if max_mb is not None:
@@ -98,18 +96,61 @@ def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots
     if n > max_rows:
         rows = np.sort(np.random.default_rng(random_state).choice(n, size=max_rows, replace=False))
     names = [name for name in frame.names if name in kinds]
-    blocks = [_centred(_basis(frame.column(frame.names.index(name))[rows], kinds[name], n_knots, max_levels))
-              for name in names]
-    spans = np.cumsum([0] + [b.shape[1] for b in blocks])
-    design = np.hstack(blocks)
-    del blocks  # the design alone is kept through the fit
+    design, spans = _design(frame, rows, names, kinds, n_knots, max_levels)
     y = np.asarray(predictions, dtype=float)[rows]
-    # leave-one-out errors of every alpha from one SVD of the design (its rows far outnumber its columns; the
-    # default for such a design re-multiplies the rows once per alpha)
-    model = RidgeCV(alphas=np.logspace(-4, 3, 15), gcv_mode="svd").fit(design, y)
-    fitted = model.predict(design)
-    ss = float(np.sum((y - y.mean()) ** 2))
-    fidelity = 1.0 - float(np.sum((y - fitted) ** 2)) / ss if ss > 0 else 1.0
-    importance = {name: float(np.std(design[:, a:e] @ model.coef_[a:e]))
+    _, coef, _ = _ridge_gcv(design, y, ALPHAS)
+    fitted = design @ coef  # centred: the intercept is y's mean
+    yc = y - y.mean()
+    ss = float(np.sum(yc ** 2))
+    fidelity = 1.0 - float(np.sum((yc - fitted) ** 2)) / ss if ss > 0 else 1.0
+    importance = {name: float(np.std(design[:, a:e] @ coef[a:e]))
                   for name, a, e in zip(names, spans[:-1], spans[1:])}
     return Surrogate(importance=importance, fidelity=fidelity)
+
+
+def _design(frame: Frame, rows: np.ndarray, names: list, kinds: dict, n_knots: int, max_levels) -> tuple:
+    """``(design, spans)``: every feature's basis on ``rows``, side by side, each column minus its mean (the
+    surrogate's intercept is then the predictions' mean); feature i owns columns ``spans[i]:spans[i + 1]``.  The
+    design is allocated once and filled a feature at a time, so one feature's basis is beside it at most (each
+    basis is built twice: first for its width, a few milliseconds)."""
+    def basis(name):
+        return _basis(frame.column(frame.names.index(name))[rows], kinds[name], n_knots, max_levels)
+
+    spans = np.cumsum([0] + [basis(name).shape[1] for name in names])
+    design = np.empty((rows.size, int(spans[-1])))
+    for name, lo, hi in zip(names, spans[:-1], spans[1:]):
+        design[:, lo:hi] = basis(name)
+    design -= design.mean(axis=0)
+    return design, spans
+
+
+def _ridge_gcv(design: np.ndarray, y: np.ndarray, alphas) -> tuple:
+    """``(alpha, coef, loo_mse)``: the ridge regression of ``y`` on the centred ``design`` with an unpenalised intercept,
+    its penalty chosen among ``alphas`` by the mean squared leave-one-out error (generalised cross-validation) --
+    the fit and the choice of scikit-learn's ``RidgeCV(alphas, gcv_mode="svd")``, the first of equal scores kept.
+
+    With ``X'X = V diag(s2) V'`` (the eigenvectors of the design's Gram matrix) and ``Z = X V``, row i's hat value
+    is ``1/n + sum_j Z_ij^2 / (s2_j + alpha)`` and its fitted value ``sum_j Z_ij b_j / (s2_j + alpha)``, with
+    ``b = V'X'y``; its leave-one-out error is ``(y_i - mean(y) - fitted_i) / (1 - hat_i)``.  ``Z`` is formed
+    :data:`_CHUNK` rows at a time: no copy of the design is kept (RidgeCV keeps a centred copy, its SVD's ``U``
+    and a squared ``U`` per penalty).  ``coef = V diag(1 / (s2 + alpha)) b``; ``loo_mse``: the mean squared
+    leave-one-out error of each penalty."""
+    n = design.shape[0]
+    yc = np.asarray(y, dtype=float) - float(np.mean(y))
+    s2, V = np.linalg.eigh(design.T @ design)
+    s2 = np.maximum(s2, 0.0)  # the centred one-hot blocks' null directions: 0, give or take rounding
+    b = V.T @ (design.T @ yc)
+    inverse = 1.0 / (s2[:, None] + np.asarray(alphas, dtype=float)[None, :])  # (columns, alphas)
+    squared = np.zeros(inverse.shape[1])
+    for lo in range(0, n, _CHUNK):
+        z = design[lo:lo + _CHUNK] @ V
+        hat = 1.0 / n + (z * z) @ inverse
+        fitted = z @ (b[:, None] * inverse)
+        looe = (yc[lo:lo + _CHUNK, None] - fitted) / (1.0 - hat)
+        squared += np.sum(looe * looe, axis=0)
+    mse = squared / n
+    best = 0
+    for k in range(1, mse.size):  # RidgeCV's rule: a later penalty replaces the best only when strictly better
+        if mse[k] < mse[best]:
+            best = k
+    return float(alphas[best]), V @ (b * inverse[:, best]), mse
