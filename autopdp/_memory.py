@@ -6,8 +6,8 @@ of 128 kB or more with a mapping of its own, unmapped when freed, but it raises 
 such block freed (up to 32 MB): after the first 24 MB array is freed, the arrays below 24 MB come from the heap,
 where freed space stays resident, fragmented between live blocks.  :func:`map_large_blocks` fixes the threshold
 (at :data:`LARGE_BLOCK`), which also stops glibc adjusting it; the command line calls it first thing, as does the
-PDF's process, and never the Python API (whose process is the caller's).  On full Adult it lowered the peak of the
-command and its PDF's process by ~60 MB at the same speed (README).  :func:`release_free_memory` asks glibc to return the free pages
+PDF's process, and never the Python API (whose process is the caller's).  On full Adult it lowered the command's
+peak by 60-65 MB at the same speed (README).  :func:`release_free_memory` asks glibc to return the free pages
 (``malloc_trim``: about a millisecond).  On another C library both do nothing.
 """
 
@@ -19,9 +19,8 @@ import sys
 
 __all__ = ["LARGE_BLOCK", "map_large_blocks", "release_free_memory"]
 
-#: Blocks of at least this many bytes get their own mapping (:func:`map_large_blocks`): 8 MiB.  At 1 MiB the
-#: command's peak was as low but it took ~3% more CPU time (each freshly mapped array is paged in again).
-LARGE_BLOCK = 8 << 20
+#: Blocks of at least this many bytes get their own mapping (:func:`map_large_blocks`): 1 MiB.
+LARGE_BLOCK = 1 << 20
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
 _LIBC: list = []  # [glibc's CDLL or None], looked up once
 
