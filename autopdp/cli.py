@@ -435,9 +435,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from ._memory import map_large_blocks
-
-    map_large_blocks()  # this process's large arrays are given back when freed (autopdp._memory)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

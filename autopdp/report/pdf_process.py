@@ -219,10 +219,7 @@ def child_command(then: str = "from autopdp.report.pdf_process import main; sys.
 
 def main() -> int:
     """The child: draw the figures asked for, then render the PDF of the HTML sent, then exit."""
-    from .._memory import map_large_blocks
     from .figures import _draw, _plt
-
-    map_large_blocks()  # as in the command's process (autopdp._memory)
 
     def load_weasyprint():
         import weasyprint  # noqa: F401 - imported while the first figures are drawn
