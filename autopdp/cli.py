@@ -435,6 +435,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """The command line.  ``argv=None`` is a run of the program itself (``autopdp ...``, ``python -m autopdp``): the
+    process is the command's own, so its C heap gets one arena (:func:`autopdp._memory.limit_heap_arenas`); a call with
+    ``argv`` from Python (a test, a notebook) leaves the caller's process as it is."""
+    if argv is None:
+        from ._memory import limit_heap_arenas
+
+        limit_heap_arenas()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
