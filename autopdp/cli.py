@@ -29,14 +29,16 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from .cli_inputs import (
     StageError, _check_allow_pickle, _check_signatures, _display_name, _inputs, _load_data, _load_model, _loading,
     _log_mlflow, _mlflow_target, _model_label, _one_line, _train, _with_notes, _with_provenance, stage)
 from .errors import InputError, command_line_interface
+from .handover import Finish
 
-__all__ = ["main"]
+__all__ = ["main", "Finish", "finish_command"]
 
 
 EXIT_OK = 0
@@ -153,6 +155,40 @@ def _exit_code(audit, code: int) -> int:
     return EXIT_INTERNAL
 
 
+def _finish(kind, audit, args, formats, page_size, started, templates, where, **kw) -> Finish:
+    return Finish(kind, audit, Path(args.out), formats, page_size, time.time() - (time.perf_counter() - started),
+                  templates, bool(getattr(args, "ice", False)), where, **kw)
+
+
+def finish(f: Finish) -> int:
+    """The command's documents, MLflow log and last lines from its audit; its exit code."""
+    started = time.perf_counter() - max(0.0, time.time() - f.started_wall)
+    paths = _write(f.audit, f.out, f.formats, f.page_size, started, extra_files=f.extra_files, gate=f.gate,
+                   comparison=f.comparison, templates=f.templates, ice=f.ice)
+    _log_mlflow(f.where, f.audit, f.out, paths, gate=f.gate)
+    if f.kind != "gate":
+        return _exit_code(f.audit, EXIT_OK)
+    verdict = f.gate
+    if verdict.passed:
+        print(f"autopdp gate: PASSED all {len(verdict.checks)} checks ({f.out / 'gate.xml'})")
+        return _exit_code(f.audit, EXIT_OK)
+    from .report.findings import fmt
+
+    failed = "; ".join(f"{c.name} measured {fmt(c.measured)} allowed {c.relation} {fmt(c.threshold)}" for c in verdict.failures)
+    print(f"autopdp gate: FAILED {len(verdict.failures)} of {len(verdict.checks)} checks: {failed}")
+    return _exit_code(f.audit, EXIT_GATE_FAILED)
+
+
+def finish_command(f: Finish) -> int:
+    """:func:`finish` with the command line's error handling: the program :func:`autopdp.handover.hand_over`
+    starts runs it on what :func:`autopdp.handover.received` reads."""
+    def run() -> int:
+        _stage_failures_printed_once()
+        return finish(f)
+
+    return _guarded(run, f.out, f.created)
+
+
 def _cmd_demo(args) -> int:
     from .audit import audit
     from .demo import DEMO_CONFIG, demo_model
@@ -171,9 +207,7 @@ def _cmd_demo(args) -> int:
         where = _mlflow_target(args)
         result = audit(model, X, y, config=config, n_jobs=args.n_jobs, scheduler=args.scheduler,
                        train=(X, y) if refits else None)
-    paths = _write(result, Path(args.out), formats, page_size, started, templates=templates, ice=args.ice)
-    _log_mlflow(where, result, Path(args.out), paths)
-    return _exit_code(result, EXIT_OK)
+    return _finish("demo", result, args, formats, page_size, started, templates, where)
 
 
 def _cmd_warmup(args) -> int:
@@ -223,9 +257,7 @@ def _cmd_report(args) -> int:
         result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler,
                        sample_weight=weights, train=train)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
-    paths = _write(result, Path(args.out), formats, page_size, started, templates=templates, ice=args.ice)
-    _log_mlflow(where, result, Path(args.out), paths)
-    return _exit_code(result, EXIT_OK)
+    return _finish("report", result, args, formats, page_size, started, templates, where)
 
 
 def _cmd_gate(args) -> int:
@@ -266,19 +298,9 @@ def _cmd_gate(args) -> int:
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
     with stage("checking the policy"):
         verdict = gate(result, policy, champion=champion_label)
-    out = Path(args.out)
     extra = {"gate.json": verdict.to_json(), "gate.xml": verdict.to_junit_xml()}
-    paths = _write(result, out, formats, page_size, started, extra_files=extra, gate=verdict, templates=templates,
-                   ice=args.ice)
-    _log_mlflow(where, result, out, paths, gate=verdict)
-    if verdict.passed:
-        print(f"autopdp gate: PASSED all {len(verdict.checks)} checks ({out / 'gate.xml'})")
-        return _exit_code(result, EXIT_OK)
-    from .report.findings import fmt
-
-    failed = "; ".join(f"{c.name} measured {fmt(c.measured)} allowed {c.relation} {fmt(c.threshold)}" for c in verdict.failures)
-    print(f"autopdp gate: FAILED {len(verdict.failures)} of {len(verdict.checks)} checks: {failed}")
-    return _exit_code(result, EXIT_GATE_FAILED)
+    return _finish("gate", result, args, formats, page_size, started, templates, where, extra_files=extra,
+                   gate=verdict)
 
 
 def _cmd_compare(args) -> int:
@@ -308,10 +330,7 @@ def _cmd_compare(args) -> int:
         result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg,
                        n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights, train=train)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
-    written = _write(result, Path(args.out), formats, page_size, started, comparison=names[0], templates=templates,
-                     ice=args.ice)
-    _log_mlflow(where, result, Path(args.out), written)
-    return _exit_code(result, EXIT_OK)
+    return _finish("compare", result, args, formats, page_size, started, templates, where, comparison=names[0])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -460,8 +479,8 @@ def main(argv=None) -> int:
     args.command_line = command_line(sys.argv[1:] if argv is None else argv)
     out = Path(args.out) if getattr(args, "out", None) else None
     created = out is not None and not out.exists()
-    code = EXIT_INTERNAL
-    try:
+
+    def run() -> int:
         if getattr(args, "trust_model", False):
             from .loading import TRUST_MODEL_REMOVED
 
@@ -469,13 +488,36 @@ def main(argv=None) -> int:
         if out is not None:
             from ._io import check_output_dir
 
-            check_output_dir(out)  # before any work: a bad --out costs a second, not the whole run
-        from .stage_failures import StageFailureWarning
+            check_output_dir(out)  # before any work (and before numpy loads): a bad --out costs a second
+        _stage_failures_printed_once()
+        done = args.func(args)
+        if not isinstance(done, Finish):
+            return done
+        done = replace(done, created=created)
+        from .handover import can_hand_over, hand_over
 
-        with _quiet_libraries(), warnings.catch_warnings(), command_line_interface():  # stage failures: printed by
-            # _exit_code, once each; advice in errors names flags (command_line_interface)
-            warnings.simplefilter("ignore", StageFailureWarning)
-            code = args.func(args)
+        if can_hand_over(done.formats, program=argv is None):
+            hand_over(done)  # returns only when the new process could not be started
+        return finish(done)
+
+    return _guarded(run, out, created)
+
+
+def _stage_failures_printed_once() -> None:
+    """Stage failures are printed by :func:`_exit_code`, once each, not as warnings (inside :func:`_guarded`'s
+    ``catch_warnings``)."""
+    from .stage_failures import StageFailureWarning
+
+    warnings.simplefilter("ignore", StageFailureWarning)
+
+
+def _guarded(run, out, created: bool) -> int:
+    """``run()``'s exit code inside the command line's contexts; each error as one line and its exit code; an
+    ``out`` this run created and left empty is removed when it fails."""
+    code = EXIT_INTERNAL
+    try:
+        with _quiet_libraries(), warnings.catch_warnings(), command_line_interface():  # advice in errors names flags
+            code = run()
     except (InputError, OSError) as exc:  # autopdp's checks of the input, unreadable files
         print(f"autopdp: error: {_one_line(exc)}", file=sys.stderr)
         code = EXIT_BAD_INPUT
