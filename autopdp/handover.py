@@ -102,15 +102,21 @@ def hand_over(finish) -> None:
     Returns only when the new program could not be started (the caller then finishes here)."""
     import atexit
 
-    data = dumps(finish)
+    try:
+        data = dumps(finish)
+    except Exception:  # noqa: BLE001 - something in the result that cannot be pickled: the documents stay here
+        return
     if b"__main__" in data:  # a class of the script that started this process: the new one could not find it, so
         return  # the documents stay here (also, harmlessly, when a name in the audit happens to be "__main__")
-    with tempfile.TemporaryFile() as f:
-        f.write(data)
-        f.flush()
-        fd = os.dup(f.fileno())
-    os.lseek(fd, 0, os.SEEK_SET)
-    os.set_inheritable(fd, True)
+    try:
+        with tempfile.TemporaryFile() as f:
+            f.write(data)
+            f.flush()
+            fd = os.dup(f.fileno())
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.set_inheritable(fd, True)
+    except OSError:  # no temporary folder to write to (TMPDIR unwritable or full): the documents stay here
+        return
     command = _command(fd)
     for stream in (sys.stdout, sys.stderr):
         try:

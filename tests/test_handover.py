@@ -200,3 +200,21 @@ def test_a_class_of_the_calling_script_keeps_the_documents_in_this_process(small
     handover.hand_over(f)  # the same with a class the new process finds: it would start
     assert started[0] == "exit handlers" and started[1][0] == sys.executable
     os.close(int(started[1][1][-1]))  # the descriptor the new process would have read
+
+
+def test_what_cannot_be_handed_over_stays_in_this_process(small_audit, tmp_path, monkeypatch):
+    import atexit
+    import tempfile
+
+    started = []
+    monkeypatch.setattr(os, "execv", lambda *a: started.append(a))
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: started.append("exit handlers"))
+    unpicklable = cli.Finish("report", small_audit, tmp_path, ["html"], "A4", 0.0, {}, where=lambda: None)
+    assert handover.hand_over(unpicklable) is None and started == []
+
+    def no_temporary_folder(*a, **k):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_temporary_folder)
+    fine = cli.Finish("report", small_audit, tmp_path, ["html"], "A4", 0.0, {})
+    assert handover.hand_over(fine) is None and started == []
