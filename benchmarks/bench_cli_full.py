@@ -23,8 +23,15 @@ run: a ratio both versions measured under the same conditions, when the machine'
 
 ``--pdf-in-command`` also runs each command with the PDF rendered in the command itself, after the other
 documents, with no second process (what autopdp does on one CPU; forced here by replacing
-``PdfProcess.start`` in the command's process): the time and memory of that design beside the default's, for the
-600 MB target's trade-off (README).  It is a measurement, not an option of autopdp.
+``PdfProcess.start`` in the command's process, called as ``main(argv)``: so also without the hand-over to a fresh
+process and without the one-arena heap of :mod:`autopdp.handover` and :func:`autopdp._memory.limit_heap_arenas`):
+the time and memory of that design beside the default's, for the 600 MB target's trade-off (README).  It is a
+measurement, not an option of autopdp.
+
+Resident memory depends on the page cache: right after an environment is installed its libraries' files are mapped
+in larger pieces, and the same run reads about 60 MB more resident than once the cache has been dropped and the
+files read back (README, "Full-size data").  Both sides of a ``--before`` pair use the same libraries, so they see
+the same state; give the state with the figures.
 """
 
 from __future__ import annotations
