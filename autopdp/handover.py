@@ -5,7 +5,7 @@ audit needs the model, the data, numba's kernels and scikit-learn; the documents
 and WeasyPrint, and the PDF's own process (:mod:`autopdp.report.pdf_process`).  Written by the process that ran
 the audit, the documents would add their libraries and the PDF's process on top of everything the audit left
 resident (its libraries, its compiled kernels, the heap it freed but the C library keeps): on full Adult that made
-the command's peak 750-810 MB, against 590 MB for the audit alone (README, "Full-size data").
+the command's peak 750-830 MB, against 585-593 MB for the audit alone (README, "Full-size data").
 
 So when autopdp is the program (``autopdp ...`` or ``python -m autopdp``, :func:`autopdp.cli.main` called without
 ``argv``) on a POSIX system and a document is asked for (HTML, PDF or Word), the audit's process ends its own
