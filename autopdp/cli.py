@@ -455,8 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """The command line.  ``argv=None`` is a run of the program itself (``autopdp ...``, ``python -m autopdp``): the
-    process is the command's own, so its C heap gets one arena (:func:`autopdp._memory.limit_heap_arenas`); a call with
-    ``argv`` from Python (a test, a notebook) leaves the caller's process as it is."""
+    process is the command's own, so its C heap gets one arena (:func:`autopdp._memory.limit_heap_arenas`) and, once
+    the audit is done, a fresh interpreter writes the documents (:mod:`autopdp.handover`); a call with ``argv`` from
+    Python (a test, a notebook) leaves the caller's process as it is and does everything in it."""
     if argv is None:
         from ._memory import limit_heap_arenas
 
