@@ -302,8 +302,7 @@ class TreePlan:
             return self._kernel[1]
         kernel = RowKernel(self.forest, self.Z, w, np.zeros(self.forest.value.shape[1]))
         if self._checked_offset is not None:  # rows of a plan whose kernel was checked on them (:meth:`subset`)
-            kernel.offset = np.ascontiguousarray(self._checked_offset)
-            kernel._own_raw = self._own_raw_rows
+            kernel.set_offset(self._checked_offset, self._own_raw_rows)
             self._kernel = (w, kernel)
             return kernel
         recon = kernel.predictions()  # raw scores without the constant
@@ -311,9 +310,9 @@ class TreePlan:
         if self.forest.link != 0 or not _is_averaging_forest(self.final):
             raw0 = _raw_score(self.final, self._pre(self.frame.take_rows(np.arange(1)).data))
             offset = raw0.reshape(-1)[: offset.size] - recon[0]
-        kernel.offset = np.ascontiguousarray(offset)
         self.model_response = _verify(kernel, recon + offset, self.adapter, self.frame, self.n_out)
-        kernel._own_raw = recon + offset  # checked against the model: kept for :func:`autopdp.pd.tree_moves.moved_response`
+        # checked against the model: kept for :func:`autopdp.pd.tree_moves.moved_response` and the kernel's own check
+        kernel.set_offset(offset, recon + offset)
         self._kernel = (w, kernel)
         return kernel
 

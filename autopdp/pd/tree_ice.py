@@ -36,7 +36,8 @@ import numpy as np
 from .tree_errors import TreePathUnavailable
 from .tree_extract import MAX_GRID, NodeForest
 
-__all__ = ["RowKernel", "LeafPaths", "apply_link", "in_parallel", "n_threads"]
+__all__ = ["RowKernel", "LeafPaths", "ExactnessFault", "apply_link", "in_parallel", "n_threads", "CHUNK_BYTES",
+           "CACHE_BYTES"]
 
 
 def apply_link(raw: np.ndarray, link: int, scale: float = 1.0) -> np.ndarray:
@@ -161,6 +162,25 @@ def _grid_layers(requests, float32: bool) -> list[list[int]]:
     return [members for members, _ in layers]
 
 
+# The row kernel's memory limits.  Module constants (read when a kernel is built) so that the tests can shrink
+# them and cross every chunk and cache boundary on small data: no result may depend on them (tests/test_exact.py
+# compares every size with brute force and the results of different limits bit for bit).
+CHUNK_BYTES = 16e6  # the per-chunk row tables (each row's 1D ICE raw scores, and its leaf codes when not kept)
+CACHE_BYTES = 128e6  # every row's leaf codes, kept between calls when they fit
+
+
+class ExactnessFault(RuntimeError):
+    """The exact tree path's own consistency check failed: a fault of autopdp, never of the input."""
+
+
+def _same_rows(n: int, *arrays) -> None:
+    """Every array holds ``n`` rows: the compiled kernels read without bounds checks, so a table of the wrong
+    length would be read out of bounds instead of failing."""
+    for a in arrays:
+        if a.shape[0] != n:
+            raise ExactnessFault(f"a row table of {a.shape[0]} rows where the chunk has {n}")
+
+
 class RowKernel:
     """Exact per-row ICE of one :class:`NodeForest` on one background ``Z`` (rows as the trees see them).
 
@@ -168,96 +188,97 @@ class RowKernel:
     ----------
     forest : NodeForest
     Z : ndarray (n_rows, n_columns)
-        The background as the trees see it (NaN for missing, category codes).
+        The background as the trees see it (NaN for missing, category codes).  Copied and made read-only:
+        what the kernel keeps between calls (the rows' leaf codes) belongs to this forest and these rows.
     w : ndarray (n_rows,)
         Row weights.
     offset : ndarray (K,)
-        The constant part of the raw score.
-    chunk_bytes : float
-        Memory for the per-chunk row tables (each row's 1D ICE raw scores and leaf codes, or its
-        own leaves); rows are processed in chunks.  16 MB: on full Adult (HGB, 3,255 leaves) it took the
-        audit's peak 53 MB below 32 MB chunks' for 2-5% more time in the PD stages (benchmarks/bench_cli_full.py).
-    cache_bytes : float
-        Memory for keeping every row's leaf codes between calls (they do not depend on the grids),
-        and as much again for the 1D ICE curves read from them.
+        The constant part of the raw score (:meth:`set_offset` once the model has been read).
+    chunk_bytes : float, optional
+        Memory for the per-chunk row tables; rows are processed in chunks, in row order (default
+        :data:`CHUNK_BYTES`).  16 MB: on full Adult (HGB, 3,255 leaves) it took the audit's peak 53 MB below
+        32 MB chunks' for 2-5% more time in the PD stages (benchmarks/bench_cli_full.py).
+    cache_bytes : float, optional
+        Memory for keeping every row's leaf codes between calls (default :data:`CACHE_BYTES`); they do not
+        depend on the grids.
+
+    Every feature set's sums run over the rows in row order, chunk after chunk, on one thread, so neither
+    the limits nor the number of threads change a number.
     """
 
     def __init__(self, forest: NodeForest, Z: np.ndarray, w: np.ndarray, offset: np.ndarray,
-                 chunk_bytes: float = 16e6, cache_bytes: float = 128e6):
+                 chunk_bytes: float | None = None, cache_bytes: float | None = None):
         self.forest = forest
         Z = np.asarray(Z, dtype=np.float64)
-        self.Z = np.ascontiguousarray(Z.astype(np.float32).astype(np.float64) if forest.float32 else Z)
+        self.Z = np.array(Z.astype(np.float32).astype(np.float64) if forest.float32 else Z, order="C")
+        self.Z.flags.writeable = False
         self.w = np.ascontiguousarray(w, dtype=np.float64)
+        if self.w.shape != (self.Z.shape[0],):
+            raise ExactnessFault(f"{self.w.shape[0]} weights for {self.Z.shape[0]} rows")
         self.offset = np.ascontiguousarray(offset, dtype=np.float64)
         self.words = max(1, (self.Z.shape[1] + 63) // 64)
         per_row = forest.roots.size * 8  # own leaves (the reconstruction check)
-        self.chunk_bytes = chunk_bytes
-        self.chunk = max(1, int(chunk_bytes // max(per_row, 1)))
-        self.cache_bytes = cache_bytes
+        self.chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+        self.chunk = max(1, int(self.chunk_bytes // max(per_row, 1)))
+        self.cache_bytes = CACHE_BYTES if cache_bytes is None else cache_bytes
         self._paths = None
-        self._codes = None
-        self._ice_cache: dict = {}
+        self._codes = None  # (raw scores without the offset, leaf codes) of every row, when kept
         self._own_raw = None  # every row's own raw score with the offset (:meth:`own_raw`)
+
+    def set_offset(self, offset: np.ndarray, own_raw: np.ndarray | None = None) -> None:
+        """The constant part of the raw score, and every row's own raw score with it when already known."""
+        self.offset = np.ascontiguousarray(offset, dtype=np.float64)
+        if own_raw is not None:
+            _same_rows(self.Z.shape[0], own_raw)
+        self._own_raw = None if own_raw is None else np.ascontiguousarray(own_raw, dtype=np.float64)
 
     def paths(self) -> LeafPaths:
         if self._paths is None:
             self._paths = LeafPaths.of(self.forest, self.words)
         return self._paths
 
-    def codes(self, rows: slice, max_broken: int):
-        """(raw score (n, K) with the offset, leaf codes (n, n_leaves)) of a chunk of rows.
+    @property
+    def keeps_codes(self) -> bool:
+        """Whether every row's leaf codes are kept between calls (they fit in ``cache_bytes``)."""
+        return self.Z.shape[0] * self.paths().leaf.size * 4 <= self.cache_bytes
 
-        Kept for all rows when they take at most ``cache_bytes``: they do not depend on the grids.
-        """
+    def _walk(self, rows: slice, max_broken: int):
+        """(raw score (n, K) without the offset, leaf codes (n, n_leaves)) of the rows ``rows``, walked."""
         from .tree_kernels import row_leaves
 
         f, paths = self.forest, self.paths()
-        n = self.Z.shape[0]
-        cache = n * paths.leaf.size * 4 <= self.cache_bytes
-        if cache and self._codes is not None:
-            return self._codes[0][rows], self._codes[1][rows]
-        if cache:
-            rows, max_broken = slice(0, n), 2
         X = self.Z[rows]
         raw0 = np.empty((X.shape[0], f.value.shape[1]))
         codes = np.empty((X.shape[0], paths.leaf.size), dtype=np.uint32)
         in_parallel(row_leaves, X.shape[0], X, f.roots, f.packed, f.threshold, f.catbits, f.catknown, f.value,
-                    f.max_nodes, max_broken, paths.pos, self.offset, raw0, codes)
-        if not cache:
-            return raw0, codes
-        self._codes = (raw0, codes)
-        return self.codes(rows, max_broken)
+                    f.max_nodes, max_broken, paths.pos, np.zeros(f.value.shape[1]), raw0, codes)
+        return raw0, codes
 
-    def _ice_1d(self, rows, codes, raw0, feats, slot, grids_tab, gn, gmax, value, cols_raw, lf, lmk):
-        """(n_rows, n_feats, gmax, K) raw 1D ICE of the features on their grids, from the leaf codes.
+    def codes(self, rows: slice, max_broken: int):
+        """(raw score (n, K) with the offset, leaf codes (n, n_leaves)) of the rows ``rows``, exactly those.
 
-        When the codes are kept for all rows, each feature's curves on a grid are kept too
-        (up to ``cache_bytes``), so the ALE batches and later calls reuse them.
+        Kept for every row when :attr:`keeps_codes` (walked once, allowing two broken features); else walked
+        for these rows allowing ``max_broken``.
         """
+        n = self.Z.shape[0]
+        if self.keeps_codes:
+            if self._codes is None:
+                self._codes = self._walk(slice(0, n), 2)
+            raw, codes = self._codes[0][rows], self._codes[1][rows]
+        else:
+            raw, codes = self._walk(rows, max_broken)
+        _same_rows(len(range(*rows.indices(n))), raw, codes)
+        return raw + self.offset, codes
+
+    def _ice_1d(self, codes, raw0, feats, slot, gn, gmax, value, lf, lmk):
+        """(n_rows, n_feats, gmax, K) raw 1D ICE of the features on their grids, from the leaf codes."""
         from .tree_kernels import ice_from_codes
 
         paths = self.paths()
         n_r, K = raw0.shape
+        _same_rows(n_r, codes)
         r1 = np.empty((n_r, feats.size, gmax, K))
-        whole = self._codes is not None and rows.start == 0 and n_r == self.Z.shape[0]
-        out_key = None if value is self.forest.value else tuple(np.asarray(cols_raw).tolist())
-        keys = {c: (int(c), grids_tab[c, :gn[c]].tobytes(), out_key) for c in feats.tolist()}
-        missing = [c for c in feats.tolist() if not whole or keys[c] not in self._ice_cache]
-        if missing:
-            slot_m = np.full(slot.size, -1, dtype=np.int64)
-            slot_m[missing] = np.arange(len(missing))
-            r1m = np.empty((n_r, len(missing), gmax, K))
-            in_parallel(ice_from_codes, n_r, codes, paths.leaf, lf, lmk, value, slot_m, gn, raw0, r1m)
-            for m, c in enumerate(missing):
-                r1[:, slot[c]] = r1m[:, m]
-                if whole:
-                    if sum(a.nbytes for a in self._ice_cache.values()) > self.cache_bytes:
-                        self._ice_cache.clear()
-                    self._ice_cache[keys[c]] = r1m[:, m, :gn[c]].copy()
-        if whole:
-            for c in feats.tolist():
-                if c not in missing:
-                    r1[:, slot[c], :gn[c]] = self._ice_cache[keys[c]]
+        in_parallel(ice_from_codes, n_r, codes, paths.leaf, lf, lmk, value, slot, gn, raw0, r1)
         return r1
 
     def own(self, rows: slice) -> np.ndarray:
@@ -284,6 +305,15 @@ class RowKernel:
         if self._own_raw is None:
             self._own_raw = self.predictions()
         return self._own_raw
+
+    def _check_own(self, rows: slice, raw0: np.ndarray) -> None:
+        """The rows' raw scores read from their leaf codes must be their own raw scores (summed by another walk,
+        :meth:`own_raw`, and checked against the model): a second computation guarding the first."""
+        own = self.own_raw()[rows]
+        _same_rows(own.shape[0], raw0)
+        gap = float(np.max(np.abs(raw0 - own), initial=0.0))
+        if not gap <= 1e-9 * max(1.0, float(np.max(np.abs(own), initial=0.0))):
+            raise ExactnessFault(f"the rows' leaf codes do not give their own raw scores (largest gap {gap:.3g})")
 
     def _layer(self, requests, cols, gmax):
         """What the requests of one layer (one grid per feature) share: the grid table, each node's
@@ -318,8 +348,7 @@ class RowKernel:
         slot[feats] = np.arange(feats.size)
         paths = self.paths()
         n = self.Z.shape[0]
-        kept = n * paths.leaf.size * 4 <= self.cache_bytes  # the codes are kept for all rows, not per chunk
-        per_row = feats.size * gmax * value.shape[1] * 8 + (0 if kept else paths.leaf.size * 4)
+        per_row = feats.size * gmax * value.shape[1] * 8 + (0 if self.keeps_codes else paths.leaf.size * 4)
         chunk = max(1, min(n, int(self.chunk_bytes // per_row)))
         lf = np.empty(paths.node.shape, dtype=np.int64)
         lmk = np.empty(paths.node.shape, dtype=np.uint64)
@@ -387,9 +416,11 @@ class RowKernel:
             rows = slice(r0, min(n, r0 + chunk))
             wr, kp = self.w[rows], np.ascontiguousarray(keep_pos_all[rows])
             raw0, codes = self.codes(rows, 2 if by_pairs.size else 1)
+            self._check_own(rows, raw0)
             if value is not f.value:  # only the reported raw outputs
                 raw0 = np.ascontiguousarray(raw0[:, cols_raw])
-            r1 = self._ice_1d(rows, codes, raw0, feats, slot, grids_tab, gn, gmax, value, cols_raw, lf, lmk)
+            _same_rows(rows.stop - r0, raw0, codes, wr, kp)
+            r1 = self._ice_1d(codes, raw0, feats, slot, gn, gmax, value, lf, lmk)
             if singles.size:
                 one = np.ascontiguousarray(sets[singles, 0])
                 in_parallel(ice_singles, singles.size, wr, one, np.ascontiguousarray(slot[one]), singles, gn, f.link,
