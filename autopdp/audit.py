@@ -29,6 +29,7 @@ from ._progress import announce, say
 from .summary import audit_metadata, summarise_data
 from .pd.partial_dependence import feature_grids, partial_dependence
 from .pd.fastpath import model_response, plan_tree_path, share_subset, shared_plans
+from .pd.selfcheck import self_check
 from .audit_notes import METHOD_NOTES, level_notes, method_notes, na_notes, ood_note
 from .pd.link import log_predictions, model_link, with_surfaces
 from .pd.trees import TreePathUnavailable
@@ -416,6 +417,11 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     timings["validate"] = time.perf_counter() - t0
     pds = _partial_dependences(model, data, config, compare, n_jobs=n_jobs, random_state=random_state,
                                progress=progress, scheduler=scheduler, timings=timings)
+    t0 = time.perf_counter()
+    checked = self_check(data.adapter, data.frame, pds.res1, weights=data.weights, frame_2d=pds.frame_2d,
+                         res2=pds.res2, seed=random_state,
+                         own=model_response(model, data.adapter, data.frame))
+    timings["self_check"] = time.perf_counter() - t0
     refits = _refits(model, train, data, pds, config, n_jobs=n_jobs, random_state=random_state, scheduler=scheduler,
                      progress=progress, timings=timings) if config.refits else None
     # From here on the work is many small linear-algebra calls (SVDs of ICE rows, isotonic and bounded fits) on two
@@ -424,12 +430,13 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     # thread per caller until the audit returns.
     with threadpool_limits(limits=1, user_api="blas"):
         result = _after_pds(model, data, pds, refits, config, random_state=random_state, progress=progress,
-                            timings=timings, compare=compare, started=started, sample_weight=sample_weight)
+                            timings=timings, compare=compare, started=started, sample_weight=sample_weight,
+                            self_checked=checked)
     return result if source is None else attach_provenance(result, inputs={"model": source.record})
 
 
 def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, random_state, progress, timings,
-               compare, started, sample_weight) -> Audit:
+               compare, started, sample_weight, self_checked=None) -> Audit:
     """Stages 2 to 4 of :func:`audit`: scores and trust checks, the score table, the noise and learner-level
     tests, PD outside the grid, and the result."""
     scored = _scores_and_trust(model, data, pds, config, random_state=random_state, progress=progress,
@@ -472,6 +479,8 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
     timings["total"] = time.perf_counter() - started
     metadata = audit_metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight)
     run = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "timings_s": timings}
+    if self_checked is not None:
+        run["self_check"] = self_checked
     return Audit(
         config=config, results=tuple(pds.results), comparisons=pds.comparisons,
         utility_scores=scored.utility_scores, scores=scores, importance=scored.importance,

@@ -10,7 +10,7 @@ as the user's mistake.
 
 from __future__ import annotations
 
-__all__ = ["InputError", "InputTypeError", "advice", "command_line_interface", "interface"]
+__all__ = ["InputError", "InputTypeError", "ExactnessError", "advice", "command_line_interface", "interface"]
 
 
 class InputError(ValueError):
@@ -19,6 +19,12 @@ class InputError(ValueError):
 
 class InputTypeError(InputError, TypeError):
     """An argument of the wrong type."""
+
+
+class ExactnessError(RuntimeError):
+    """The exact tree path disagrees with a second computation of the same numbers (its own consistency checks,
+    or the audit's self-check against the model's predictions): a fault of autopdp, never of the input, reported
+    as an internal failure (exit 3)."""
 
 
 # ---------------------------------------------------------------- advice phrased for the interface in use

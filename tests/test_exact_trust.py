@@ -122,12 +122,14 @@ def test_the_models_response_on_every_row_is_predicted_once_per_audit_on_the_tre
     rng = np.random.default_rng(4)
     X = pd.DataFrame(rng.normal(size=(300, 3)), columns=list("uvw"))
     y = (X.u + X.v * X.w > 0).astype(int)
+    data = X.to_numpy()
 
     class Counted(RandomForestClassifier):
         whole = []
 
         def predict_proba(self, X):
-            if len(X) == 300:
+            # the data as it is (the audit's self-check also predicts all 300 rows, with a feature moved)
+            if len(X) == 300 and np.array_equal(np.asarray(X, dtype=float), data):
                 Counted.whole.append(1)
             return super().predict_proba(X)
 

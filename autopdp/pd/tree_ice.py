@@ -33,10 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ExactnessError
 from .tree_errors import TreePathUnavailable
 from .tree_extract import MAX_GRID, NodeForest
 
-__all__ = ["RowKernel", "LeafPaths", "ExactnessFault", "apply_link", "in_parallel", "n_threads", "CHUNK_BYTES",
+__all__ = ["RowKernel", "LeafPaths", "apply_link", "in_parallel", "n_threads", "CHUNK_BYTES",
            "CACHE_BYTES"]
 
 
@@ -169,16 +170,12 @@ CHUNK_BYTES = 16e6  # the per-chunk row tables (each row's 1D ICE raw scores, an
 CACHE_BYTES = 128e6  # every row's leaf codes, kept between calls when they fit
 
 
-class ExactnessFault(RuntimeError):
-    """The exact tree path's own consistency check failed: a fault of autopdp, never of the input."""
-
-
 def _same_rows(n: int, *arrays) -> None:
     """Every array holds ``n`` rows: the compiled kernels read without bounds checks, so a table of the wrong
     length would be read out of bounds instead of failing."""
     for a in arrays:
         if a.shape[0] != n:
-            raise ExactnessFault(f"a row table of {a.shape[0]} rows where the chunk has {n}")
+            raise ExactnessError(f"a row table of {a.shape[0]} rows where the chunk has {n}")
 
 
 class RowKernel:
@@ -214,7 +211,7 @@ class RowKernel:
         self.Z.flags.writeable = False
         self.w = np.ascontiguousarray(w, dtype=np.float64)
         if self.w.shape != (self.Z.shape[0],):
-            raise ExactnessFault(f"{self.w.shape[0]} weights for {self.Z.shape[0]} rows")
+            raise ExactnessError(f"{self.w.shape[0]} weights for {self.Z.shape[0]} rows")
         self.offset = np.ascontiguousarray(offset, dtype=np.float64)
         self.words = max(1, (self.Z.shape[1] + 63) // 64)
         per_row = forest.roots.size * 8  # own leaves (the reconstruction check)
@@ -313,7 +310,7 @@ class RowKernel:
         _same_rows(own.shape[0], raw0)
         gap = float(np.max(np.abs(raw0 - own), initial=0.0))
         if not gap <= 1e-9 * max(1.0, float(np.max(np.abs(own), initial=0.0))):
-            raise ExactnessFault(f"the rows' leaf codes do not give their own raw scores (largest gap {gap:.3g})")
+            raise ExactnessError(f"the rows' leaf codes do not give their own raw scores (largest gap {gap:.3g})")
 
     def _layer(self, requests, cols, gmax):
         """What the requests of one layer (one grid per feature) share: the grid table, each node's
