@@ -145,9 +145,9 @@ def _check_average(gaps, adapter, frame, weights, results, rng, own) -> None:
         held = []
         for k, r in enumerate(results):
             counts = pd.Series(frame.column(frame.names.index(r.features[0]))).value_counts(dropna=True)
-            held.extend((int(counts.get(g, 0)), -k, i) for i, g in enumerate(r.grid[0].tolist()))
-        _, k, i = max(held)
-        r, cell = results[-k], (i,)
+            held.extend((int(counts.get(g, 0)), float(rng.random()), k, i) for i, g in enumerate(r.grid[0].tolist()))
+        _, _, k, i = max(held)  # the most rows held, ties broken at random
+        r, cell = results[k], (i,)
     gaps.add(r.average[(slice(None),) + cell], _average_at(adapter, frame, weights, r, cell, own),
              f"PD of {r.features[0]} at {_at(r, cell)}, all {frame.n_rows:,} rows")
 

@@ -25,10 +25,11 @@ _install_kernel_cache()  # the compiled kernels kept once per machine (autopdp._
 
 from .tree_kernels import go_left  # noqa: E402 - after the cache locator is installed
 
-__all__ = ["MAX_VERSIONS", "moved_response", "moved_walk", "trees_using"]
+__all__ = ["MAX_VERSIONS", "MOVED_BYTES", "moved_response", "moved_walk", "trees_using"]
 
 #: versions walked together (one bit each in an int64 mask, with one more for the row as it is)
 MAX_VERSIONS = 62
+MOVED_BYTES = 64e6  # a batch's raw scores; rows are taken in chunks within it (a module constant the tests shrink)
 
 
 def trees_using(feature: np.ndarray, roots: np.ndarray, columns) -> np.ndarray:
@@ -162,7 +163,7 @@ def _groups(requests, lower, batch, n_features, float32):
     return movers, fgroups, np.asarray(masks, dtype=np.int64), group_of, v
 
 
-def moved_response(kernel, requests, cols, lower, max_bytes: float = 64e6):
+def moved_response(kernel, requests, cols, lower, max_bytes: float | None = None):
     """The response of every row at the ends of its own interval (1D requests) or the corners of its own
     cell (2D), all requests of a batch in one walk per row and tree
     (:func:`moved_walk`) of a :class:`autopdp.pd.tree_ice.RowKernel`: what ALE reads.
@@ -175,6 +176,7 @@ def moved_response(kernel, requests, cols, lower, max_bytes: float = 64e6):
     from .tree_ice import apply_link, in_parallel
 
     f = kernel.forest
+    max_bytes = MOVED_BYTES if max_bytes is None else max_bytes
     n, p, K = kernel.Z.shape[0], kernel.Z.shape[1], f.value.shape[1]
     cols = np.asarray(cols, dtype=np.int64)
     raw_own = kernel.own_raw()
