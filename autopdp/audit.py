@@ -21,7 +21,6 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from .config import AuditConfig
-from ._memory import release_free_memory
 from .pd.data import Frame, sample_rows
 from .errors import InputError
 from .provenance import attach_provenance
@@ -55,17 +54,13 @@ __all__ = ["audit", "Audit", "read_results"]
 
 # ---------------------------------------------------------------- audit
 def _one_tree_plan(fn):
-    """Run ``fn`` with one exact tree plan per model and data (see :func:`autopdp.pd.fastpath.shared_plans`); then
-    give the C heap's free memory back to the system (:func:`autopdp._memory.release_free_memory`)."""
+    """Run ``fn`` with one exact tree plan per model and data (see :func:`autopdp.pd.fastpath.shared_plans`)."""
     import functools
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        try:
-            with shared_plans():
-                return fn(*args, **kwargs)
-        finally:  # the plans and the stages' buffers are freed: their memory goes back to the system
-            release_free_memory()
+        with shared_plans():
+            return fn(*args, **kwargs)
 
     return wrapper
 

@@ -29,16 +29,16 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .cli_inputs import (
     StageError, _check_allow_pickle, _check_signatures, _display_name, _inputs, _load_data, _load_model, _loading,
     _log_mlflow, _mlflow_target, _model_label, _one_line, _train, _with_notes, _with_provenance, stage)
 from .errors import InputError, command_line_interface
-from .handover import Finish
 
-__all__ = ["main", "Finish", "finish_command"]
+__all__ = ["main", "Finish"]
 
 
 EXIT_OK = 0
@@ -46,6 +46,25 @@ EXIT_GATE_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+
+@dataclass(frozen=True)
+class Finish:
+    """What a command does once its audit is computed: write the documents, log to MLflow, print its last lines
+    and return its exit code (:func:`finish`)."""
+
+    kind: str  # "demo", "report", "gate" or "compare"
+    audit: Any
+    out: Path
+    formats: list
+    page_size: str
+    started_wall: float  # time.time() when the command started
+    templates: dict
+    ice: bool = False
+    where: Any = None  # the MLflow run to log to, or None
+    extra_files: dict | None = None
+    gate: Any = None  # the gate's verdict
+    comparison: str | None = None
+
 
 EXIT_CODES_HELP = """exit codes:
   0    success (gate: every check passed)
@@ -177,16 +196,6 @@ def finish(f: Finish) -> int:
     failed = "; ".join(f"{c.name} measured {fmt(c.measured)} allowed {c.relation} {fmt(c.threshold)}" for c in verdict.failures)
     print(f"autopdp gate: FAILED {len(verdict.failures)} of {len(verdict.checks)} checks: {failed}")
     return _exit_code(f.audit, EXIT_GATE_FAILED)
-
-
-def finish_command(f: Finish) -> int:
-    """:func:`finish` with the command line's error handling: the program :func:`autopdp.handover.hand_over`
-    starts runs it on what :func:`autopdp.handover.received` reads."""
-    def run() -> int:
-        _stage_failures_printed_once()
-        return finish(f)
-
-    return _guarded(run, f.out, f.created)
 
 
 def _cmd_demo(args) -> int:
@@ -454,14 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """The command line.  ``argv=None`` is a run of the program itself (``autopdp ...``, ``python -m autopdp``): the
-    process is the command's own, so its C heap gets one arena (:func:`autopdp._memory.limit_heap_arenas`) and, once
-    the audit is done, a fresh interpreter writes the documents (:mod:`autopdp.handover`); a call with ``argv`` from
-    Python (a test, a notebook) leaves the caller's process as it is and does everything in it."""
-    if argv is None:
-        from ._memory import limit_heap_arenas
-
-        limit_heap_arenas()
+    """The command line (``argv``: its arguments, ``sys.argv[1:]`` when None); the exit code.  Every command runs in
+    this one process."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -492,14 +495,7 @@ def main(argv=None) -> int:
             check_output_dir(out)  # before any work (and before numpy loads): a bad --out costs a second
         _stage_failures_printed_once()
         done = args.func(args)
-        if not isinstance(done, Finish):
-            return done
-        done = replace(done, created=created)
-        from .handover import can_hand_over, hand_over
-
-        if can_hand_over(done.formats, program=argv is None):
-            hand_over(done)  # returns only when the new process could not be started
-        return finish(done)
+        return finish(done) if isinstance(done, Finish) else done
 
     return _guarded(run, out, created)
 

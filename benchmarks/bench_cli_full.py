@@ -10,8 +10,8 @@ LogisticRegression pipeline fitted on them; ``--formats json,html``.  The inputs
 this script in a temporary folder (their building is not timed).
 
 Each command runs in a new process, timed to its exit, with the CPU time of the command and of the children it
-waited for (the PDF's process): less sensitive than the wall time to a busy host.  Peak memory, sampled every
-50 ms over the command and its child processes (the PDF's process, joblib's figure workers), is given two ways:
+waited for: less sensitive than the wall time to a busy host.  Peak memory, sampled every
+50 ms over the command and its child processes (joblib's figure workers), is given two ways:
 the largest sum of their resident memory (RSS: a page two processes share counts twice, e.g. the libraries both
 map, or a child's pages between fork and exec), and the largest sum of their proportional set sizes (PSS: a
 shared page counts once, split between the processes sharing it), the memory the process tree occupies; PSS is
@@ -21,16 +21,9 @@ idle machine.  ``--before CHECKOUT`` runs an earlier version (a checkout, e.g. `
 right after each run of this one on the same inputs, and prints this version's time over the earlier one's, run by
 run: a ratio both versions measured under the same conditions, when the machine's speed drifts between runs.
 
-``--pdf-in-command`` also runs each command with the PDF rendered in the command itself, after the other
-documents, with no second process (what autopdp does on one CPU; forced here by replacing
-``PdfProcess.start`` in the command's process, called as ``main(argv)``: so also without the hand-over to a fresh
-process and without the one-arena heap of :mod:`autopdp.handover` and :func:`autopdp._memory.limit_heap_arenas`):
-the time and memory of that design beside the default's, for the 600 MB target's trade-off (README).  It is a
-measurement, not an option of autopdp.
-
 Resident memory depends on the page cache: right after an environment is installed its libraries' files are mapped
 in larger pieces, and the same run reads about 60 MB more resident than once the cache has been dropped and the
-files read back (README, "Full-size data").  Both sides of a ``--before`` pair use the same libraries, so they see
+files read back (docs/performance.md).  Both sides of a ``--before`` pair use the same libraries, so they see
 the same state; give the state with the figures.
 """
 
@@ -140,16 +133,6 @@ def _run(cmd: list, out: Path, source: str | None = None) -> dict:
             "load": f"{load_before} -> {_load()}", "autopdp": where}
 
 
-_PDF_HERE = ("import sys; import autopdp.report.pdf_process as p; p.PdfProcess.start = lambda self: self; "
-             "from autopdp.cli import main; sys.exit(main(sys.argv[1:]))")
-
-
-def _pdf_in_command(cmd: list) -> list:
-    """``cmd`` (``python -m autopdp ...``) with the PDF's second process never started: rendered in the command."""
-    assert cmd[1:3] == ["-m", "autopdp"], cmd
-    return [cmd[0], "-c", _PDF_HERE, *cmd[3:]]
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="adult,200k")
@@ -158,9 +141,6 @@ def main(argv=None) -> int:
     ap.add_argument("--before", default=None, metavar="CHECKOUT",
                     help="a checkout of an earlier autopdp (e.g. from git worktree add): each run of this version "
                          "is followed by one of that version, on the same inputs, so both see the same machine")
-    ap.add_argument("--pdf-in-command", action="store_true",
-                    help="also run each command with the PDF rendered in the command after the other documents, with "
-                         "no second process (a measurement of that design, not an option of autopdp)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep or tmp)
@@ -179,13 +159,6 @@ def main(argv=None) -> int:
                     print("\n".join("        " + line for line in r["stages"]), flush=True)
                 else:  # the trust checks' line of every run (the issue's 3 s)
                     print("\n".join("        " + line for line in r["stages"] if "trust checks" in line), flush=True)
-                if args.pdf_in_command and "pdf" in commands[case][commands[case].index("--formats") + 1]:
-                    h = _run(_pdf_in_command(commands[case]), folder / f"out_{case}_{i}_pdf_here")
-                    print(f"{case:6s} run {i + 1}, the PDF rendered in the command (measured, not an option): "
-                          f"{h['seconds']:6.1f} s ({h['cpu']:.1f} CPU-s), peak {h['peak_mb']:6.0f} MB resident, "
-                          f"{h['peak_pss_mb']:.0f} MB proportional; load average {h['load']}", flush=True)
-                    print("\n".join("        here: " + line for line in h["stages"] if "PDF" in line or "figures" in line),
-                          flush=True)
                 if args.before:
                     b = _run(commands[case], folder / f"out_{case}_{i}_before", args.before)
                     if i == 0:

@@ -15,7 +15,7 @@ import autopdp
 
 PACKAGE = Path(autopdp.__file__).parent
 STAGES = ["pd", "scores", "trust", "report"]
-TOP = {"audit", "audit_result", "results_io", "validation", "gate", "gate_tests", "gate_robust", "cli", "handover", "demo"}  # above every stage
+TOP = {"audit", "audit_result", "results_io", "validation", "gate", "gate_tests", "gate_robust", "cli", "demo"}  # above every stage
 
 
 def _module_name(path: Path) -> str:

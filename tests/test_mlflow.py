@@ -405,9 +405,9 @@ def test_without_mlflow_a_uri_says_which_extra_to_install(monkeypatch, tmp_path,
     assert "an MLflow model URI needs MLflow, which is not installed: pip install 'autopdp[mlflow]'" in err
 
 
-def test_the_program_logs_from_the_process_it_hands_the_documents_to(logged, tmp_path):
-    """``python -m autopdp gate ... --formats json,html --mlflow``: the documents, the log to MLflow and the exit code
-    come from the fresh process the audit's process is replaced by (autopdp.handover), against the real server."""
+def test_the_program_writes_logs_and_exits_in_one_process(logged, tmp_path):
+    """``python -m autopdp gate ... --formats json,html --mlflow`` as a program: the documents, the log to MLflow and
+    the exit code, against the real server."""
     import mlflow
     import skops.io as sio
     from sklearn.linear_model import LogisticRegression
@@ -416,18 +416,14 @@ def test_the_program_logs_from_the_process_it_hands_the_documents_to(logged, tmp
     sio.dump(LogisticRegression().fit(X, y), tmp_path / "m.skops")
     X.assign(y=y).to_csv(tmp_path / "d.csv", index=False)
     (tmp_path / "policy.toml").write_text('[features.a]\nmonotonic = "decreasing"\nmax_monotonicity = 0.01\n')
-    watched = ("import os, sys\nmarker = sys.argv.pop(1)\nreal = os.execv\n"
-               "def execv(path, argv):\n    open(marker, 'w').write('handed over')\n    real(path, argv)\n"
-               "os.execv = execv\nfrom autopdp.cli import main\nsys.exit(main())\n")
-    marker = tmp_path / "handed_over"
-    done = subprocess.run([sys.executable, "-c", watched, str(marker), "gate", "--model", str(tmp_path / "m.skops"),
+    done = subprocess.run([sys.executable, "-m", "autopdp", "gate", "--model", str(tmp_path / "m.skops"),
                            "--data", str(tmp_path / "d.csv"), "--target", "y", "--policy", str(tmp_path / "policy.toml"),
                            "--out", str(tmp_path / "g"), "--formats", "json,html", "--mlflow", "--mlflow-experiment",
-                           "handed over"], capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
-    assert marker.read_text() == "handed over", done.stderr
+                           "one process"], capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+                          cwd=tmp_path)
     assert done.returncode == 1, done.stderr  # a rises: the policy's check fails
     assert "autopdp gate: FAILED 1 of 1 checks: monotonicity[a]" in done.stdout and "to MLflow run" in done.stdout
-    exp = mlflow.MlflowClient().get_experiment_by_name("handed over")
+    exp = mlflow.MlflowClient().get_experiment_by_name("one process")
     (r,) = mlflow.MlflowClient().search_runs([exp.experiment_id])
     assert _artifacts(r.info.run_id) == ["gate.json", "gate.xml", "manifest.json", "report.html", "results.json"]
     assert r.data.metrics["autopdp_gate_passed"] == 0.0 and r.data.metrics["autopdp_gate_failed_checks"] == 1.0

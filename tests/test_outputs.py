@@ -81,11 +81,8 @@ def _manifest_ok(out: Path, names: set):
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
 
 
-@pytest.mark.parametrize("where", ["second process", "this process"])
-def test_failed_pdf_write_leaves_the_earlier_set_whole(files, tmp_path, capsys, monkeypatch, where):
-    """The PDF fails, rendered on its second process beside the HTML (two or more CPUs) or here (one CPU)."""
-    from autopdp.report import pdf_process
-
+def test_failed_pdf_write_leaves_the_earlier_set_whole(files, tmp_path, capsys, monkeypatch):
+    """The PDF fails after the other files of the run were written (staged)."""
     out = tmp_path / "out"
     assert main(report_args(files, out, formats="json,html,pdf")) == 0, capsys.readouterr().err
     before = snapshot(out)
@@ -98,11 +95,7 @@ def test_failed_pdf_write_leaves_the_earlier_set_whole(files, tmp_path, capsys, 
         staged.extend(p.name for p in out.glob(".autopdp-staging-*/*"))
         raise RuntimeError("disk on fire")
 
-    if where == "this process":
-        monkeypatch.setattr("autopdp.pd.tree_ice.n_threads", lambda: 1)
-        monkeypatch.setattr(writer_module, "render_pdf", failing_pdf)
-    else:
-        monkeypatch.setattr(pdf_process.PdfProcess, "result", lambda self: failing_pdf(self._html))
+    monkeypatch.setattr(writer_module, "render_pdf", failing_pdf)
     code = main(report_args(files, out, formats="json,html,pdf", config="other.toml"))
     err = capsys.readouterr().err
     assert code == 3 and "stage 'writing json, html, pdf' failed: RuntimeError: disk on fire" in err

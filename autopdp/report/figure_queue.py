@@ -11,27 +11,14 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from .figures import _PNG_DPI, draw_all
+from .figures import draw_all
 
-__all__ = ["WORD_FIGURES", "figures_kept"]
+__all__ = ["WORD_FIGURES"]
 
 #: The parts of the context whose figures the Word document shows (word.py): only they carry a PNG too.
 WORD_FIGURES = ("importance", "interaction", "pages")
 
 _QUEUE: ContextVar = ContextVar("autopdp_figure_queue", default=None)
-_KEPT: ContextVar = ContextVar("autopdp_figures_kept", default=None)
-
-
-@contextmanager
-def figures_kept():
-    """Inside, a figure drawn for one context is kept and serves every later context that asks for the same
-    figure (same function and arguments): the PDF's context is built and drawn first, the HTML's then draws
-    only its own figures (:func:`autopdp.report.writer.write_report`)."""
-    token = _KEPT.set({})
-    try:
-        yield
-    finally:
-        _KEPT.reset(token)
 
 
 class _Queued:
@@ -87,23 +74,12 @@ def _figures_drawn_together(out: dict, raster=WORD_FIGURES):
     keys = {i: _job_key(queue[i]) for i in sorted(used)}
     for i, key in keys.items():
         same.setdefault(key, []).append(i)
-    kept = _KEPT.get()
     wants_png = {key: any(i in png for i in g) for key, g in same.items()}
-    if kept is not None:  # figures an earlier context drew (with their PNG when this one needs it)
-        dpi = _PNG_DPI.get()
-        same = {key: g for key, g in same.items() if not isinstance(key, bytes) or key not in kept
-                or (wants_png[key] and dpi and getattr(kept[key], "dpi", 0) != dpi)}
     groups = list(same.items())
     svgs = draw_all([queue[g[0]] for _, g in groups], png=[wants_png[key] for key, _ in groups])
     drawn = {}
     for (key, g), svg in zip(groups, svgs):
         drawn.update({i: svg for i in g})
-        if kept is not None and isinstance(key, bytes):
-            kept[key] = svg
-    if kept is not None:
-        for i in used:
-            if i not in drawn:
-                drawn[i] = kept[keys[i]]
 
     def put(obj):
         if isinstance(obj, _Queued):

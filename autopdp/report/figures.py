@@ -17,7 +17,7 @@ import numpy as np
 
 __all__ = [
     "svg_of", "plot_pd_1d", "plot_pd_2d", "plot_importance", "plot_interaction", "plot_small_multiple", "draw_all",
-    "FigureSVG", "with_png", "ICE_CURVES", "NotDrawnThere", "sharing_figures",
+    "FigureSVG", "with_png", "ICE_CURVES",
 ]
 
 #: From this many figures on, :func:`draw_all` draws them on worker processes (one per CPU).  Starting
@@ -415,33 +415,11 @@ def plot_small_multiple(result, *, target_index=0, width=2.4, height=1.7) -> str
         return svg_of(fig)
 
 
-#: Inside :func:`sharing_figures`: the process :func:`draw_all` shares its figures with (or None).
-_HELPER: ContextVar = ContextVar("autopdp_figure_helper", default=None)
-
-
-class NotDrawnThere(RuntimeError):
-    """Raised by a helper's ``draw`` for a figure it did not draw (it failed, or the figure raised there): the
-    figure is drawn here."""
-
-
-@contextmanager
-def sharing_figures(helper):
-    """Inside, :func:`draw_all` shares its figures with ``helper`` while its ``drawing`` is true: an object whose
-    ``draw(fn, args, kwargs, dpi)`` returns :func:`_draw`'s result drawn elsewhere or raises
-    :class:`NotDrawnThere` (the report's second process, :class:`autopdp.report.pdf_process.PdfProcess`)."""
-    token = _HELPER.set(helper)
-    try:
-        yield
-    finally:
-        _HELPER.reset(token)
-
-
 def draw_all(jobs, *, n_jobs: int | None = None, png=None) -> list[str]:
     """The SVG strings of ``[(plot function, args, kwargs), ...]``, in order.
 
     From :data:`PARALLEL_FROM` figures on, and with more than one CPU, they are drawn on joblib's
-    worker processes, one per CPU (``n_jobs`` to set their number; 1 draws here); fewer figures, inside
-    :func:`sharing_figures` and with more than one CPU, are shared with the helper process (:func:`_shared_with`).  Each figure is
+    worker processes, one per CPU (``n_jobs`` to set their number; 1 draws here).  Each figure is
     the same string wherever it is drawn (fixed SVG ids and metadata).  Inside :func:`with_png`,
     ``png`` (one flag per job; all when not given) says which figures also carry their PNG: those a
     raster format shows, the others are saved as SVG only.
@@ -454,65 +432,12 @@ def draw_all(jobs, *, n_jobs: int | None = None, png=None) -> list[str]:
 
         n_jobs = n_threads()
     workers = min(int(n_jobs), len(jobs))
-    if workers > 1 and len(jobs) < PARALLEL_FROM:
-        helper = _HELPER.get()
-        if helper is not None and helper.drawing:  # the report's second process is started and idle: it draws a share
-            return _shared_with(helper, jobs, dpis)
     if workers <= 1 or len(jobs) < PARALLEL_FROM:
         return [_draw(fn, args, kwargs, d) for (fn, args, kwargs), d in zip(jobs, dpis)]
     from joblib import Parallel, delayed
 
     _plt()  # matplotlib's font cache exists before the workers start
     return list(Parallel(n_jobs=workers)(delayed(_draw)(fn, args, kwargs, d) for (fn, args, kwargs), d in zip(jobs, dpis)))
-
-
-def _shared_with(helper, jobs, dpis) -> list:
-    """The figures of ``jobs``, drawn here from the front of the list while ``helper`` (the report's second
-    process, :class:`autopdp.report.pdf_process.PdfProcess`) draws from its end; a figure the helper could not
-    draw (it failed, or the figure raised there) is drawn here, where its error is raised."""
-    import threading
-
-    out: list = [None] * len(jobs)
-    done = [False] * len(jobs)
-    lock = threading.Lock()
-    ends = [0, len(jobs) - 1]  # the next figure from the front, the next from the end
-
-    def take(front: bool):
-        with lock:
-            if ends[0] > ends[1]:
-                return None
-            side = 0 if front else 1
-            i = ends[side]
-            ends[side] += 1 if front else -1
-            return i
-
-    def there():
-        while helper.drawing:
-            i = take(front=False)
-            if i is None:
-                return
-            try:
-                out[i] = helper.draw(*jobs[i], dpis[i])
-                done[i] = True
-            except NotDrawnThere:
-                continue  # drawn here below
-
-    thread = threading.Thread(target=there, name="autopdp-figure-helper", daemon=True)
-    thread.start()
-    try:
-        while (i := take(front=True)) is not None:
-            out[i] = _draw(*jobs[i], dpis[i])
-            done[i] = True
-    except BaseException:
-        with lock:  # nothing more is taken: the error goes up once the helper's figure in hand is back
-            ends[0] = ends[1] + 1
-        raise
-    finally:
-        thread.join()
-    for i in range(len(jobs)):
-        if not done[i]:
-            out[i] = _draw(*jobs[i], dpis[i])
-    return out
 
 
 def _draw(fn, args, kwargs, dpi):

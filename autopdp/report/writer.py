@@ -11,13 +11,9 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from .._io import output_set
-from .._memory import release_free_memory
 from ..pd.ice_io import ICE_FILE
 from .._progress import announce
 from .context import build_context
-from .figure_queue import figures_kept
-from .figures import sharing_figures
-from .pdf_process import PdfProcess
 from .render import render_html, render_pdf, render_pdf_html
 from ..errors import InputError
 
@@ -45,8 +41,7 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
     page_size : {"A4", "Letter"}
         The HTML/PDF page; the Word document's when it has no ``docx_template``.
     context_hook : callable, optional
-        ``context -> context``, may add sections.  Called on each context built: when the PDF is written with
-        another document, its own context (the PDF's figures only) is built first, then the others'.
+        ``context -> context``, may add sections; called on the one context every document is rendered from.
     extra_files : mapping of file name -> text or bytes, optional
         Further files of the same run (the gate's ``gate.json`` and ``gate.xml``).
     gate : GateResult, optional
@@ -90,57 +85,33 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
                 staged.write_text(name, content)
             else:
                 staged.write_bytes(name, bytes(content))
-        documents = [f for f in formats if f in ("html", "pdf", "docx")]
-        # The PDF beside the rest: its own context (its figures only) is built first and its HTML handed to a
-        # second process (PdfProcess, started now so it loads WeasyPrint meanwhile), while this one draws the
-        # HTML's own figures and writes the other documents.  The figures drawn for the PDF serve the second
-        # context too (figures_kept), so each is drawn once, as when one context serves every format.
-        pdf_job = PdfProcess().start() if "pdf" in documents and len(documents) > 1 else None
-        beside = pdf_job is not None and pdf_job.running  # else one context and the PDF rendered here, as on one CPU
-        try:
-            with figures_kept():
-                if beside:
-                    t0 = time.perf_counter()
-                    with announce("building the PDF's figures", progress), sharing_figures(pdf_job):
-                        pdf_context = _context(audit, page_size, gate, comparison, ("pdf",) + (
-                            ("docx",) if "docx" in documents else ()), context_hook)
-                        pdf_job.submit(render_pdf_html(pdf_context, template_dir=template_dir) if template_dir
-                                       else render_pdf_html(pdf_context))
-                    timings["pdf_context_and_figures"] = time.perf_counter() - t0
-                if documents:
-                    t0 = time.perf_counter()
-                    with announce("building the report's figures", progress):
-                        context = _context(audit, page_size, gate, comparison, formats, context_hook)
-                    timings["context_and_figures"] = time.perf_counter() - t0
-            # the HTML is the complete record; the PDF its own short, curated document from the same figures:
-            # render_pdf_html, not the HTML
-            if "html" in formats:
-                t0 = time.perf_counter()
-                staged.write_text(f"{stem}.html", render_html(context, template_dir=template_dir) if template_dir
-                                  else render_html(context))
-                timings["html"] = time.perf_counter() - t0
-            if "docx" in formats:
-                from .word import render_docx
+        if any(f in formats for f in ("html", "pdf", "docx")):  # one context, its figures drawn once, for all
+            t0 = time.perf_counter()
+            with announce("building the report's figures", progress):
+                context = _context(audit, page_size, gate, comparison, formats, context_hook)
+            timings["context_and_figures"] = time.perf_counter() - t0
+        # the HTML is the complete record; the PDF its own short, curated document from the same figures:
+        # render_pdf_html, not the HTML
+        if "html" in formats:
+            t0 = time.perf_counter()
+            staged.write_text(f"{stem}.html", render_html(context, template_dir=template_dir) if template_dir
+                              else render_html(context))
+            timings["html"] = time.perf_counter() - t0
+        if "docx" in formats:
+            from .word import render_docx
 
-                t0 = time.perf_counter()
-                with announce("writing the Word document", progress):
-                    staged.write_bytes(f"{stem}.docx", render_docx(context, template=docx_template,
-                                                                    template_dir=template_dir))
-                timings["docx"] = time.perf_counter() - t0
-            if "pdf" in formats:
-                t0 = time.perf_counter()
-                with announce("rendering the PDF", progress):
-                    if beside:
-                        release_free_memory()  # what the figures and documents freed, while the PDF's process runs
-                        staged.write_bytes(f"{stem}.pdf", pdf_job.result())
-                    else:
-                        staged.write_bytes(f"{stem}.pdf", render_pdf(
-                            render_pdf_html(context, template_dir=template_dir) if template_dir
-                            else render_pdf_html(context)))
-                timings["pdf"] = time.perf_counter() - t0
-        finally:
-            if pdf_job is not None:
-                pdf_job.close()
+            t0 = time.perf_counter()
+            with announce("writing the Word document", progress):
+                staged.write_bytes(f"{stem}.docx", render_docx(context, template=docx_template,
+                                                                template_dir=template_dir))
+            timings["docx"] = time.perf_counter() - t0
+        if "pdf" in formats:
+            t0 = time.perf_counter()
+            with announce("rendering the PDF", progress):
+                staged.write_bytes(f"{stem}.pdf", render_pdf(
+                    render_pdf_html(context, template_dir=template_dir) if template_dir
+                    else render_pdf_html(context)))
+            timings["pdf"] = time.perf_counter() - t0
         paths = staged.commit(provenance=dict(audit.metadata.get("provenance") or {}) or None)
     return {"paths": paths, "timings": timings}
 
