@@ -12,6 +12,7 @@ SOURCES := pyproject.toml $(shell find autopdp -type f -not -path '*/__pycache__
 $(STAMP): $(SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	rm -rf build  # a stale build/lib would put deleted modules into the wheel
 	$(PY) -m pip install --quiet ".[test]"
 	touch $(STAMP)
 

@@ -15,31 +15,33 @@ from ._version import __version__
 _EXPORTS = {
     "partial_dependence": ".pd.partial_dependence",
     "compute_all": ".pd.partial_dependence",
+    "PDOptions": ".pd.options",
     "PDResult": ".pd.result",
-    "audit": ".audit",
-    "Audit": ".audit",
-    "read_results": ".audit",
+    "audit": ".auditing.pipeline",
+    "Audit": ".auditing.record",
+    "read_results": ".io.results",
     "AuditConfig": ".config",
     "SelectedPDP": ".scores.selection",
-    "gate": ".gate",
-    "GatePolicy": ".gate",
-    "GateResult": ".gate",
-    "GateCheck": ".gate",
+    "gate": ".gating.verdict",
+    "GatePolicy": ".gating.policy",
+    "GateResult": ".gating.verdict",
+    "GateCheck": ".gating.verdict",
     "UtilityScore": ".scores.utilities",
     "stratpd": ".trust.modelfree",
     "ale": ".trust.ale",
     "ModelFreePD": ".trust.modelfree",
-    "StageFailure": ".stage_failures",
-    "StageFailureWarning": ".stage_failures",
+    "StageFailure": ".scores.failures",
+    "StageFailureWarning": ".scores.failures",
     "InputError": ".errors",
     "InputTypeError": ".errors",
-    "load_model": ".models",
+    "load_model": ".io.loading",
 }
 
 __all__ = [
     "__version__",
     "partial_dependence",
     "compute_all",
+    "PDOptions",
     "PDResult",
     "audit",
     "Audit",
@@ -64,11 +66,7 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    if name in _EXPORTS and _EXPORTS[name] == "." + name:
-        # ``audit`` and ``gate``: the module, which calling calls its function of the same name
-        # (``autopdp.audit(model, X)``), so ``autopdp.audit.MIN_ROWS`` resolves too (autopdp._callable)
-        value = importlib.import_module(_EXPORTS[name], __name__)
-    elif name in _EXPORTS:
+    if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
     elif name == "datasets":
         value = importlib.import_module(".datasets", __name__)

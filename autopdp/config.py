@@ -9,12 +9,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
-from .scores.utilities import UTILITY_IDS
-from .scores.utilities.monotonicity import DIRECTIONS
 
 __all__ = ["AuditConfig", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "TEMPLATE_KEYS", "MAX_GRID_RESOLUTION",
            "MAX_GRID_RESOLUTION_2D", "MAX_LEVELS_LIMIT", "load_toml", "parse_pairs"]
 
+#: every score an audit can compute (the AutoPDP utilities and the trust statistics)
+UTILITY_IDS = ("monotonicity", "lipschitz", "incidence", "similarity", "slope", "ice_variance",
+               "stratpd", "ale_divergence", "ood_share")
+#: utilities that qualify a PDP's trustworthiness (autopdp.trust.checks) rather than its interest
+TRUST_IDS = ("stratpd", "ale_divergence", "ood_share")
+#: the directions a feature's PD may be expected to take
+DIRECTIONS = ("increasing", "decreasing", "none")
 CRITERIA_2D = ("correlation", "importance", "interaction", "intersection", "surrogate_importance")
 #: The sign-off decisions a reviewer can record.
 DECISIONS = ("approve", "approve with conditions", "reject")
@@ -81,6 +86,19 @@ def _frozen_map(value) -> Mapping:
     return types.MappingProxyType(dict(value or {}))
 
 
+def _positive_int(config, key, allow_none=False, minimum=1, maximum=None):
+    """Config key ``key`` is an integer in [minimum, maximum] (or None, where allowed)."""
+    v = getattr(config, key)
+    if v is None and allow_none:
+        return
+    if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < minimum:
+        raise InputError(f"config key {key!r} must be an integer >= {minimum}, got {v!r}.")
+    if maximum is not None and v > maximum:
+        cells = f" (a 2D PD of {v * v:,} cells)" if key == "grid_resolution_2d" else ""
+        raise InputError(f"config key {key!r} is {v:,}{cells}, above its limit of {maximum:,}; "
+                         f"use at most {maximum:,}.")
+
+
 @dataclass(frozen=True)
 class AuditConfig:
     """Settings of :func:`autopdp.audit`.
@@ -132,7 +150,7 @@ class AuditConfig:
         centred at their own mean, the default; "first": anchored at the first
         grid point; "none": the paper's uncentred eq. 12), ``top_k`` (plots per criterion in
         the curated selection), ``criteria_2d``.
-    Findings (see :mod:`autopdp.scores.significance`)
+    Findings (see :mod:`autopdp.findings.significance`)
         A PDP is selected under a criterion only when its score is material
         with confidence: a one-sided minimum-effect test rejects "the score is
         at most ``materiality`` (default 0.05) times the standard deviation of
@@ -148,7 +166,7 @@ class AuditConfig:
         decision_function gives its probabilities, else of probabilities
         clipped to [2**-53, 1 - 2**-53]; the decision function or the
         prediction; "response": the prediction's own scale).
-    Refits (issue 31, see :mod:`autopdp.scores.robustness`)
+    Refits (issue 31, see :mod:`autopdp.findings.robustness`)
         ``refits`` (default 0): K refits of the model's learner (``sklearn.base.clone``, ``random_state``
         varied) on half-samples of the training data given as ``train=``; each finding is then tested at
         the learner level (``Evidence.robust``).  K >= 10 recommended.
@@ -239,23 +257,17 @@ class AuditConfig:
         self._check()
 
     def _check(self):
-        def positive_int(key, allow_none=False, minimum=1, maximum=None):
-            v = getattr(self, key)
-            if v is None and allow_none:
-                return
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < minimum:
-                raise InputError(f"config key {key!r} must be an integer >= {minimum}, got {v!r}.")
-            if maximum is not None and v > maximum:
-                cells = f" (a 2D PD of {v * v:,} cells)" if key == "grid_resolution_2d" else ""
-                raise InputError(f"config key {key!r} is {v:,}{cells}, above its limit of {maximum:,}; "
-                                 f"use at most {maximum:,}.")
+        self._check_counts()
+        self._check_options()
+        self._check_lists()
 
-        positive_int("grid_resolution", minimum=2, maximum=MAX_GRID_RESOLUTION)
-        positive_int("grid_resolution_2d", minimum=2, maximum=MAX_GRID_RESOLUTION_2D)
-        positive_int("max_pairs")
-        positive_int("top_k")
-        positive_int("noise_draws", minimum=20)
-        positive_int("max_noise_draws", minimum=20)
+    def _check_counts(self):
+        _positive_int(self, "grid_resolution", minimum=2, maximum=MAX_GRID_RESOLUTION)
+        _positive_int(self, "grid_resolution_2d", minimum=2, maximum=MAX_GRID_RESOLUTION_2D)
+        _positive_int(self, "max_pairs")
+        _positive_int(self, "top_k")
+        _positive_int(self, "noise_draws", minimum=20)
+        _positive_int(self, "max_noise_draws", minimum=20)
         if not isinstance(self.refits, numbers.Integral) or isinstance(self.refits, bool) or self.refits < 0 \
                 or self.refits == 1 or self.refits > 1000:
             raise InputError(f"config key 'refits' (--refits) must be 0 (none) or a whole number from 2 to 1000, "
@@ -276,19 +288,21 @@ class AuditConfig:
                              f"got {self.keep_points!r}.")
         if self.multiple_testing not in ("bh", "holm"):
             raise InputError(f"config key 'multiple_testing' must be 'bh' or 'holm', got {self.multiple_testing!r}.")
-        positive_int("max_rows", allow_none=True)
-        positive_int("max_rows_2d", allow_none=True)
-        positive_int("max_rows_2d_tree", allow_none=True)
-        positive_int("subsample", allow_none=True)
-        positive_int("integer_as_categorical", minimum=0)
-        positive_int("max_levels", minimum=2, maximum=MAX_LEVELS_LIMIT)
+
+    def _check_options(self):
+        _positive_int(self, "max_rows", allow_none=True)
+        _positive_int(self, "max_rows_2d", allow_none=True)
+        _positive_int(self, "max_rows_2d_tree", allow_none=True)
+        _positive_int(self, "subsample", allow_none=True)
+        _positive_int(self, "integer_as_categorical", minimum=0)
+        _positive_int(self, "max_levels", minimum=2, maximum=MAX_LEVELS_LIMIT)
         if self.loss not in ("l2", "l1"):
             raise InputError(f"config key 'loss' must be 'l2' or 'l1', got {self.loss!r}.")
         if self.grid_method not in ("quantile", "uniform"):
             raise InputError(f"config key 'grid_method' must be 'quantile' or 'uniform', got {self.grid_method!r}.")
         if self.method not in ("auto", "brute", "tree", "recursion"):
             raise InputError(f"config key 'method' must be auto, brute, tree or recursion, got {self.method!r}.")
-        positive_int("std_rows", minimum=0)
+        _positive_int(self, "std_rows", minimum=0)
         if self.ice_variance not in ("high", "low"):
             raise InputError(f"config key 'ice_variance' must be 'high' or 'low', got {self.ice_variance!r}.")
         if self.ice_variance_centering not in ("mean", "first", "none"):
@@ -303,6 +317,8 @@ class AuditConfig:
             0 <= self.percentiles[0] < self.percentiles[1] <= 1
         ):
             raise InputError(f"config key 'percentiles' must be [low, high] with 0 <= low < high <= 1, got {list(self.percentiles)!r}.")
+
+    def _check_lists(self):
         for u in self.utilities:
             if u not in UTILITY_IDS:
                 raise InputError(f"config key 'utilities' has unknown utility {u!r}; known: {', '.join(UTILITY_IDS)}.")

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 import autopdp
-from autopdp.demo import DEMO_CONFIG, demo_model
+from autopdp.datasets.demo import DEMO_CONFIG, demo_model
 from autopdp.report import write_report
 
 

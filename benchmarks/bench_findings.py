@@ -67,7 +67,7 @@ def report_case(name, fn):
 
 
 def lipschitz_refit_cost(repeats: int = 200):
-    from autopdp.scores.evidence import fast_lipschitz_fit_1d
+    from autopdp.findings.evidence import fast_lipschitz_fit_1d
     from autopdp.scores.utilities.lipschitz import _CACHE, lipschitz_fit
 
     rng = np.random.default_rng(0)

@@ -23,7 +23,8 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from test_gate_limits import K, _audit, _policy, _violation  # noqa: E402
 
-from autopdp import AuditConfig, gate  # noqa: E402
+from autopdp import AuditConfig
+from autopdp import gate
 
 
 def _ci(k: int, n: int) -> str:

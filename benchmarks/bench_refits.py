@@ -55,7 +55,7 @@ def _adult(rows: int, seed: int = 0):
 
 
 def _demo():
-    from autopdp.demo import demo_model
+    from autopdp.datasets.demo import demo_model
 
     model, X, y = demo_model()
     return model, X, y, (X, y)
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
     print(f"autopdp {autopdp.__version__}; {_load()} at the start", flush=True)
     if "demo" not in skip:
-        from autopdp.demo import DEMO_CONFIG
+        from autopdp.datasets.demo import DEMO_CONFIG
 
         run("demo (German Credit random forest)", *_demo(), args.refits, args.n_jobs, DEMO_CONFIG)
     if "adult" not in skip:

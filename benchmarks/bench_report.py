@@ -4,7 +4,7 @@ For each case: the audit's time (and its stages), then each report stage: figure
 the context, HTML, PDF (with its page count, read by pypdf), results.json and the optional ICE
 sidecar, with the sizes of the HTML, JSON, PDF and ICE files.  Cases:
 
-  demo  the embedded German Credit demo (autopdp.demo; 20 features, 210 PDPs)
+  demo  the embedded German Credit demo (autopdp.datasets.demo; 20 features, 210 PDPs)
   wide  a HistGradientBoostingClassifier(200) on 5,000 rows x 60 features (1,830 PDPs), built as
         case C of bench_boosted.py; a few minutes on 2 cores
 
@@ -41,7 +41,7 @@ def _load() -> str:
 
 
 def demo_case():
-    from autopdp.demo import DEMO_CONFIG, demo_model
+    from autopdp.datasets.demo import DEMO_CONFIG, demo_model
 
     model, X, y = demo_model()
     return "demo: German Credit random forest", model, X, y, DEMO_CONFIG
@@ -111,9 +111,9 @@ def run(case, cli: bool = False, repeat: int = 2) -> None:
 #: The audit alone in a fresh process, as the CLI runs it: the same imports, the same inputs loaded the same
 #: way, the same audit call; no report.  ``{model}``/``{data}`` are filled in (the demo trains its model).
 _AUDIT_ALONE = {
-    "demo": ("import autopdp\nfrom autopdp.demo import DEMO_CONFIG, demo_model\n"
+    "demo": ("import autopdp\nfrom autopdp.datasets.demo import DEMO_CONFIG, demo_model\n"
              "model, X, y = demo_model()\nautopdp.audit(model, X, y, config=DEMO_CONFIG)\n"),
-    "report": ("import pandas as pd\nimport autopdp\nfrom autopdp.loading import load_model\n"
+    "report": ("import pandas as pd\nimport autopdp\nfrom autopdp.io.loading import load_model\n"
                "model = load_model({model!r})\ndata = pd.read_parquet({data!r})\n"
                "autopdp.audit(model, data.drop(columns='target'), data['target'])\n"),
 }

@@ -12,7 +12,7 @@ a two-sided test of E[s] = 0.  This prints the share of ``reps`` samples in whic
 * ``bootstrap-t``: the symmetric bootstrap-t (the studentized mean's bootstrap distribution);
 * ``wild Mammen``: the wild bootstrap with Mammen's two-point weights (mean 0, variance 1, third moment 1).
 
-and whether Cochran's rule (n > 25 x skewness^2, autopdp.scores.significance.COCHRAN_FACTOR) lets the audit
+and whether Cochran's rule (n > 25 x skewness^2, autopdp.findings.significance.COCHRAN_FACTOR) lets the audit
 test it.  Pure numpy: the tests here are written out, not autopdp's code; they show what any resampling
 scheme could achieve on this noise, which is why the audit leaves such PDs untested instead.
 """

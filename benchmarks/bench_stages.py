@@ -118,7 +118,7 @@ def _one(size: int) -> dict:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     import autopdp
-    import autopdp.audit as audit_module
+    import autopdp.auditing.pipeline as audit_module
     from autopdp.scores.scoring import ScoringInputs, interaction_table, importance_table, pair_criteria, \
         score_result
 
@@ -168,7 +168,7 @@ def _one(size: int) -> dict:
         pair_criteria(fresh, res2, imp, inter)
 
     args, kwargs = seen["outside_grid"]
-    from autopdp.pd.fastpath import shared_plans
+    from autopdp.pd.tree.fastpath import shared_plans
     from autopdp.scores.coverage import outside_grid
 
     scoring_alone = _alone(scoring)

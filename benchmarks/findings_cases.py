@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

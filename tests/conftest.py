@@ -67,7 +67,8 @@ def german():
 def small_audit(german):
     """A glass-box logistic model of two German Credit features audited on 300 rows, 3 features, small grids: a
     report with every kind of figure, quick to draw (the report's figure and PDF-process tests)."""
-    from autopdp import AuditConfig, audit
+    from autopdp import AuditConfig
+    from autopdp import audit
 
     X, y = german
 

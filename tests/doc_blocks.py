@@ -10,7 +10,7 @@ A block runs unless the line before its fence (blank lines between allowed) is a
 * ``<!-- exit N -->``: a shell block whose last command exits ``N`` (the gate's ``1``), not ``0``.
 
 Shell blocks run command by command in the document's temporary folder: ``autopdp ...`` (or
-``.venv/bin/autopdp``) is ``autopdp.cli.main`` in this process; any other command is an error (mark the block).
+``.venv/bin/autopdp``) is ``autopdp.cli.commands.main`` in this process; any other command is an error (mark the block).
 Before each command, every input file it names that the folder lacks is made: a CSV/Parquet with the
 ``--target`` column (and ``--weights``, and ``--na-values`` markers), a small fitted tree-model Pipeline as
 ``.skops`` for ``--model``/``--champion``/``--compare``, a small ``--config``, a ``--policy``, a

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 import autopdp
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 from autopdp.trust.ale import ale_2d
 from autopdp.pd.data import as_frame
 from autopdp.trust.ood import SupportModel

@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import calibration_cases as cases  # noqa: E402
 
 import autopdp  # noqa: E402
-from autopdp import AuditConfig, audit  # noqa: E402
+from autopdp import AuditConfig
+from autopdp import audit
 
 SEEDS = 60
 
@@ -152,7 +153,7 @@ def test_every_p_value_names_its_test_and_none_is_below_what_it_can_show():
 
 def test_untested_is_not_noise():
     """A material score whose noise cannot be estimated (no ICE rows, no standard errors) is untested."""
-    from autopdp.scores.significance import Evidence
+    from autopdp.findings.significance import Evidence
 
     e = Evidence("monotonicity", ("a",), 0.2, float("nan"), float("nan"), float("nan"), 0.05, True, False, "")
     assert e.untested and not e.passed

@@ -16,9 +16,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 from autopdp.pd.partial_dependence import _weighted_sample, certainty_rows
-from autopdp.scores.significance import (
+from autopdp.findings.significance import (
     COCHRAN_FACTOR, EFFECTIVE_ROWS_FLOOR, kept_inclusion, skewness_of_departures, weighted_noise_factor,
 )
 
@@ -224,9 +225,9 @@ def test_incidence_is_a_minimum_effect_test_too():
     cells = rng.integers(0, size, n)
     p_true = 0.2 + 0.1 * cells
     y = (rng.uniform(size=n) < p_true).astype(float)
-    common = dict(predicted=p_true - 0.05, observed=y, cells=cells, size=size, sample_weight=None,
+    common = dict(predicted=p_true - 0.05, observed=y, cells=cells, sample_weight=None,
                   pd_curve=np.zeros(size), kind="categorical",
-                  noise=None, is_classifier=True, loss="l2")
+                  noise=None, loss="l2")
     for threshold, low, high in ((0.025, 0.0, 0.001), (0.1, 0.2, 0.8), (0.0, 0.0, 0.001)):
         parts = incidence_parts(**common, threshold=threshold)
         assert abs(parts.calibration - 0.05) < 0.01

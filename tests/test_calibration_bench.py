@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import calibration_cases as cases  # noqa: E402

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autopdp import AuditConfig, audit
-from autopdp._format import fmt
+from autopdp import AuditConfig
+from autopdp import audit
+from autopdp.utils.formatting import fmt
 from autopdp.report import write_report
 from autopdp.report.compare import comparison_context
 from autopdp.report.context import build_context

@@ -8,10 +8,11 @@ from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassif
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 from autopdp.report.context import build_context
 from autopdp.report.params import COVER_PARAMS, split_params
-from autopdp.summary import describe_model
+from autopdp.auditing.summary import describe_model
 
 
 def _data(n=300, seed=0):

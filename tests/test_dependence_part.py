@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autopdp import AuditConfig, audit, partial_dependence
+from autopdp import AuditConfig, partial_dependence
+from autopdp import audit
 from autopdp.scores.calibration import incidence_parts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -52,9 +53,9 @@ def _parts(model, X, y, feat, weights=None, subsample=None, grid_resolution=12):
     from autopdp.pd.sampling import ice_row_weights
 
     parts = incidence_parts(
-        predicted=model.predict_proba(X)[:, 1], observed=y, cells=cells, size=grid.size, sample_weight=weights,
+        predicted=model.predict_proba(X)[:, 1], observed=y, cells=cells, sample_weight=weights,
         pd_curve=res.average[-1],
-        kind="numeric", noise=None, is_classifier=True, loss="l2", ice=res.individual[-1], ice_rows=res.ice_rows,
+        kind="numeric", noise=None, loss="l2", ice=res.individual[-1], ice_rows=res.ice_rows,
         ice_weight=ice_row_weights(res, weights))
     return parts, grid, cells
 
@@ -129,8 +130,8 @@ def test_a_categorical_feature_needs_no_ice_curves():
     y = (rng.random(n) < p).astype(float)
     # the PD over the rows at each level: mean over every row of the prediction with c set to the level
     pd_curve = np.array([np.mean(1 / (1 + np.exp(-(0.5 * k + x)))) for k in range(3)])
-    parts = incidence_parts(predicted=p, observed=y, cells=c, size=3, sample_weight=None, pd_curve=pd_curve,
-                            kind="categorical", noise=None, is_classifier=True, loss="l2")
+    parts = incidence_parts(predicted=p, observed=y, cells=c, sample_weight=None, pd_curve=pd_curve,
+                            kind="categorical", noise=None, loss="l2")
     gaps = np.array([p[c == k].mean() - pd_curve[k] for k in range(3)])
     W = np.bincount(c, minlength=3)
     assert parts.dependence == pytest.approx(np.sqrt(np.sum(W * gaps ** 2) / n), rel=1e-12)
@@ -142,8 +143,8 @@ def test_a_numeric_feature_without_ice_curves_is_left_untested():
     n = 200
     cells = rng.integers(0, 5, n)
     p = rng.uniform(0.2, 0.8, n)
-    parts = incidence_parts(predicted=p, observed=(rng.random(n) < p).astype(float), cells=cells, size=5,
+    parts = incidence_parts(predicted=p, observed=(rng.random(n) < p).astype(float), cells=cells,
                             sample_weight=None, pd_curve=np.full(5, 0.5), kind="numeric", noise=None,
-                            is_classifier=True, loss="l2")
+                            loss="l2")
     assert np.isnan(parts.dependence) and parts.draw_dependence is None
     assert np.isfinite(parts.calibration) and parts.draw_calibration is not None

@@ -19,7 +19,7 @@ import pytest
 
 from doc_blocks import DOCS, ROOT, all_blocks, blocks, commands, expected_outputs, is_autopdp, options, provide_inputs
 
-from autopdp.cli import build_parser, main
+from autopdp.cli.commands import build_parser, main
 
 RUN = ("python", "bash", "sh", "shell")
 BLOCKS = all_blocks()
@@ -171,7 +171,7 @@ def test_every_documented_autopdp_name_resolves():
     for doc in DOCS:
         for m in NAME.finditer(_text(doc)):
             names.add(m.group(0))
-    assert {"autopdp.audit.MIN_ROWS", "autopdp.gate.champion_name", "autopdp.report.render.render_pdf_html"} <= names
+    assert {"autopdp.auditing.validation.MIN_ROWS", "autopdp.gating.verdict.champion_name", "autopdp.report.render.render_pdf_html"} <= names
     missing = []
     for name in sorted(names):
         try:

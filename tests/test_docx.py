@@ -15,8 +15,9 @@ import pytest
 import skops.io as sio
 from sklearn.linear_model import LogisticRegression
 
-import autopdp.loading as loading_module
-from autopdp import AuditConfig, audit
+import autopdp.io.loading as loading_module
+from autopdp import AuditConfig
+from autopdp import audit
 from autopdp.cli import main
 from cli_inputs import write_small_cli_inputs  # noqa: E402
 

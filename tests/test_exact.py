@@ -1,8 +1,8 @@
 """Exact means exact at every size: the tree path against brute force past every chunk and cache boundary.
 
 The exact tree path keeps every row's leaf codes between calls when they fit a memory budget and processes rows
-in chunks of another; both limits are module constants (``autopdp.pd.tree_ice.CHUNK_BYTES``, ``CACHE_BYTES``;
-``autopdp.pd.tree_moves.MOVED_BYTES`` for ALE's moved reads) that these tests shrink, so small data crosses
+in chunks of another; both limits are module constants (``autopdp.pd.tree.ice.CHUNK_BYTES``, ``CACHE_BYTES``;
+``autopdp.pd.tree.moves.MOVED_BYTES`` for ALE's moved reads) that these tests shrink, so small data crosses
 them: one-row chunks, chunks of a few dozen rows with the codes kept and without.  Every family the path reads
 is compared with brute force (the model's own predictions averaged over copies of the data) for 1D and 2D PDs,
 ICE curves and the std, to 1e-9 of the prediction's standard deviation (XGBoost sums its trees in float32: there
@@ -25,7 +25,9 @@ import autopdp
 from autopdp import partial_dependence
 from autopdp.config import AuditConfig
 from autopdp.errors import ExactnessError
-from autopdp.pd import tree_ice, tree_kernels, tree_moves
+from autopdp.pd.tree import ice as tree_ice
+from autopdp.pd.tree import kernels as tree_kernels
+from autopdp.pd.tree import moves as tree_moves
 
 FEATURES = ["a", "e", "b", ("a", "c"), ("e", "b"), ("b", "d")]
 NUMERIC_FEATURES = ["a", "b", "d", ("a", "c"), ("b", "d")]
@@ -175,7 +177,7 @@ def test_limits_threads_and_jobs_never_change_a_number(families, monkeypatch):
 
 def test_kept_codes_serve_later_calls_exactly(families, brute, monkeypatch):
     """One plan (as in an audit) answers several calls from the codes it kept, chunked: each equals brute force."""
-    from autopdp.pd.fastpath import shared_plans
+    from autopdp.pd.tree.fastpath import shared_plans
 
     _limits(monkeypatch, 2e4, 1e12)
     model, X = families["HGB classifier"]
@@ -187,7 +189,7 @@ def test_kept_codes_serve_later_calls_exactly(families, brute, monkeypatch):
 
 def test_moved_reads_equal_ice_in_one_row_chunks(families, monkeypatch):
     """ALE's moved reads (each row at the ends of its own interval) equal the kernel's ICE with tiny limits."""
-    from autopdp.pd.exact_ice import ExactICE
+    from autopdp.pd.tree.exact_ice import ExactICE
 
     monkeypatch.setattr(tree_moves, "MOVED_BYTES", 1.0)
     _limits(monkeypatch, 1.0, 0.0)
@@ -255,7 +257,7 @@ def _corrupt(monkeypatch, kernel_name):
         if kernel_name == "ice_from_codes":
             args[-1][lo_:hi_] += 1e-4  # r1
         else:
-            w, index, s1 = args[0], args[3], args[-5]
+            w, index, s1 = args[0], args[1][2], args[4][1]  # (w, sets, resp, r1, sums, keep_pos)
             s1[index[lo_:hi_]] += 1e-4 * w.sum()
 
     monkeypatch.setattr(tree_kernels, kernel_name, corrupted)

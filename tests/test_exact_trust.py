@@ -17,14 +17,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OrdinalEncoder
 
 import autopdp
-from autopdp import audit as audit_module
-from autopdp.pd import fastpath
+from autopdp.auditing import pipeline as audit_module
+from autopdp.pd.tree import fastpath
 from autopdp.pd.response import make_adapter
 from autopdp.trust.ale import ale, ale_2d, ale_curves_exact
 from autopdp.config import AuditConfig
 from autopdp.pd.data import as_frame
-from autopdp.pd.exact_ice import ExactICE
-from autopdp.pd.trees import TreePathUnavailable
+from autopdp.pd.tree.exact_ice import ExactICE
+from autopdp.pd.tree.exact_pd import TreePathUnavailable
 
 
 @pytest.fixture(scope="module")
@@ -280,7 +280,7 @@ def test_moved_keeps_apart_the_versions_of_one_column_with_other_grids_or_rows(m
                             axis=-2)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
     # the walk's groups: column a moved to 3 distinct (grid, rows) pairs, two steps each
-    from autopdp.pd.tree_moves import _groups
+    from autopdp.pd.tree.moves import _groups
 
     requests = [(s[0], s[1]) for s in sets]
     _, fgroups, gmask, group_of, versions = _groups(requests, [s[2] for s in sets], list(range(len(sets))),
@@ -320,7 +320,7 @@ def test_a_row_samples_own_scores_are_read_from_the_full_datas_plan():
     checked kernel instead of walking the trees again, bit for bit the same as walking them."""
     import warnings
 
-    from autopdp.pd.fastpath import plan_tree_path, share_subset, shared_plans
+    from autopdp.pd.tree.fastpath import plan_tree_path, share_subset, shared_plans
 
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"a": rng.normal(size=3000), "b": rng.uniform(size=3000),

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 import autopdp
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,7 @@ def test_noise_is_not_a_finding_incidence_of_a_correct_model():
 
 
 def test_monte_carlo_p_value_and_adjustments():
-    from autopdp.scores.significance import adjust_p_values, monte_carlo_p
+    from autopdp.findings.significance import adjust_p_values, monte_carlo_p
 
     null = np.linspace(0.0, 1.0, 199)
     assert monte_carlo_p(0.5, null) == pytest.approx((1 + 100) / 200, rel=0, abs=1e-12)
@@ -167,7 +168,7 @@ def test_monte_carlo_p_value_and_adjustments():
 
 
 def test_sequential_p_value_is_valid_and_stops_at_ten_exceedances():
-    from autopdp.scores.significance import sequential_p
+    from autopdp.findings.significance import sequential_p
 
     rng = np.random.default_rng(0)
 

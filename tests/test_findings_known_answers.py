@@ -9,7 +9,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import findings_cases as cases  # noqa: E402
 
-from autopdp import AuditConfig, audit  # noqa: E402
+from autopdp import AuditConfig
+from autopdp import audit
 from score_checks import check_no_failed_scores  # noqa: E402
 
 

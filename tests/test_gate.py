@@ -10,7 +10,9 @@ import skops.io as sio
 from sklearn.linear_model import LogisticRegression
 
 import autopdp
-from autopdp import AuditConfig, GatePolicy, audit, gate
+from autopdp import AuditConfig, GatePolicy
+from autopdp import audit
+from autopdp import gate
 from autopdp.cli import main
 
 

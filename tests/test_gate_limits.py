@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autopdp import AuditConfig, audit, gate
+from autopdp import AuditConfig
+from autopdp import audit
+from autopdp import gate
 
 K, REPS = 10, 30
 X1 = np.tile(np.linspace(0.0, 1.0, K), REPS)

@@ -120,7 +120,7 @@ def test_a_run_off_a_terminal_prints_no_warnings(tmp_path):
     X.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     proc = subprocess.run(
-        [sys.executable, "-m", "autopdp.cli", "report", "--model", str(tmp_path / "hgb.joblib"), "--allow-pickle",
+        [sys.executable, "-m", "autopdp", "report", "--model", str(tmp_path / "hgb.joblib"), "--allow-pickle",
          str(tmp_path / "hgb.joblib"),
          "--data", str(tmp_path / "data.csv"), "--target", "y", "--out", str(tmp_path / "out"),
          "--formats", "html,json", "--pairs", "none"],

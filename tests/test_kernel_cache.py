@@ -1,4 +1,4 @@
-"""Issue 32: the compiled kernels are kept once per machine (``autopdp._kernel_cache``), in a user-level folder
+"""Issue 32: the compiled kernels are kept once per machine (``autopdp.utils.kernel_cache``), in a user-level folder
 keyed by the kernel module's source, so a new virtual environment (a fresh CI container that keeps the folder, a
 new ``make demo``) loads them instead of compiling them again.
 
@@ -46,7 +46,7 @@ def _run(cache_dir) -> dict:
 def test_a_new_process_loads_the_kernels_the_first_one_compiled(tmp_path):
     first = _run(tmp_path)
     assert first["exact"] and first["misses"] == 1 and first["hits"] == 0  # compiled here ...
-    folders = [p for p in tmp_path.iterdir() if p.name.startswith("ood_kernel-")]
+    folders = [p for p in tmp_path.iterdir() if p.name.startswith("trust.ood_kernel-")]
     assert len(folders) == 1 and list(folders[0].glob("*.nbi")) and list(folders[0].glob("*.nbc"))  # ... kept there
     second = _run(tmp_path)
     assert second["exact"] and second["hits"] == 1 and second["misses"] == 0  # loaded, not compiled
@@ -61,7 +61,7 @@ def test_an_unwritable_folder_falls_back_to_numbas_own_cache(tmp_path):
 
 
 def test_the_folder_follows_the_environment(monkeypatch, tmp_path):
-    from autopdp._kernel_cache import cache_dir
+    from autopdp.utils.kernel_cache import cache_dir
 
     monkeypatch.setenv("AUTOPDP_CACHE_DIR", str(tmp_path / "k"))
     assert cache_dir() == tmp_path / "k"
@@ -87,4 +87,4 @@ def test_warmup_compiles_once_and_the_next_process_loads(tmp_path):
     assert int(first.group(2)) >= 10 and int(first.group(3)) == 0
     assert int(second.group(2)) == 0 and int(second.group(3)) >= 10
     assert sorted(p.name.split("-")[0] for p in tmp_path.iterdir()) == [
-        "ood_kernel", "strat_kernel", "tree_kernels", "tree_moves", "tree_pair_kernels"]
+        "pd.tree.kernels", "pd.tree.moves", "pd.tree.pair_kernels", "trust.ood_kernel", "trust.strat_kernel"]

@@ -8,7 +8,7 @@ duplicates, infinities and trailing NaN, for numbers, infinities and NaN, on bot
 import numpy as np
 import pytest
 
-from autopdp.pd.tree_kernels import search_sorted
+from autopdp.pd.tree.kernels import search_sorted
 
 ARRAYS = [
     np.array([]),

@@ -1,9 +1,10 @@
-"""The layout is the pipeline: each stage's package imports only earlier stages and the base modules.
+"""The layout is the pipeline: each module imports only earlier stages and the base modules.
 
-pd (data, grids, PD/ICE) -> scores (utilities, ranking, selection) -> trust (ALE, StratPD, OOD,
-surrogate) -> report (context, figures, templates) -> audit, gate, cli, demo on top.  Imports
-are read from the source with ``ast`` (those inside functions included), so a lazy import of a
-later stage fails here too.
+base (``errors``, ``config``, ``_version``, ``utils``, ``datasets``) -> pd (data, grids, PD/ICE; ``pd.tree`` the exact
+tree path) -> scores (utilities, ranking, selection) -> findings (noise, materiality, refits) -> trust (ALE, StratPD,
+OOD, surrogate) -> io (models, data, results.json, provenance) -> report (context, figures, templates) -> auditing,
+gating, cli and integrations on top.  Imports are read from the source with ``ast`` (those inside functions
+included), so a lazy import of a later stage fails here too.  Every module is checked, not only the stages'.
 """
 
 import ast
@@ -14,8 +15,10 @@ import pytest
 import autopdp
 
 PACKAGE = Path(autopdp.__file__).parent
-STAGES = ["pd", "scores", "trust", "report"]
-TOP = {"audit", "audit_result", "results_io", "validation", "gate", "gate_tests", "gate_robust", "cli", "demo"}  # above every stage
+BASE = {"errors", "config", "_version", "__version__", "utils", "datasets", "templates"}  # import no stage; any stage may import them
+STAGES = ["pd", "scores", "findings", "trust", "io", "report"]
+TOP = {"auditing", "gating", "cli", "integrations", "__main__"}  # above every stage
+TOP_LEVEL_MAX = 8
 
 
 def _module_name(path: Path) -> str:
@@ -44,33 +47,44 @@ def _imports(path: Path, name: str | None = None) -> set:
 
 
 def _rank(module: str):
+    """-1 for a base module, the stage's index, or len(STAGES) above every stage."""
     parts = module.split(".")
     if len(parts) < 2:
-        return None
+        return len(STAGES)  # autopdp/__init__: the public names, loaded on first use
+    if parts[1] in BASE:
+        return -1
     if parts[1] in STAGES:
         return STAGES.index(parts[1])
     if parts[1] in TOP:
         return len(STAGES)
-    return None  # a base module (errors, config, _io, ...): any stage may use it
+    raise AssertionError(f"{module} is in no package of the layout: add it to BASE, STAGES or TOP")
 
 
-SOURCES = sorted(p for s in STAGES for p in (PACKAGE / s).rglob("*.py"))
+SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if p != PACKAGE / "__init__.py")
 
 
-def test_every_stage_package_exists_and_the_old_flat_modules_are_gone():
-    for s in STAGES:
+def test_every_package_exists_the_top_level_is_small_and_the_old_flat_modules_are_gone():
+    for s in [*STAGES, "pd/tree", "utils", "auditing", "gating", "cli", "integrations/mlflow"]:
         assert (PACKAGE / s / "__init__.py").is_file(), s
-    flat = {p.stem for p in PACKAGE.glob("*.py")}
-    for moved in ("partial_dependence", "tree_ice", "scoring", "selection", "ale", "ood", "trust", "modelfree"):
-        assert moved not in flat, moved
-    assert len(SOURCES) > 30
+        assert ast.get_docstring(ast.parse((PACKAGE / s / "__init__.py").read_text())), f"{s} says what it takes and returns"
+    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(flat) <= TOP_LEVEL_MAX, flat
+    for moved in ("partial_dependence", "tree_ice", "scoring", "selection", "ale", "ood", "trust", "modelfree", "audit",
+                  "gate", "results_io", "loading", "mlflow_log", "stage_failures", "cli"):
+        assert f"{moved}.py" not in flat, moved
+    for gone in ("handover.py", "_memory.py", "_callable.py", "report/pdf_process.py"):
+        assert not (PACKAGE / gone).exists(), gone
+    assert len(SOURCES) > 100
+    for p in SOURCES:
+        _rank(_module_name(p))  # every module sits in a package of the layout
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_a_stage_never_imports_a_later_stage(path):
     own = _rank(_module_name(path))
-    later = sorted(m for m in _imports(path) if (_rank(m) or -1) > own)
-    assert not later, f"{_module_name(path)} (stage {STAGES[own]}) imports later stages: {later}"
+    later = sorted(m for m in _imports(path) if m != "autopdp" and _rank(m) > own)
+    where = "a base module" if own < 0 else "above every stage" if own == len(STAGES) else f"stage {STAGES[own]}"
+    assert not later, f"{_module_name(path)} ({where}) imports later stages: {later}"
 
 
 def test_the_check_sees_a_lazy_import_of_a_later_stage(tmp_path):
@@ -163,8 +177,49 @@ def test_the_cycle_check_can_fail():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-@pytest.mark.parametrize("name", ["audit", "audit_result", "results_io", "validation"])
+@pytest.mark.parametrize("name", ["auditing/pipeline", "auditing/record", "io/results", "auditing/validation"])
 def test_the_audit_is_split_by_job_each_module_under_600_lines(name):
-    """Issue 30: the pipeline (audit.py), input validation, the result and its results.json tables, each its own
+    """Issue 30: the pipeline, input validation, the result and its results.json tables, each its own
     module of fewer than 600 lines."""
     assert len((PACKAGE / f"{name}.py").read_text().splitlines()) < 600
+
+
+def _code_lines(source: str, node) -> int:
+    """A function's lines of code: its docstring, blank lines and comments excluded."""
+    body = node.body
+    start = body[1].lineno if ast.get_docstring(node) and len(body) > 1 else body[0].lineno
+    lines = source.splitlines()[start - 1: node.end_lineno]
+    return sum(1 for line in lines if line.strip() and not line.strip().startswith("#"))
+
+
+def _parameters(node) -> int:
+    a = node.args
+    n = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+    return n - 1 if a.args and a.args[0].arg in ("self", "cls") else n
+
+
+def test_short_functions_and_modules():
+    """Issue 51: no module over 600 lines, no function (numba kernels included) over 80 lines of code or 12
+    parameters; a kernel takes grouped arrays as tuples, a public function an options object."""
+    long, many, big = [], [], []
+    for path in SOURCES + [PACKAGE / "__init__.py"]:
+        source = path.read_text()
+        if len(source.splitlines()) > 600:
+            big.append(str(path.relative_to(PACKAGE)))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                where = f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}"
+                if _code_lines(source, node) > 80:
+                    long.append(where)
+                if _parameters(node) > 12:
+                    many.append(where)
+    assert (long, many, big) == ([], [], [])
+
+
+def test_the_size_checks_can_fail():
+    source = "def f(" + ", ".join(f"a{i}" for i in range(13)) + "):\n" + "    x = 1\n" * 81
+    node = ast.parse(source).body[0]
+    assert _parameters(node) == 13 and _code_lines(source, node) == 81
+    text = "class C:\n    def m(self, a, b):\n        '''doc'''\n        # note\n\n        return a\n"
+    m = ast.parse(text).body[0].body[0]
+    assert _parameters(m) == 2 and _code_lines(text, m) == 1

@@ -13,7 +13,8 @@ from sklearn.linear_model import GammaRegressor, LinearRegression, LogisticRegre
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 from autopdp.pd.link import log_link_of
 
 STRUCTURE = ("interaction", "ice_variance")

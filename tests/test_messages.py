@@ -6,10 +6,11 @@ import pytest
 import skops.io as sio
 from sklearn.linear_model import LogisticRegression
 
-from autopdp import AuditConfig, audit
-from autopdp.audit import COMFORTABLE_ROWS, MIN_ROWS
+from autopdp import AuditConfig
+from autopdp import audit
+from autopdp.auditing.validation import COMFORTABLE_ROWS, MIN_ROWS
 from autopdp.cli import main
-from autopdp.loading import load_data, split_target
+from autopdp.io.loading import load_data, split_target
 
 
 @pytest.fixture(scope="module")

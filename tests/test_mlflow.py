@@ -143,7 +143,7 @@ def test_skops_types_the_reader_has_not_named_are_refused_in_one_line(logged, tm
 
 def test_an_alias_resolves_to_its_version(logged):
     model = autopdp.load_model("models:/credit@champion", trusted_types=HGB_CATEGORICAL_TYPES)
-    from autopdp.mlflow_models import source_of
+    from autopdp.io.mlflow_models import source_of
 
     rec = source_of(model).record
     assert rec["version"] == "1" and rec["alias"] == "champion" and rec["name"] == "credit version 1"
@@ -200,7 +200,7 @@ def test_xgboost_loads_natively_without_unpickling(server):
         with mlflow.start_run():
             info = mlflow.xgboost.log_model(model, name="xgb", registered_model_name="xgb")
     loaded = autopdp.load_model("models:/xgb/1")
-    from autopdp.mlflow_models import source_of
+    from autopdp.io.mlflow_models import source_of
 
     assert isinstance(loaded, xgboost.XGBClassifier) and source_of(loaded).record["flavour"] == "xgboost"
     np.testing.assert_allclose(loaded.predict_proba(Xn), model.predict_proba(Xn), rtol=1e-6)
@@ -333,7 +333,7 @@ def test_audit_log_to_mlflow_uses_the_models_run(logged):
 
 def test_an_unreachable_server_at_logging_time_keeps_the_local_outputs(logged, tmp_path, capsys, monkeypatch):
     """The server answers the check before the audit, then goes away: exit 2 naming it, the outputs written."""
-    import autopdp.mlflow_log as ml
+    import autopdp.integrations.mlflow.log as ml
 
     real = ml.log_outputs
 

@@ -16,7 +16,8 @@ import pytest
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import autopdp
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 from autopdp.errors import InputError
 from autopdp.pd.response import make_adapter
 from autopdp.report.context import outcome_label

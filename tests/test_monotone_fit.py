@@ -13,9 +13,10 @@ import pytest
 from scipy.optimize import isotonic_regression, linprog, lsq_linear
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 from autopdp.pd.result import PDResult
-from autopdp.scores.evidence import _draw_monotonicity, fast_lipschitz_fit_1d
+from autopdp.findings.evidence import _draw_monotonicity, fast_lipschitz_fit_1d
 from autopdp.scores.utilities import isotonic_fit, lipschitz_fit, score_lipschitz, score_monotonicity
 from autopdp.scores.utilities.monotone_fit import MonotoneGap, isotonic_median, monotone_fit
 

@@ -12,13 +12,13 @@ import skops.io as sio
 from sklearn.linear_model import LogisticRegression
 
 import importlib
-import autopdp.loading as loading_module
+import autopdp.io.loading as loading_module
 import autopdp.report.writer as writer_module
-from autopdp.cli import EXIT_CODES_HELP, build_parser, main
+from autopdp.cli.commands import EXIT_CODES_HELP, build_parser, main
 from cli_inputs import write_small_cli_inputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-audit_module = importlib.import_module("autopdp.audit")  # the module (autopdp.audit is also the function)
+audit_module = importlib.import_module("autopdp.auditing.pipeline")
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_failure_after_a_file_reached_the_output_folder_restores_the_earlier_set
     """The run fails while committing, after the new results.json has replaced the old one in --out."""
     import os
 
-    import autopdp._io as io_module
+    import autopdp.utils.atomic as io_module
 
     out = tmp_path / "out"
     assert main(report_args(files, out, formats="json,html")) == 0
@@ -166,7 +166,7 @@ def test_internal_failure_outside_a_stage_is_exit_3_in_one_line(files, tmp_path,
     def broken(*args, **kwargs):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr("autopdp.cli._formats", broken)
+    monkeypatch.setattr("autopdp.cli.commands._formats", broken)
     code = main(report_args(files, tmp_path / "o"))
     err = capsys.readouterr().err.strip()
     assert code == 3 and err == "autopdp: internal error: RuntimeError: unexpected (please report this)"
@@ -238,7 +238,7 @@ def test_a_directory_in_place_of_an_output_is_caught_before_any_work(files, tmp_
 
 
 def test_blocked_target_at_commit_replaces_nothing(tmp_path):
-    from autopdp._io import output_set
+    from autopdp.utils.atomic import output_set
 
     out = tmp_path / "o"
     with output_set(out) as staged:
@@ -262,7 +262,7 @@ def test_a_file_as_out_is_refused_before_the_heavy_libraries_load(tmp_path):
     blocker.write_text("x")
     script = (
         "import sys\n"
-        "from autopdp.cli import main\n"
+        "from autopdp.cli.commands import main\n"
         "code = main(['report', '--model', 'm.skops', '--data', 'd.csv', '--target', 'y', '--out', sys.argv[1]])\n"
         "heavy = [m for m in ('numpy', 'pandas', 'sklearn', 'scipy', 'cvxpy', 'matplotlib') if m in sys.modules]\n"
         "print(code, heavy)\n"

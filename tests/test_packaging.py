@@ -90,27 +90,32 @@ def test_wheel_runs_in_a_fresh_virtual_environment(wheel, tmp_path):
     assert proc.returncode == 2 and "missing.skops" in proc.stderr, (proc.returncode, proc.stderr[-3000:])
 
 
-def test_public_names_resolve_and_same_named_submodules_stay_callable():
-    """autopdp loads its public names on first use; ``autopdp.audit`` and ``autopdp.gate`` are the modules, and
-    calling them calls the functions of the same name, so their other names resolve as written
-    (``autopdp.audit.MIN_ROWS``, ``autopdp.gate.champion_name``) and ``import autopdp.audit as m`` is the module;
-    importing the submodules named like the public functions (ale, partial_dependence) leaves the functions."""
+def test_public_names_resolve_and_no_module_shares_a_public_function_name():
+    """autopdp loads its public names on first use; ``autopdp.audit`` and ``autopdp.gate`` are the functions, defined
+    in modules of other names (``autopdp.auditing.pipeline``, ``autopdp.gating.verdict``: issue 51 removed the callable
+    modules); importing the submodules named like the public functions (ale, partial_dependence) leaves the functions."""
     import importlib
     import inspect
+    import types
 
     import autopdp
 
-    for name in ("audit", "gate", "trust.ale", "pd.partial_dependence"):
+    for name in ("auditing.pipeline", "gating.verdict", "trust.ale", "pd.partial_dependence"):
         importlib.import_module(f"autopdp.{name}")
     for name in autopdp.__all__:
         assert hasattr(autopdp, name), name
     for name in ("ale", "partial_dependence", "compute_all", "stratpd"):
         assert callable(getattr(autopdp, name)) and getattr(autopdp, name).__name__ == name, name
-    import autopdp.audit as audit_module
-    import autopdp.gate as gate_module
+    import autopdp.auditing.pipeline as audit_module
+    import autopdp.gating.verdict as gate_module
 
-    assert autopdp.audit is audit_module and autopdp.gate is gate_module
-    assert autopdp.audit.MIN_ROWS == 10 and autopdp.gate.champion_name.__name__ == "champion_name"
+    assert isinstance(autopdp.audit, types.FunctionType) and autopdp.audit is audit_module.audit
+    assert isinstance(autopdp.gate, types.FunctionType) and autopdp.gate is gate_module.gate
+    here = Path(autopdp.__file__).parent
+    for public in autopdp.__all__:  # no public function shares its name with a module of autopdp/
+        if public != "datasets":
+            assert not (here / f"{public}.py").exists() and not (here / public).is_dir(), public
+    assert autopdp.auditing.validation.MIN_ROWS == 10 and autopdp.gating.verdict.champion_name.__name__ == "champion_name"
     assert list(inspect.signature(autopdp.audit).parameters)[:3] == ["model", "X", "y"]
     assert list(inspect.signature(autopdp.gate).parameters)[:2] == ["audit", "policy"]
     with pytest.raises(autopdp.InputError, match="policy defines no check"):  # the call reaches gate()

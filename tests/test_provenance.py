@@ -11,9 +11,11 @@ import pytest
 import skops.io as sio
 from sklearn.linear_model import LogisticRegression
 
-from autopdp import AuditConfig, audit, gate
+from autopdp import AuditConfig
+from autopdp import audit
+from autopdp import gate
 from autopdp.cli import main
-from autopdp.provenance import content_sha256
+from autopdp.io.provenance import content_sha256
 
 NEEDED_LIBRARIES = ("autopdp", "python", "numpy", "pandas", "scikit-learn", "scipy", "cvxpy", "skops", "joblib",
                     "matplotlib", "jinja2", "weasyprint", "numba", "pyarrow")

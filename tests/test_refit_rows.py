@@ -21,7 +21,7 @@ import autopdp
 from autopdp import AuditConfig
 from autopdp.pd.refits import _seeded, ht_weights, train_rows
 from autopdp.pd.sampling import ice_design
-from autopdp.scores.robustness import _sampling_factor
+from autopdp.findings.robustness import _sampling_factor
 
 
 def _data(rng, n):
@@ -35,7 +35,7 @@ def _data(rng, n):
 def captured():
     """An audit with weights, 1D ICE on a sample (subsample 150 of 500 rows) and 2D ICE on 64 rows; the refits
     the learner-level test received."""
-    import autopdp.audit as audit_module
+    import autopdp.auditing.pipeline as audit_module
 
     rng = np.random.default_rng(5)
     Xt, yt = _data(rng, 800)
@@ -130,7 +130,7 @@ def test_the_sampling_part_is_the_design_variance_of_the_weighted_mean():
 def test_the_batched_bisection_finds_the_same_least_favourable_surface():
     """The interaction's least favourable surface, found 5 halvings at a time (one batched call of the statistic
     per 31 points), is the one-at-a-time bisection's to the last bit, over 300 random surfaces and thresholds."""
-    from autopdp.scores.null_draws import _additive_fit, _interaction_stat, at_threshold
+    from autopdp.findings.null_draws import _additive_fit, _interaction_stat, at_threshold
 
     rng = np.random.default_rng(0)
     kinds = ("numeric", "numeric")
@@ -247,7 +247,7 @@ def test_a_plan_on_rows_of_planned_data_gives_a_fresh_plans_values():
     from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 
     from autopdp.pd.data import as_frame
-    from autopdp.pd.fastpath import TreePlan, forget_plans, share_subset, shared_plans
+    from autopdp.pd.tree.fastpath import TreePlan, forget_plans, share_subset, shared_plans
 
     rng = np.random.default_rng(11)
     n = 300
@@ -278,7 +278,7 @@ def test_a_plan_on_rows_of_planned_data_gives_a_fresh_plans_values():
             share_subset(model, frame, rows, sub)
             shared = autopdp.partial_dependence(model, sub, sets, **kw)
             forget_plans(model)
-            import autopdp.pd.fastpath as fastpath
+            import autopdp.pd.tree.fastpath as fastpath
             assert not [e for e in fastpath._SHARED if e[1] is model]
     finally:
         TreePlan.subset = original

@@ -14,9 +14,10 @@ from hypothesis.extra import numpy as hnp
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import autopdp
-from autopdp import AuditConfig, audit, partial_dependence
-from autopdp._io import atomic_write_text
-from autopdp.audit import MIN_ROWS
+from autopdp import AuditConfig, partial_dependence
+from autopdp import audit
+from autopdp.utils.atomic import atomic_write_text
+from autopdp.auditing.validation import MIN_ROWS
 from autopdp.cli import main
 from autopdp.errors import InputError
 from autopdp.scores.utilities import isotonic_fit, lipschitz_fit

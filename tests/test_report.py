@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 import autopdp
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 from autopdp.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 
 
 def _figures(obj):

@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 
 docx = pytest.importorskip("docx")
 

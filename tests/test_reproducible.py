@@ -17,7 +17,7 @@ SCRIPT = r"""
 import hashlib, json, sys
 import numpy as np, pandas as pd
 import autopdp
-from autopdp.audit import RUN_KEY
+from autopdp.auditing.record import RUN_KEY
 
 kind, n_jobs = sys.argv[1], int(sys.argv[2])
 rng = np.random.default_rng(5)

@@ -29,10 +29,10 @@ from sklearn.linear_model import LogisticRegression
 
 import autopdp
 from autopdp import AuditConfig, read_results
-from autopdp._tables import records, tables
-from autopdp.audit import Audit
+from autopdp.io.tables import records, tables
+from autopdp.auditing.record import Audit
 from autopdp.cli import main
-from autopdp.pd.ice_io import read_ice
+from autopdp.io.ice import read_ice
 from autopdp.pd.result import PDResult
 from cli_inputs import write_small_cli_inputs  # noqa: E402
 
@@ -378,7 +378,7 @@ def test_a_results_json_of_the_record_layout_still_loads():
 def test_a_rebuilt_why_reads_back_with_a_missing_importance(small):
     """A pair's importance item whose feature importance is NaN (null in JSON) has its why rebuilt the same
     on reading as when written (null is NaN on both sides)."""
-    from autopdp.scores.evidence_words import rebuilt_why
+    from autopdp.findings.words import rebuilt_why
 
     feats = next(f for f, e in small.evidence["importance"].items() if len(f) == 2)
     item = small.evidence["importance"][feats]
@@ -457,7 +457,7 @@ def test_the_sidecar_brings_back_the_rows_weights_for_the_gates_noise_tests(tmp_
     """A weighted audit's ICE sidecar holds each curve's row weight: the audit loaded with it tests noise as the
     audit did (the same noise factors, the gate's same p-values, which the weights change); loaded without it,
     sample_weight is None."""
-    from autopdp.scores.significance import pd_noise_model
+    from autopdp.findings.significance import pd_noise_model
 
     rng = np.random.default_rng(5)
     X = pd.DataFrame({"a": rng.normal(size=400), "b": rng.normal(size=400), "c": rng.normal(size=400)})

@@ -26,14 +26,16 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.tree import DecisionTreeClassifier
 
-import autopdp.loading as loading_module
-from autopdp import Audit, AuditConfig, GatePolicy, audit, gate, read_results
-from autopdp._io import OUTPUT_NAMES, output_set, sha256_file
-from autopdp.cli import build_parser, main
+import autopdp.io.loading as loading_module
+from autopdp import Audit, AuditConfig, GatePolicy, read_results
+from autopdp import audit
+from autopdp import gate
+from autopdp.utils.atomic import OUTPUT_NAMES, output_set, sha256_file
+from autopdp.cli.commands import build_parser, main
 from autopdp.errors import InputError
-from autopdp.loading import DEFAULT_TRUSTED_TYPES, TrustWarning, load_model
+from autopdp.io.loading import DEFAULT_TRUSTED_TYPES, TrustWarning, load_model
 from autopdp.pd.data import as_frame
-from autopdp.provenance import command_line, redact
+from autopdp.io.provenance import command_line, redact
 from autopdp.trust.ood import SupportModel
 from cli_inputs import write_small_cli_inputs  # noqa: E402
 
@@ -430,7 +432,7 @@ def test_control_characters_in_names_keep_the_word_report_writable(control_names
 
 
 def test_xml_text_escapes_only_what_xml_forbids():
-    from autopdp._xmltext import xml_text
+    from autopdp.utils.xmltext import xml_text
 
     assert xml_text("a\x01b\x0bc\td\ne\rf") == "a\\x01b\\x0bc\td\ne\rf"
     assert xml_text("\ufffe\ud800é😀") == "\\ufffe\\ud800é😀"
@@ -711,7 +713,7 @@ def test_a_scheduler_token_appears_in_no_output_file(loading_files, tmp_path, ca
     report: none of them carries the token.  The audit runs locally (no cluster), the recording is the CLI's."""
     import sys
 
-    audit_module = sys.modules["autopdp.audit"]  # the package's name 'audit' is the function
+    audit_module = sys.modules["autopdp.auditing.pipeline"]
     real = audit_module.audit
     monkeypatch.setattr(audit_module, "audit", lambda *a, scheduler=None, **k: real(*a, **k))
     out = tmp_path / "out"
@@ -798,7 +800,7 @@ def test_an_explicit_ice_path_is_still_honoured(ice_saved, tmp_path):
 # Limits before work: every allocation the issue's proofs of concept made is refused or bounded before it is made
 # ----------------------------------------------------------------------------------------------------
 
-audit_module = importlib.import_module("autopdp.audit")  # the module (``autopdp.audit`` is also the function)
+audit_module = importlib.import_module("autopdp.auditing.pipeline")
 
 #: The largest array (elements) a guarded allocation may ask for in these tests.
 GUARD_ELEMENTS = 20_000_000
@@ -1055,7 +1057,9 @@ def test_results_json_above_max_mb_is_refused_before_parsing(limits_saved, monke
 
 
 def test_results_json_size_limit_default_is_documented():
-    assert audit_module.RESULTS_MAX_MB == 256
+    from autopdp.io.results import RESULTS_MAX_MB
+
+    assert RESULTS_MAX_MB == 256
     assert Audit.from_json.__kwdefaults__["max_mb"] == 256
 
 
@@ -1124,7 +1128,7 @@ def test_genuine_results_and_ice_still_load(limits_saved):
 def test_ice_file_is_size_checked_before_reading_and_its_index_checked(limits_saved, tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
-    from autopdp.pd.ice_io import read_ice
+    from autopdp.io.ice import read_ice
 
     path = limits_saved / "ice.parquet"
     with pytest.raises(InputError, match=r"once decompressed, above max_mb \(1e-06 MB\)"):
@@ -1348,7 +1352,7 @@ def test_occupancy_counts_the_rows_in_each_cell_of_the_2d_grid(customer_audits):
 def test_keep_points_must_be_a_bool_and_the_flag_sets_it():
     with pytest.raises(InputError, match="keep_points"):
         AuditConfig(keep_points="yes")
-    from autopdp.cli import _with_flags, build_parser
+    from autopdp.cli.commands import _with_flags, build_parser
 
     args = build_parser().parse_args(["report", "--model", "m.skops", "--data", "d.csv", "--target", "y", "--out", "o",
                                       "--keep-points"])
@@ -1428,7 +1432,7 @@ def test_a_tree_whose_nodes_point_outside_it_is_refused_before_it_predicts(tmp_p
     """scikit-learn's compiled predict does not bounds-check the node arrays skops rebuilds: a child past the last
     node or a feature past the model's columns would read memory the tree does not own, a child that points back
     would loop for ever.  The trusted tree containers' arrays are checked at load time."""
-    from autopdp.loading import load_model
+    from autopdp.io.loading import load_model
 
     path = _crafted(tmp_path, kind, how)
     with pytest.raises(InputError, match=r"holds a tree whose node \d+ .*the file is damaged or crafted"):
@@ -1440,8 +1444,8 @@ def test_intact_tree_models_of_every_kind_load_with_their_arrays_checked(tmp_pat
     from sklearn.ensemble import (ExtraTreesRegressor, GradientBoostingClassifier, HistGradientBoostingRegressor,
                                   IsolationForest)
 
-    from autopdp.loading import load_model
-    from autopdp.tree_arrays import check_tree_arrays
+    from autopdp.io.loading import load_model
+    from autopdp.io.tree_arrays import check_tree_arrays
 
     rng = np.random.default_rng(1)
     X = pd.DataFrame(rng.normal(size=(300, 3)), columns=list("abc"))

@@ -8,13 +8,14 @@ import pandas as pd
 import pytest
 
 from autopdp import audit
-from autopdp._format import fmt
+from autopdp.utils.formatting import fmt
 from autopdp.config import AuditConfig
 from autopdp.report.compare import comparison_context
-from autopdp.report.context import TRUST_GAP_CAUTION, _cautions, _findings, build_context, outcome_label, trust_text
+from autopdp.report.context import TRUST_GAP_CAUTION, _findings, build_context, outcome_label, trust_text
+from autopdp.report.overview import cautions as _cautions
 from autopdp.report.findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence
 from autopdp.scores.selection import curate
-from autopdp.scores.significance import Evidence
+from autopdp.findings.significance import Evidence
 from autopdp.scores.utilities.base import UtilityScore
 from autopdp.trust.ood import OOD_MOSTLY, OOD_OK
 
@@ -268,7 +269,7 @@ def test_outside_grid_and_trust_cells_say_zero_once():
 
 def test_p_values_at_the_floor_read_once():
     from autopdp.config import AuditConfig
-    from autopdp.scores.evidence_words import why_sentence
+    from autopdp.findings.words import why_sentence
 
     cfg = AuditConfig()
     for p, adjusted in ((1e-6, 1e-6), (1e-9, 3e-6), (0.004, 0.02)):

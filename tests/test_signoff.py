@@ -11,7 +11,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OrdinalEncoder
 from sklearn.compose import make_column_transformer
 
-from autopdp import AuditConfig, audit, gate, read_results
+from autopdp import AuditConfig, read_results
+from autopdp import audit
+from autopdp import gate
 from autopdp.cli import main
 
 ONE_D = AuditConfig(pairs=False, grid_resolution=7, utilities=("monotonicity", "incidence", "slope"))
@@ -244,6 +246,6 @@ def test_progress_names_every_long_stage(weighted, tmp_path, capsys, monkeypatch
     audit(model, X, y, config=ONE_D)  # default: stderr is not a terminal here -> silent
     assert capsys.readouterr().err == ""
     monkeypatch.setenv("CI", "true")
-    from autopdp._progress import progress_enabled
+    from autopdp.utils.progress import progress_enabled
 
     assert progress_enabled() is False

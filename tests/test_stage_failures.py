@@ -12,7 +12,8 @@ import autopdp.scores.scoring as scoring_module
 import autopdp.trust.checks as trust_module
 import autopdp.scores.utilities.lipschitz as lipschitz_module
 import autopdp
-from autopdp import AuditConfig, StageFailure, StageFailureWarning, audit
+from autopdp import AuditConfig, StageFailure, StageFailureWarning
+from autopdp import audit
 from autopdp.cli import main
 
 from score_checks import check_no_failed_scores
@@ -175,7 +176,7 @@ def _pickle_of_a_missing_module() -> bytes:
 ])
 def test_unreadable_files_are_bad_input_naming_the_file(tmp_path, name, content, trust, message):
     """Reading a damaged file is an expected condition: a ValueError (CLI exit 2) naming the file and the error."""
-    from autopdp.loading import load_data, load_model
+    from autopdp.io.loading import load_data, load_model
 
     path = tmp_path / name
     path.write_bytes(content)
@@ -186,7 +187,7 @@ def test_unreadable_files_are_bad_input_naming_the_file(tmp_path, name, content,
 def test_skops_zip_without_a_schema_is_bad_input(tmp_path):
     import zipfile
 
-    from autopdp.loading import load_model
+    from autopdp.io.loading import load_model
 
     with zipfile.ZipFile(tmp_path / "m.skops", "w") as z:
         z.writestr("notes.txt", "not a model")

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from autopdp.pd.data import as_frame
-from autopdp.summary import occupancy_2d
+from autopdp.auditing.summary import occupancy_2d
 
 
 def test_occupancy_counts_each_row_in_its_cell_and_skips_missing_values_and_levels_off_the_grid():

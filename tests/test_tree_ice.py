@@ -115,7 +115,7 @@ def test_xgboost_json_extraction_equals_the_tree_dump(data):
     same trees: same splits, directions, categories and children; leaf values equal to the dump's printed
     precision (the JSON holds XGBoost's float32 values exactly)."""
     xgb = pytest.importorskip("xgboost")
-    from autopdp.pd.tree_extract import CATEGORICAL, _xgboost_from_dump, _xgboost_from_json
+    from autopdp.pd.tree.extract import CATEGORICAL, _xgboost_from_dump, _xgboost_from_json
 
     X, y_bin, y_multi, _ = data
     kw = dict(n_estimators=15, max_depth=4, enable_categorical=True, tree_method="hist", random_state=0)
@@ -141,9 +141,9 @@ def test_lightgbm_classifier_categorical_and_missing(data):
 def test_extraction_that_does_not_reproduce_the_model_is_refused(data):
     """A model whose trees are edited after the check still cannot fool the path: the check reads the model."""
     from autopdp.pd.data import as_frame
-    from autopdp.pd.fastpath import plan_tree_path
+    from autopdp.pd.tree.fastpath import plan_tree_path
     from autopdp.pd.response import make_adapter
-    from autopdp.pd.trees import TreePathUnavailable
+    from autopdp.pd.tree.exact_pd import TreePathUnavailable
 
     X, y_bin, _, _ = data
     model = HistGradientBoostingClassifier(max_iter=5, categorical_features="from_dtype", random_state=0).fit(X, y_bin)
@@ -208,7 +208,7 @@ def test_pairs_on_deep_trees_with_three_way_interactions_equal_brute():
 def test_cell_corners_equal_the_ice_surface_at_those_points():
     """ALE reads each row's response at the 4 corners of its cell only (``ExactICE.moved``); they
     must be the full exact ICE surface's values there, for every row, class and pair."""
-    from autopdp.pd.exact_ice import ExactICE
+    from autopdp.pd.tree.exact_ice import ExactICE
 
     rng = np.random.default_rng(5)
     n = 300
@@ -238,7 +238,7 @@ def test_pairs_of_a_sigmoid_model_equal_brute_whichever_way_each_row_is_computed
     """A binary model's 2D ICE takes each row's sigmoid from exp factors of its 1D ICE where no leaf
     has conditions on both features, and an exp per cell elsewhere and for rows whose scores are too
     large for the factors.  Rows forced onto the per-cell path must give the same surfaces."""
-    import autopdp.pd.tree_pair_kernels as tk
+    import autopdp.pd.tree.pair_kernels as tk
 
     rng = np.random.default_rng(8)
     n = 300
@@ -266,7 +266,7 @@ def test_pairs_of_a_sigmoid_model_equal_brute_whichever_way_each_row_is_computed
 
 
 def test_sigmoid_factors_leave_rows_with_large_scores_to_the_exp_per_cell():
-    from autopdp.pd.tree_pair_kernels import sigmoid_factors
+    from autopdp.pd.tree.pair_kernels import sigmoid_factors
 
     r1 = np.zeros((3, 2, 4, 1))
     r1[0, 0, :2, 0] = [1.0, -2.0]

@@ -7,7 +7,8 @@ from scipy.optimize import lsq_linear
 from sklearn.linear_model import LogisticRegression
 
 import autopdp
-from autopdp import AuditConfig, audit
+from autopdp import AuditConfig
+from autopdp import audit
 from autopdp.scores.importance import pd_importance, pd_interaction
 from autopdp.scores.utilities import isotonic_fit, lipschitz_fit, standard_utility
 

@@ -12,20 +12,17 @@ response               model adapters: the response (probability, margin, ...) a
 engine                 brute force: memory-bounded batches of augmented rows, any model
 pipeline_blocks        brute force through a column-separable Pipeline: preprocess once,
                        substitute each feature's encoded columns (the same numbers)
-trees                  exact averaging tree path (leaf counts) for tree ensembles
-tree_extract           the trees of any supported library as one node table, with the model's link
-tree_ice               exact per-row (ICE-level) tree path; boosted classifiers' links
-tree_moves             ALE's reads: each row's response at its own interval's ends (cell's corners)
-tree_kernels           the compiled kernels of both tree paths (numba)
-tree_pair_kernels      the compiled kernels of the per-row 2D ICE (numba)
-fastpath               which PDs take which tree path, and why not
+tree/                  the exact tree path for tree ensembles (see :mod:`autopdp.pd.tree`)
 distributed            the brute engine's batches on a Dask cluster
 result                 ``PDResult``: the stage's output, with JSON round trip
 setup                  one call's inputs validated once: options, frame, weights, adapter, plans
-exact_ice              ``ExactICE``: exact per-row ICE and ALE's moved reads on any grids
+selfcheck              every audit's check of the tree path against the model's own predictions
+sampling               the ICE rows' sample and its inclusion weights
+margin, link, scales   a classifier's margin (log-odds) and the scale each number is on
+refits                 the learner-level PDs: the model refitted on resamples
 partial_dependence     the public entry: validation once, then the engines above
 =====================  ==============================================================
 
 A module here imports only this package and autopdp's base modules (``errors``, ``config``,
-``_io``, ``_progress``), never a later stage.
+``utils``), never a later stage.
 """

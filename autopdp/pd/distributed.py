@@ -25,7 +25,7 @@ def _client(scheduler):
     try:
         return Client(scheduler, timeout="20s"), True
     except (OSError, ValueError) as exc:  # ValueError: an address distributed cannot parse
-        from ..provenance import redact, secrets_in  # the address may carry a token: CI logs keep stderr
+        from ..utils.secrets import redact, secrets_in  # the address may carry a token: CI logs keep stderr
 
         raise InputError(redact(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}.",
                                 also=secrets_in(scheduler))) from None

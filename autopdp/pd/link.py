@@ -208,6 +208,7 @@ def _margin_surfaces(model, adapter, frame, results_2d, pd_kwargs) -> dict:
     """``{pair: link surfaces (targets, rows, k1, k2)}`` from ``decision_function`` on each 2D PD's ICE rows
     and grids, for the pairs whose margin reproduces their probability surfaces (to :data:`CHECK_TOL`)."""
     from .margin import _link, _probabilities
+    from .options import keywords
     from .partial_dependence import partial_dependence
 
     n_classes = len(np.asarray(model.classes_))
@@ -230,10 +231,9 @@ def _margin_surfaces(model, adapter, frame, results_2d, pd_kwargs) -> dict:
                 if k == "categorical":
                     categorical.add(f)
         try:
-            margins = partial_dependence(model, sub.data, [r.features for r in group], response="decision_function",
-                                         target=None, kind="individual", std=False, subsample=None,
-                                         custom_values=custom, categorical_features=sorted(categorical) or None,
-                                         **pd_kwargs)
+            margins = partial_dependence(model, sub.data, [r.features for r in group], **keywords(
+                response="decision_function", target=None, kind="individual", std=False, subsample=None,
+                custom_values=custom, categorical_features=sorted(categorical) or None, **pd_kwargs))
         except (InputError, ValueError, TypeError):
             continue
         for r, m in zip(group, margins):

@@ -200,6 +200,7 @@ def margin_link(model, adapter, frame, results_1d, pd_kwargs: dict) -> MarginLin
 
 def _margin_curves(model, frame, results_1d, pd_kwargs, columns, binary, all_classes) -> tuple[dict, list]:
     """``({features: link curves}, [features that failed the check])`` for the 1D PDs with ICE curves."""
+    from .options import keywords
     from .partial_dependence import partial_dependence
 
     by_rows: dict = {}
@@ -215,10 +216,9 @@ def _margin_curves(model, frame, results_1d, pd_kwargs, columns, binary, all_cla
         custom = {r.features[0]: list(r.grid[0]) if r.kinds[0] == "categorical" else r.grid[0] for r in group}
         categorical = [r.features[0] for r in group if r.kinds[0] == "categorical"] or None
         try:
-            margins = partial_dependence(
-                model, sub.data, [r.features[0] for r in group], response="decision_function", target=None,
-                kind="individual", std=False, subsample=None, custom_values=custom,
-                categorical_features=categorical, **pd_kwargs)
+            margins = partial_dependence(model, sub.data, [r.features[0] for r in group], **keywords(
+                response="decision_function", target=None, kind="individual", std=False, subsample=None,
+                custom_values=custom, categorical_features=categorical, **pd_kwargs))
         except InputError:
             failed.extend(r.features[0] for r in group)
             continue

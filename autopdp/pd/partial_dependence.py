@@ -11,17 +11,18 @@ import itertools
 
 import numpy as np
 
-from .._progress import progress_bar
+from ..utils.progress import progress_bar
 from .data import as_frame
 from .engine import augmented_rows, brute_force_many, rows_per_batch
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
+from .options import PDOptions, accepts_old_keywords
 from .sampling import _weighted_sample, certainty_rows  # noqa: F401
-from .trees import TreePathUnavailable
+from .tree.exact_pd import TreePathUnavailable
 from .grids import build_spec, resolve_categorical
 from .result import PDResult
 from .setup import _check_options, _normalise_features, _Setup
 
-__all__ = ["partial_dependence", "compute_all"]
+__all__ = ["partial_dependence", "compute_all", "PDOptions", "COMPUTE_ALL_OPTIONS"]
 
 
 def _run_group(setup: _Setup, group: list[tuple[tuple[int, ...], bool]]) -> list[PDResult]:
@@ -288,38 +289,31 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
     return out
 
 
+@accepts_old_keywords(PDOptions())
 def partial_dependence(
-    model,
+    estimator,
     X,
     features,
     *,
-    response="auto",
-    target=None,
-    grid_resolution=20,
-    percentiles=(0.05, 0.95),
-    custom_values=None,
-    categorical_features=None,
     sample_weight=None,
-    kind="both",
-    centered=False,
-    subsample=None,
-    random_state=None,
-    n_jobs=None,
-    grid_method="quantile",
-    integer_as_categorical=0,
-    max_batch_mb=256,
-    progress=None,
-    max_levels=None,
+    categorical_features=None,
+    response_method="auto",
+    percentiles=(0.05, 0.95),
+    grid_resolution=20,
+    custom_values=None,
     method="auto",
-    std_rows=128,
-    scheduler=None,
-    std=None,
+    kind="both",
+    options: PDOptions | None = None,
 ) -> list[PDResult]:
     """Partial dependence and ICE of a fitted model for 1D and 2D feature sets.
 
+    The parameters scikit-learn's :func:`sklearn.inspection.partial_dependence` has carry its names; the rest
+    are in ``options`` (:class:`autopdp.PDOptions`).  The names used before (``model``, ``response`` and each
+    option on its own, e.g. ``subsample=100``) still work for one release, with a ``DeprecationWarning``.
+
     Parameters
     ----------
-    model : estimator or callable
+    estimator : estimator or callable
         A fitted scikit-learn estimator or Pipeline, or a function ``f(X)``
         returning one prediction (or one row of outputs) per row.
     X : DataFrame or ndarray of shape (n_rows, n_features)
@@ -327,144 +321,112 @@ def partial_dependence(
         column order and dtypes.
     features : list
         Items are a column name/index (1D) or a pair of them (2D).
-    response : {"auto", "predict_proba", "decision_function", "predict"}
+    sample_weight : array of shape (n_rows,), optional
+        Row weights for the averages.
+    categorical_features : list or bool mask, optional
+        Extra columns to treat as categorical (non-numeric dtypes always are).
+    response_method : {"auto", "predict_proba", "decision_function", "predict"}
         What to explain; see :mod:`autopdp.pd.response`.  ``"predict"`` on a
         classifier gives the crisp-label PD (class proportions).
-    target : optional
-        Class label(s) or output index/indices.  Default: the positive class of
-        a binary classifier, every class of a multiclass one, every output.
-    grid_resolution : int, default 20
-        Grid points per numeric feature (fewer when it has fewer unique values).
     percentiles : (float, float), default (0.05, 0.95)
         Range of the numeric grids, as probabilities.
+    grid_resolution : int, default 20
+        Grid points per numeric feature (fewer when it has fewer unique values).
     custom_values : dict, optional
         ``{feature: values}``: the grid of that feature (categorical: a subset
         of levels).
-    categorical_features : list or bool mask, optional
-        Extra columns to treat as categorical (non-numeric dtypes always are).
-    sample_weight : array of shape (n_rows,), optional
-        Row weights for the averages.
-    kind : {"both", "average", "individual"}
-        ``"average"`` drops the ICE curves from the result.
-    centered : bool, default False
-        Centre ICE curves (and the PD) at the first grid point.
-    subsample : int or float, optional
-        Keep only this many (or this share of) rows' ICE curves; PD, std and
-        stderr still use every row.
-    random_state : int, optional
-        Seed for ``subsample``.
-    n_jobs : int, optional
-        Feature sets computed in parallel with joblib.
-    grid_method : {"quantile", "uniform"}
-        How numeric grids are placed; see :mod:`autopdp.pd.grids`.
-    integer_as_categorical : int, default 0
-        Integer columns with at most this many unique values are categorical.
-    max_batch_mb : float, default 256
-        Memory cap for one batch of augmented rows.
-    progress : bool, optional
-        Show a progress bar (default: only on an interactive terminal, not in CI).
-    max_levels : int, optional
-        Keep only the most frequent levels of a categorical feature with more
-        (noted in ``PDResult.notes``); default: every level.
     method : {"auto", "brute", "tree", "recursion"}
         ``"brute"``: predict every augmented row.  ``"tree"``: the exact tree
-        path (:mod:`autopdp.pd.trees` leaf counting, :mod:`autopdp.pd.tree_ice`
+        path (:mod:`autopdp.pd.tree.exact_pd` leaf counting, :mod:`autopdp.pd.tree.ice`
         per-row kernel: same values, ICE curves and std as brute force on
         every row, probabilities of boosted classifiers included, without
         predicting; an error when it does not apply).  ``"auto"`` (default):
         the tree path when it applies, else brute force.  ``"recursion"``:
         scikit-learn's recursion method, a different (training-weighted)
         estimator, labelled as such.  ``PDResult.method`` says which was used.
-    std_rows : int, default 128
-        Only where the per-row tree kernel does not apply but leaf counting
-        does (grids over 64 points): ICE spread from brute force on the ICE
-        rows (``subsample``) or on this many sampled rows; 0 skips it.
-    scheduler : str or distributed.Client, optional
-        Run the feature sets on a Dask cluster (``"tcp://host:8786"``); the
-        data and model are scattered to the workers once.
-    std : bool, optional
-        Compute the ICE spread (``std``, ``stderr``).  Default: yes unless
-        ``kind="average"``, which computes the averages only (``std`` is NaN
-        where it would cost extra work; brute force gets it for free).
+    kind : {"both", "average", "individual"}
+        ``"average"`` drops the ICE curves from the result.
+    options : PDOptions, optional
+        The target class, ICE sample (``subsample``, ``random_state``), parallel jobs, grids' placement, memory
+        cap, progress bar, Dask scheduler and the rest (:class:`autopdp.PDOptions`).
 
     Returns
     -------
     list of PDResult
         One result per item of ``features``, in order.
     """
+    options = _options(options, PDOptions())
     setup = _Setup(
-        model, X, response=response, target=target, grid_resolution=grid_resolution,
-        percentiles=percentiles, custom_values=custom_values, categorical_features=categorical_features,
-        sample_weight=sample_weight, kind=kind, grid_method=grid_method,
-        integer_as_categorical=integer_as_categorical, max_batch_mb=max_batch_mb,
-        subsample=subsample, random_state=random_state, centered=centered, max_levels=max_levels,
-        method=method, std_rows=std_rows, std=std,
+        estimator, X, response=response_method, grid_resolution=grid_resolution, percentiles=percentiles,
+        custom_values=custom_values, categorical_features=categorical_features, sample_weight=sample_weight,
+        kind=kind, method=method, options=options,
     )
     sets = _normalise_features(setup.frame, features)
     jobs = [(pos, setup.keep_individual) for pos in sets]
-    return _execute(setup, jobs, n_jobs, progress, "partial dependence", scheduler=scheduler)
+    return _execute(setup, jobs, options.n_jobs, options.progress, "partial dependence", scheduler=options.scheduler)
 
 
+def _options(options, default: PDOptions) -> PDOptions:
+    if options is None:
+        return default
+    if not isinstance(options, PDOptions):
+        raise InputTypeError(f"options must be an autopdp.PDOptions, got {type(options).__name__}.")
+    return options
+
+
+#: :func:`compute_all`'s options when none are given: ICE curves of 1000 sampled rows, seed 0
+COMPUTE_ALL_OPTIONS = PDOptions(subsample=1000, random_state=0)
+
+
+@accepts_old_keywords(COMPUTE_ALL_OPTIONS)
 def compute_all(
-    model,
+    estimator,
     X,
     *,
     features=None,
     pairs=True,
-    response="auto",
-    target=None,
-    grid_resolution=20,
-    grid_resolution_2d=None,
-    percentiles=(0.05, 0.95),
-    custom_values=None,
-    categorical_features=None,
     sample_weight=None,
-    centered=False,
-    subsample=1000,
-    ice_2d=False,
-    random_state=0,
-    n_jobs=None,
-    grid_method="quantile",
-    integer_as_categorical=0,
-    max_batch_mb=256,
-    progress=None,
+    categorical_features=None,
+    response_method="auto",
+    percentiles=(0.05, 0.95),
+    grid_resolution=20,
+    custom_values=None,
     method="auto",
-    std_rows=128,
-    scheduler=None,
+    options: PDOptions | None = None,
 ) -> list[PDResult]:
     """Every 1D partial dependence and (``pairs=True``) every 2D one.
 
     The 1D results come first in column order, then the p(p-1)/2 pairs
     ``(i, j), i < j``.  ICE curves are kept for the 1D results (a sample of
-    ``subsample`` rows, default 1000; ``None`` keeps all) and for 2D results
-    only when ``ice_2d=True``; PD, std and stderr always use every row.
+    ``options.subsample`` rows; without ``options``, :data:`COMPUTE_ALL_OPTIONS`: 1000) and for 2D results
+    only with ``options.ice_2d``; PD, std and stderr always use every row.
 
     ``features`` restricts the features considered (default: every column).
-    ``grid_resolution_2d`` sets the grid of the 2D PDs (default:
+    ``options.grid_resolution_2d`` sets the grid of the 2D PDs (default:
     ``grid_resolution``).  Other parameters are those of
-    :func:`partial_dependence`.  Feature sets run in parallel over ``n_jobs``
+    :func:`partial_dependence`.  Feature sets run in parallel over ``options.n_jobs``
     joblib workers, with a progress bar on an interactive terminal.
     """
+    options = _options(options, COMPUTE_ALL_OPTIONS)
     setup = _Setup(
-        model, X, response=response, target=target, grid_resolution=grid_resolution,
-        percentiles=percentiles, custom_values=custom_values, categorical_features=categorical_features,
-        sample_weight=sample_weight, kind="both", grid_method=grid_method,
-        integer_as_categorical=integer_as_categorical, max_batch_mb=max_batch_mb,
-        subsample=subsample, random_state=random_state, centered=centered, method=method, std_rows=std_rows,
+        estimator, X, response=response_method, grid_resolution=grid_resolution, percentiles=percentiles,
+        custom_values=custom_values, categorical_features=categorical_features, sample_weight=sample_weight,
+        kind="both", method=method, options=options,
     )
     if features is None:
         positions = list(range(setup.frame.n_features))
     else:
         positions = [s[0] for s in _normalise_features(setup.frame, list(features))]
         positions = list(dict.fromkeys(positions))
+    n_jobs, progress, scheduler = options.n_jobs, options.progress, options.scheduler
     jobs: list[tuple[tuple[int, ...], bool]] = [((p,), True) for p in positions]
     results_1d = _execute(setup, jobs, n_jobs, progress, "1D partial dependence", scheduler=scheduler)
     if not pairs or len(positions) < 2:
         return results_1d
     setup2 = setup
-    if grid_resolution_2d is not None and grid_resolution_2d != grid_resolution:
-        setup2 = setup.with_grid_resolution(grid_resolution_2d)
-    jobs2 = [((a, b), bool(ice_2d)) for a, b in itertools.combinations(positions, 2)]
+    if options.grid_resolution_2d is not None and options.grid_resolution_2d != grid_resolution:
+        setup2 = setup.with_grid_resolution(options.grid_resolution_2d)
+    jobs2 = [((a, b), bool(options.ice_2d)) for a, b in itertools.combinations(positions, 2)]
     return results_1d + _execute(setup2, jobs2, n_jobs, progress, "2D partial dependence", scheduler=scheduler)
 
 

@@ -24,7 +24,7 @@ What is computed per refit
     for 2D), and, when the audit reads structure on the model's link scale, the refit's link curves and surfaces
     (:func:`autopdp.pd.link.model_link`, :func:`with_surfaces`).  Where the ICE rows are a sample of the audit
     rows, the refit's PD is their Horvitz-Thompson (Hajek) weighted mean (:func:`ht_weights`), and the
-    learner-level test adds that mean's sampling error (:func:`autopdp.scores.robustness._sampling_factor`): a
+    learner-level test adds that mean's sampling error (:func:`autopdp.findings.robustness._sampling_factor`): a
     refit costs the size of the ICE sample, not of the data.
     Refits run in parallel (joblib threads, ``n_jobs``) or one Dask task per refit when a scheduler is given.
 """
@@ -40,8 +40,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..errors import InputError
-from .fastpath import forget_plans, share_subset, shared_adapter, shared_plans
+from .tree.fastpath import forget_plans, share_subset, shared_adapter, shared_plans
 from .link import model_link, with_surfaces
+from .options import keywords
 from .partial_dependence import partial_dependence
 from .response import make_adapter
 from .sampling import ht_weights, ice_design
@@ -271,15 +272,15 @@ def _on_ice_rows(fitted, frame, shapes, weights, custom, categorical, common, su
     for rows, design, idx in groups.values():
         sets = [shapes[i][0][0] if len(shapes[i][0]) == 1 else tuple(shapes[i][0]) for i in idx]
         if design is None:
-            res = partial_dependence(fitted, frame, sets, kind="both", categorical_features=categorical,
-                                     custom_values=custom, n_jobs=1, sample_weight=weights, subsample=subsample,
-                                     random_state=random_state, std=True, **common)
+            res = partial_dependence(fitted, frame, sets, **keywords(
+                kind="both", categorical_features=categorical, custom_values=custom, n_jobs=1, sample_weight=weights,
+                subsample=subsample, random_state=random_state, std=True, **common))
         else:
             sub = frame.take_rows(rows)
             share_subset(fitted, frame, rows, sub)  # the trees and their check carry over from the rows' frame
-            res = partial_dependence(fitted, sub, sets, kind="both",
-                                     categorical_features=categorical, custom_values=custom, n_jobs=1,
-                                     sample_weight=ht_weights(design), subsample=None, std=True, **common)
+            res = partial_dependence(fitted, sub, sets, **keywords(
+                kind="both", categorical_features=categorical, custom_values=custom, n_jobs=1,
+                sample_weight=ht_weights(design), subsample=None, std=True, **common))
             res = [dataclasses.replace(r, ice_rows=rows) for r in res]
         for i, r in zip(idx, res):
             out[i] = r
@@ -384,7 +385,7 @@ def _run(learner, X, y, w, rows, seeds, spec, *, n_jobs, scheduler, progress) ->
                 client.close()
     from joblib import Parallel, delayed
 
-    from .._progress import progress_bar
+    from ..utils.progress import progress_bar
 
     jobs = (delayed(_one_refit)(clone(learner), X, y, w, r, s, spec) for r, s in zip(rows, seeds))
     out = []

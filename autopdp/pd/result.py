@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from ..utils.jsonable import json_array, json_scalar
 
 __all__ = ["PDResult"]
 
@@ -20,37 +21,6 @@ def _readonly(a):
     a = np.asarray(a)
     a.setflags(write=False)
     return a
-
-
-def _to_jsonable(a, digits: int | None = None, *, whole: bool = False) -> object:
-    """numpy array / scalar -> nested lists with NaN and inf as None.
-
-    ``digits``: keep this many significant digits of a float array (its JSON text then
-    has at most that many), for numbers whose own sampling error is far larger.
-    ``whole``: write a float array's whole numbers as integers (``0``, not ``0.0``: the same JSON number).
-    """
-    arr = np.asarray(a)
-    if arr.dtype == object:
-        return [_scalar(v) for v in arr.tolist()]
-    if arr.dtype.kind == "f":
-        if digits is not None:
-            arr = _significant(arr, digits)
-        obj = arr.astype(object)
-        if whole:
-            ints = np.isfinite(arr) & (arr == np.round(arr)) & (np.abs(arr) < 2.0 ** 53)
-            obj[ints] = arr[ints].astype(np.int64).tolist()
-        obj[~np.isfinite(arr)] = None
-        return obj.tolist()
-    return arr.tolist()
-
-
-def _significant(arr: np.ndarray, digits: int) -> np.ndarray:
-    """``arr`` rounded to ``digits`` significant digits (through the decimal text, so each number's
-    shortest repr has at most ``digits`` digits); NaN and inf unchanged."""
-    flat = np.asarray(arr, dtype=float).ravel()
-    fmt = f"%.{int(digits)}g"
-    out = np.array([float(fmt % v) for v in flat.tolist()], dtype=float) if flat.size else flat.copy()
-    return out.reshape(np.shape(arr))
 
 
 #: Significant digits of ``stderr_factor``: 5e-14 relative, far inside the 1e-12 the check allows.
@@ -82,14 +52,6 @@ def _stderr_factor(std, stderr) -> float | None:
     if not np.all(rebuilt[~fin & ~np.isnan(se)] == se[~fin & ~np.isnan(se)]):
         return None
     return f if np.allclose(rebuilt[fin], se[fin], rtol=1e-12, atol=0.0) else None
-
-
-def _scalar(v):
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not np.isfinite(v):
-        return None
-    return v
 
 
 def _float_array(x) -> np.ndarray:
@@ -219,20 +181,20 @@ class PDResult:
             "schema": SCHEMA,
             "features": list(self.features),
             "kinds": list(self.kinds),
-            "grid": [_to_jsonable(g) for g in self.grid],
-            "average": _to_jsonable(self.average),
-            "individual": None if self.individual is None or not ice else _to_jsonable(self.individual),
-            "std": _to_jsonable(self.std, spread_digits),
-            "stderr": _to_jsonable(self.stderr, spread_digits),
-            "counts": _to_jsonable(self.counts),
-            "targets": [_scalar(t) for t in self.targets],
+            "grid": [json_array(g) for g in self.grid],
+            "average": json_array(self.average),
+            "individual": None if self.individual is None or not ice else json_array(self.individual),
+            "std": json_array(self.std, spread_digits),
+            "stderr": json_array(self.stderr, spread_digits),
+            "counts": json_array(self.counts),
+            "targets": [json_scalar(t) for t in self.targets],
             "response": self.response,
             "centered": self.centered,
             "n_rows": self.n_rows,
             "total_weight": self.total_weight,
             "n_missing": list(self.n_missing),
             "ordered": list(self.ordered),
-            "ice_rows": None if self.ice_rows is None else _to_jsonable(self.ice_rows),
+            "ice_rows": None if self.ice_rows is None else json_array(self.ice_rows),
             "method": self.method,
             "notes": list(self.notes),
         }

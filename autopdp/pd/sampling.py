@@ -69,7 +69,7 @@ def ice_design(result, sample_weight):
     """``(w, pi, total)`` of the rows whose ICE curves ``result`` kept: their sample weights (ones when
     unweighted), their probabilities of being kept (:func:`kept_inclusion`) and the total weight of the rows
     the PD averages over; ``None`` when the weights do not match the rows.  ``sample_weight`` may be an
-    audit's weights read back from its ICE sidecar (:class:`autopdp.pd.ice_io.SampledWeights`: NaN for rows
+    audit's weights read back from its ICE sidecar (:class:`autopdp.io.ice.SampledWeights`: NaN for rows
     without curves, with the total weight of all rows)."""
     m = np.asarray(result.individual).shape[1]
     rows = result.ice_rows

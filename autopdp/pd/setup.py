@@ -2,7 +2,7 @@
 categorical columns, the model's adapter, and the tree or pipeline plan each feature set may take.
 
 Everything :func:`autopdp.pd.partial_dependence.partial_dependence` and
-:class:`autopdp.pd.exact_ice.ExactICE` check before any work starts is here.
+:class:`autopdp.pd.tree.exact_ice.ExactICE` check before any work starts is here.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from collections.abc import Hashable
 
 import numpy as np
 
+from .options import PDOptions
 from .data import Frame, as_frame, describe_missing, probe_rows
 from ..errors import InputError, InputTypeError
-from .fastpath import METHODS, plan_tree_path, shared_adapter
+from .tree.fastpath import METHODS, plan_tree_path, shared_adapter
 from .sampling import _weighted_sample
-from .trees import TreePathUnavailable
+from .tree.exact_pd import TreePathUnavailable
 from .grids import FeatureSpec, build_spec, resolve_categorical
 from .pipeline_blocks import BlocksUnavailable, plan_blocks
 from .response import make_adapter
@@ -128,11 +129,12 @@ def _reject_infinite(frame: Frame, categorical: np.ndarray) -> None:
 class _Setup:
     """Everything validated once, shared by every feature set of a call."""
 
-    def __init__(
-        self, model, X, *, response, target, grid_resolution, percentiles, custom_values,
-        categorical_features, sample_weight, kind, grid_method, integer_as_categorical, max_batch_mb,
-        subsample, random_state, centered, max_levels=None, method="auto", std_rows=128, std=None,
-    ):
+    def __init__(self, model, X, *, response, grid_resolution, percentiles, custom_values, categorical_features,
+                 sample_weight, kind, method="auto", options: PDOptions = PDOptions()):
+        target, grid_method, max_batch_mb, std = options.target, options.grid_method, options.max_batch_mb, options.std
+        integer_as_categorical, subsample, random_state = (options.integer_as_categorical, options.subsample,
+                                                           options.random_state)
+        centered, max_levels, std_rows = options.centered, options.max_levels, options.std_rows
         self.percentiles = _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb)
         self.frame = as_frame(X)
         self.grid_resolution = int(grid_resolution)

@@ -13,11 +13,10 @@ from ..scores.utilities import TRUST_IDS
 from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
 from .figure_queue import _figures_drawn_together, _plot
 from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d
-from .methodology import (adjustment_name, confidence_text, criterion_tests, finding_definition, importance_text,
-                          scale_text,
-                          learner_text, pd_method_text, tested_text)
+from .methodology import adjustment_name, confidence_text, finding_definition, method_context, tested_text
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, robustness_sentence, title_of
 from .cover import cover
+from .overview import cautions, no_findings, untested
 from .explore import shown_score
 
 __all__ = ["build_context", "findings_context", "outcome_summary", "TRUST_GAP_CAUTION"]
@@ -388,54 +387,6 @@ def _findings(audit, selection=None):
     return out
 
 
-def _no_findings(audit) -> list[str]:
-    """The criteria under which no PDP is a material finding clear of noise."""
-    if not audit.evidence:
-        return []
-    out = []
-    for c, by in audit.evidence.items():
-        if c == "importance_1d" or c not in audit.scores.columns:
-            continue
-        if c in PAIR_CRITERIA and c not in audit.config.criteria_2d:
-            continue
-        if (not any(e.passed for e in by.values()) and any(np.isfinite(e.value) for e in by.values())
-                and not any(e.untested for e in by.values())):
-            out.append(c)
-    return out
-
-
-def _untested(audit) -> list[str]:
-    """The criteria with material scores whose noise test could not be run (never called 'no finding')."""
-    out = []
-    for c, by in (audit.evidence or {}).items():
-        n = sum(1 for e in by.values() if e.untested)
-        if n and c != "importance_1d":
-            out.append(f"{c} ({n} PDP{'s' if n > 1 else ''})")
-    return out
-
-
-def _cautions(audit):
-    """PDPs computed mostly from unrealistic rows (OOD share above OOD_MOSTLY, the trust column's verdict), worst first."""
-    if "ood_share" not in audit.scores.columns:
-        return []
-    share = audit.scores["ood_share"].astype(float)
-    mostly = share.map(lambda v: bool(np.isfinite(v)) and ood_verdict(float(v)) == "mostly unrealistic")
-    rows = audit.scores[mostly].sort_values("ood_share", ascending=False, kind="stable")
-    out = []
-    for _, row in rows.head(8).iterrows():
-        moved = " and ".join(row["features"])
-        out.append(
-            f"{_label(row['features'])}: {row['ood_share']:.0%} of the rows this PD averages over are out of distribution "
-            f"(above {OOD_MOSTLY:.0%}: mostly unrealistic): with {moved} set to the grid values, they fall outside the "
-            f"data in the space of {moved} or are implausible given the rows' other values; read it as extrapolation."
-        )
-    n_more = len(rows) - len(out)
-    if n_more > 0:
-        out.append(f"... and {n_more} more PDPs with more than {OOD_MOSTLY:.0%} of their rows out of distribution "
-                   "(see the ood_share ranking).")
-    return out
-
-
 def _ranked(df: pd.DataFrame) -> pd.DataFrame:
     """The rows by their largest value, largest first (ties keep their order)."""
     if df.empty:
@@ -473,21 +424,12 @@ def _small_target(audit, r) -> int:
     return int(np.nanargmax(row)) if np.isfinite(row).any() else 0
 
 
-def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = None,
-                  formats=("html", "pdf")) -> dict[str, Any]:
-    """Everything the templates need, as plain values and SVG strings.
+def _draw(audit, findings, html: bool) -> tuple[dict, list]:
+    """The report's figures, drawn together once the sections that hold them are built: the importance and
+    interaction charts, the utility and pair sections, the finding pages and (for the HTML) every 1D PD."""
+    from .explore import criterion_tables, finding_pages, pdp_key, top_importance
 
-    ``formats`` says which documents the context is for: the figures only the HTML shows (every 1D
-    PD, the utility sections' plots that are not findings) are drawn only when "html" is among them;
-    each figure is drawn once and the same SVG serves both formats.
-    """
-    from .explore import all_pdps, criterion_tables, finding_pages, pdp_key, top_importance
-
-    t0 = time.perf_counter()
-    cfg = audit.config
-    html = "html" in formats
     drawn: dict = {}
-    findings = _findings(audit)
     with _figures_drawn_together(drawn):
         several = _several(audit)
         across = f", largest across classes {_classes_text(audit)}" if several else ""
@@ -498,10 +440,10 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         drawn["interaction"] = _plot(plot_interaction, _max_across(audit, audit.interaction),
                                      title=f"PD-based interaction (Greenwell, {_interaction_scale(audit)} scale), strongest pairs{across}") \
             if not audit.interaction.empty else None
-        drawn["utilities"] = _utility_sections(audit, cfg.top_k)
+        drawn["utilities"] = _utility_sections(audit, audit.config.top_k)
         drawn["pairs"] = _pair_section(audit)
         tables = criterion_tables(audit, drawn["utilities"])
-        drawn["pages"] = finding_pages(audit, findings, drawn["utilities"], drawn["pairs"], cfg.top_k, tables)
+        drawn["pages"] = finding_pages(audit, findings, drawn["utilities"], drawn["pairs"], audit.config.top_k, tables)
         drawn["small"] = []
         if html:
             for r in audit.results_1d:
@@ -515,15 +457,66 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         else:  # the PDF shows the findings' figures only
             for u in drawn["utilities"]:
                 u["plots"] = []
-    importance_svg, interaction_svg = drawn["importance"], drawn["interaction"]
-    utilities, pairs, small = drawn["utilities"], drawn["pairs"], drawn["small"]
-    figure_keys = {s["pdp"] for s in small} | {pdp_key(p.features) for p in audit.selection if p.kind == "2d"}
+    return drawn, tables
+
+
+def _tables(audit) -> dict:
+    """The importance, interaction and score tables."""
+    from .explore import top_importance
+
+    imp, inter = audit.importance, audit.interaction
+    return {
+        "importance_top": _table(top_importance(imp, IMPORTANCE_BARS), "feature") if not imp.empty else None,
+        # ranked like the importance chart: most important (largest over the classes) first
+        "importance_table": _table(_ranked(imp), "feature", _class_columns(audit, imp)) if not imp.empty else None,
+        "interaction_table": _table(inter.loc[inter.max(axis=1).sort_values(ascending=False, kind="stable").index].head(20),
+                                    "pair", [f"{c}: {_interaction_scale(audit)} scale" for c in _class_columns(audit, inter)])
+        if not inter.empty else None,
+        "all_scores": _all_scores(audit),
+    }
+
+
+def _run_context(audit, timings: dict) -> dict:
+    """How the audit ran: its settings, versions, platform, timings and seed, and the materiality it tested."""
+    cfg = audit.config
+    provenance = audit.metadata.get("provenance") or {}
+    return {
+        "materiality": {
+            "fraction": cfg.materiality, "min_association": cfg.min_association, "significance": cfg.significance,
+            "multiple_testing": adjustment_name(cfg), "noise_draws": cfg.noise_draws,
+            "confidence": confidence_text(cfg.significance),
+            "definition": finding_definition(cfg),
+            "tested": tested_text(audit),
+        },
+        "config": [{"key": k, "value": str(v)} for k, v in cfg.to_dict().items()],
+        "versions": audit.metadata.get("versions", {}),
+        "platform": provenance.get("platform") or {},
+        "csv_options": provenance.get("csv_options") or {},
+        "timings": [{"stage": k, "seconds": f"{v:.2f}"} for k, v in timings.items()],
+        "seed": audit.metadata.get("random_state"),
+        "method": method_context(audit),
+    }
+
+
+def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = None,
+                  formats=("html", "pdf")) -> dict[str, Any]:
+    """Everything the templates need, as plain values and SVG strings.
+
+    ``formats`` says which documents the context is for: the figures only the HTML shows (every 1D
+    PD, the utility sections' plots that are not findings) are drawn only when "html" is among them;
+    each figure is drawn once and the same SVG serves both formats.
+    """
+    from .explore import all_pdps, pdp_key
+
+    t0 = time.perf_counter()
+    html = "html" in formats
+    findings = _findings(audit)
+    drawn, tables = _draw(audit, findings, html)
+    figure_keys = {s["pdp"] for s in drawn["small"]} | {pdp_key(p.features) for p in audit.selection if p.kind == "2d"}
     timings = dict(audit.run.get("timings_s", {}))
     timings["figures"] = time.perf_counter() - t0
     timings.update(extra_timings or {})
-    n1, n2 = len(audit.results_1d), len(audit.results_2d)
-    first = audit.results[0] if audit.results else None
-    grid_1d = audit.results_1d[0].grid_shape if n1 else ()
+    data = audit.metadata.get("data", {})
     return {
         "page_size": page_size,
         "gate": None,
@@ -537,66 +530,29 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "all_pdps": all_pdps(audit, figure_keys) if html else {"columns": [], "rows": []},
         "top_rows": TOP_ROWS,
         "importance_bars": IMPORTANCE_BARS,
-        "importance_top": _table(top_importance(audit.importance, IMPORTANCE_BARS), "feature")
-        if not audit.importance.empty else None,
-        "no_findings": _no_findings(audit),
-        "untested": _untested(audit),
+        "no_findings": no_findings(audit),
+        "untested": untested(audit),
         "outcome": outcome_summary(audit),
-        "materiality": {
-            "fraction": cfg.materiality, "min_association": cfg.min_association, "significance": cfg.significance,
-            "multiple_testing": adjustment_name(cfg), "noise_draws": cfg.noise_draws,
-            "confidence": confidence_text(cfg.significance),
-            "definition": finding_definition(cfg),
-            "tested": tested_text(audit),
-        },
-        "cautions": _cautions(audit),
+        "cautions": cautions(audit),
         "surrogate": audit.metadata.get("surrogate"),
         "counts": {
-            "pd_1d": n1, "pd_2d": n2, "selected": len(audit.selection), "utilities": len(utilities),
-            "rows_1d": f"{audit.metadata.get('data', {}).get('rows_used_1d', 0):,}",
-            "rows_2d": f"{audit.metadata.get('data', {}).get('rows_used_2d', 0):,}",
+            "pd_1d": len(audit.results_1d), "pd_2d": len(audit.results_2d), "selected": len(audit.selection),
+            "utilities": len(drawn["utilities"]),
+            "rows_1d": f"{data.get('rows_used_1d', 0):,}", "rows_2d": f"{data.get('rows_used_2d', 0):,}",
         },
         "notes": list(audit.notes),
         "stage_failures": [
             {"stage": f.stage, "item": f.item, "features": " × ".join(f.features), "error": f.error, "where": f.where}
             for f in getattr(audit, "stage_failures", ())
         ],
-        "importance_svg": importance_svg,
-        "interaction_svg": interaction_svg,
+        "importance_svg": drawn["importance"],
+        "interaction_svg": drawn["interaction"],
         "interaction_scale": _interaction_scale(audit),
-        # ranked like the importance chart: most important (largest over the classes) first
-        "importance_table": _table(_ranked(audit.importance), "feature", _class_columns(audit, audit.importance))
-        if not audit.importance.empty else None,
-        "interaction_table": _table(audit.interaction.loc[audit.interaction.max(axis=1).sort_values(
-            ascending=False, kind="stable").index].head(20), "pair",
-            [f"{c}: {_interaction_scale(audit)} scale" for c in _class_columns(audit, audit.interaction)])
-        if not audit.interaction.empty else None,
-        "utilities": utilities,
-        "pairs": pairs,
-        "small_multiples": small,
-        "all_scores": _all_scores(audit),
-        "config": [{"key": k, "value": str(v)} for k, v in cfg.to_dict().items()],
-        "versions": audit.metadata.get("versions", {}),
-        "platform": (audit.metadata.get("provenance") or {}).get("platform") or {},
-        "csv_options": (audit.metadata.get("provenance") or {}).get("csv_options") or {},
-        "timings": [{"stage": k, "seconds": f"{v:.2f}"} for k, v in timings.items()],
-        "seed": audit.metadata.get("random_state"),
-        "method": {
-            "grid_resolution": cfg.grid_resolution, "grid_resolution_2d": cfg.grid_resolution_2d,
-            "percentiles": [f"{p:.0%}" for p in cfg.percentiles], "grid_method": cfg.grid_method,
-            "loss": cfg.loss, "lipschitz_scale": cfg.lipschitz_scale,
-            "ice_variance_centering": cfg.ice_variance_centering, "top_k": cfg.top_k,
-            "response": audit.metadata.get("response"), "pd_method": audit.metadata.get("pd_method", first.method if first is not None else "brute"),
-            "tree_path": audit.metadata.get("tree_path", ""),
-            "max_rows_2d": cfg.max_rows_2d, "max_rows_2d_tree": cfg.max_rows_2d_tree, "subsample": cfg.subsample,
-            "grid_1d_example": grid_1d,
-            "pd_text": pd_method_text(audit),
-            "importance_text": importance_text(audit),
-            "tests": criterion_tests(audit),
-            "scales": scale_text(audit),
-            "max_noise_draws": cfg.max_noise_draws,
-            "learner": learner_text(audit),
-        },
+        "utilities": drawn["utilities"],
+        "pairs": drawn["pairs"],
+        "small_multiples": drawn["small"],
+        **_tables(audit),
+        **_run_context(audit, timings),
     }
 
 

@@ -13,7 +13,6 @@ audit's order.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
@@ -33,11 +32,7 @@ def pdp_key(features) -> str:
 
 def _num(value) -> str:
     """A raw number for the page's script ('' when missing)."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return ""
-    return f"{x:.6g}" if math.isfinite(x) else ""
+    return fmt(value, 6, grouped=False, missing="")
 
 
 def shown_score(audit, uid: str, features) -> float:

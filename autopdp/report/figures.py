@@ -428,7 +428,7 @@ def draw_all(jobs, *, n_jobs: int | None = None, png=None) -> list[str]:
     dpi = _PNG_DPI.get()  # a context variable does not cross to the workers: handed over
     dpis = [dpi if want else None for want in (png if png is not None else [True] * len(jobs))]
     if n_jobs is None:
-        from ..pd.tree_ice import n_threads
+        from ..pd.tree.ice import n_threads
 
         n_jobs = n_threads()
     workers = min(int(n_jobs), len(jobs))

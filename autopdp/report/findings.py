@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._format import fmt
+from ..utils.formatting import fmt
 from ..trust.ood import OOD_MOSTLY, OOD_OK
 
 __all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "PAIR_SENTENCES", "fmt", "p_text", "evidence_text",
@@ -211,6 +211,52 @@ def _slope_sentence(name, d, avg, scale) -> str:
             f"{verb}{size}{rate}{whole}.")
 
 
+def _incidence_sentence(name: str, score, evidence, outcome, scale) -> str:
+    """An incidence finding: the model against the data (calibration), the PD against the data's trend
+    (dependence), or the paper's gap."""
+    d = score.details or {}
+    v, rel = fmt(score.value), _scaled(score.value, scale)
+    avg = f"the average {outcome}" if outcome else "the model's average prediction"
+    what = d.get("what", "observed rate")
+    if what == "share of class":
+        what = f"share of {_class_phrase(outcome, score.target)}"
+    kind = getattr(evidence, "kind", "")
+    if kind == "calibration":
+        gap = evidence.value
+        mean = f"mean {outcome}" if outcome else "mean prediction"
+        return (f"{name}: the model misses the data here: among the rows of each {name} bin, the observed {what} "
+                f"differs from the model's own {mean} for those rows by {fmt(gap)} on average"
+                f"{_scaled(gap, scale)}.")
+    if kind == "dependence":
+        gap = evidence.value
+        mean = f"mean {outcome}" if outcome else "mean prediction"
+        return (f"{name}: {avg} differs by {fmt(gap)} on average{_scaled(gap, scale)} from the model's {mean} "
+                f"for the rows near each {name} value, with {name} set to that value: those rows' other features "
+                f"are unlike everyone's ({name} is not independent of the other features). The PD averages over "
+                f"every row's other features, so it departs from the data's trend ({what}) here; this is not a "
+                f"fault of the model.")
+    return f"{name}: {avg} departs from the data's {what} by {v} on average{rel}."
+
+
+def _similarity_sentence(name: str, uid: str, d: dict, evidence, outcome, scale, value: tuple) -> str:
+    """A similarity finding: the shapes of two models' PDs, a constant shift between them set aside.
+    ``value``: the score and its size in prediction sds, as written."""
+    v, rel = value
+    of = f" of {outcome}" if outcome else ""
+    other = uid.split(":", 1)[1]
+    level, shape = d.get("level_shift"), d.get("shape_gap")
+    if evidence is not None and shape is not None and np.isfinite(shape):
+        return (f"{name}: {name} acts differently in this model and in {other}{' on ' + outcome if outcome else ''}: "
+                f"once a constant shift of {fmt(level)} between the PDs is set aside, their shapes differ by "
+                f"{fmt(shape)}{_scaled(shape, scale)} (the models' overall level difference is stated once, in "
+                f"the notes).")
+    if level is not None and shape is not None and np.isfinite(level) and np.isfinite(shape):
+        return (f"{name}: the shapes of the PDs{of} of this model and {other} differ by {fmt(shape)}"
+                f"{_scaled(shape, scale)} once a constant shift of {fmt(level)} between them (the models' "
+                f"overall level difference, stated once in the notes) is set aside.")
+    return f"{name}: the PDs{of} of this model and {other} differ by {v} on average{rel}."
+
+
 def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None = None, scale=None,
                      outcome: str | None = None, evidence=None) -> str:
     """One sentence describing why a PDP was selected under criterion ``uid``.
@@ -219,7 +265,7 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
     score's target (sizes are stated as multiples of it); ``outcome``: what the
     model predicts, e.g. "P(income = >50K)" (for a pair criterion: which class
     its value is of, e.g. "largest across the classes"); ``evidence``: the
-    finding's :class:`~autopdp.scores.significance.Evidence` (which reading of
+    finding's :class:`~autopdp.findings.significance.Evidence` (which reading of
     the criterion it is, and the statistic decided on).
 
     Every criterion has its own sentence builder, chosen by the criterion that
@@ -251,38 +297,9 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
             f"the closest bounded curve misses it by {v}{rel}."
         )
     if uid == "incidence":
-        what = d.get("what", "observed rate")
-        if what == "share of class":
-            what = f"share of {_class_phrase(outcome, score.target)}"
-        kind = getattr(evidence, "kind", "")
-        if kind == "calibration":
-            gap = evidence.value
-            mean = f"mean {outcome}" if outcome else "mean prediction"
-            return (f"{name}: the model misses the data here: among the rows of each {name} bin, the observed {what} "
-                    f"differs from the model's own {mean} for those rows by {fmt(gap)} on average"
-                    f"{_scaled(gap, scale)}.")
-        if kind == "dependence":
-            gap = evidence.value
-            mean = f"mean {outcome}" if outcome else "mean prediction"
-            return (f"{name}: {avg} differs by {fmt(gap)} on average{_scaled(gap, scale)} from the model's {mean} "
-                    f"for the rows near each {name} value, with {name} set to that value: those rows' other features "
-                    f"are unlike everyone's ({name} is not independent of the other features). The PD averages over "
-                    f"every row's other features, so it departs from the data's trend ({what}) here; this is not a "
-                    f"fault of the model.")
-        return f"{name}: {avg} departs from the data's {what} by {v} on average{rel}."
+        return _incidence_sentence(name, score, evidence, outcome, scale)
     if uid.startswith("similarity:"):
-        other = uid.split(":", 1)[1]
-        level, shape = d.get("level_shift"), d.get("shape_gap")
-        if evidence is not None and shape is not None and np.isfinite(shape):
-            return (f"{name}: {name} acts differently in this model and in {other}{' on ' + outcome if outcome else ''}: "
-                    f"once a constant shift of {fmt(level)} between the PDs is set aside, their shapes differ by "
-                    f"{fmt(shape)}{_scaled(shape, scale)} (the models' overall level difference is stated once, in "
-                    f"the notes).")
-        if level is not None and shape is not None and np.isfinite(level) and np.isfinite(shape):
-            return (f"{name}: the shapes of the PDs{of} of this model and {other} differ by {fmt(shape)}"
-                    f"{_scaled(shape, scale)} once a constant shift of {fmt(level)} between them (the models' "
-                    f"overall level difference, stated once in the notes) is set aside.")
-        return f"{name}: the PDs{of} of this model and {other} differ by {v} on average{rel}."
+        return _similarity_sentence(name, uid, d, evidence, outcome, scale, (v, rel))
     if uid == "slope":
         text = _slope_sentence(name, d, avg, scale)
         if text:

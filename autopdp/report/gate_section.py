@@ -3,7 +3,7 @@ its evidence where it failed (:func:`gate_context`)."""
 
 from __future__ import annotations
 
-from .._format import fmt
+from ..utils.formatting import fmt
 from .context import _figure, _pd_figure
 
 __all__ = ["gate_context"]

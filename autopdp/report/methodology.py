@@ -257,3 +257,26 @@ def scale_text(audit) -> str:
     if levels:
         text += f" Levels were judged on the {'; '.join(levels)} scale."
     return text
+
+
+def method_context(audit) -> dict:
+    """The Methodology section's settings and sentences: the grids, the PD method, each criterion's test and scale."""
+    cfg = audit.config
+    first = audit.results[0] if audit.results else None
+    return {
+        "grid_resolution": cfg.grid_resolution, "grid_resolution_2d": cfg.grid_resolution_2d,
+        "percentiles": [f"{p:.0%}" for p in cfg.percentiles], "grid_method": cfg.grid_method,
+        "loss": cfg.loss, "lipschitz_scale": cfg.lipschitz_scale,
+        "ice_variance_centering": cfg.ice_variance_centering, "top_k": cfg.top_k,
+        "response": audit.metadata.get("response"),
+        "pd_method": audit.metadata.get("pd_method", first.method if first is not None else "brute"),
+        "tree_path": audit.metadata.get("tree_path", ""),
+        "max_rows_2d": cfg.max_rows_2d, "max_rows_2d_tree": cfg.max_rows_2d_tree, "subsample": cfg.subsample,
+        "grid_1d_example": audit.results_1d[0].grid_shape if audit.results_1d else (),
+        "pd_text": pd_method_text(audit),
+        "importance_text": importance_text(audit),
+        "tests": criterion_tests(audit),
+        "scales": scale_text(audit),
+        "max_noise_draws": cfg.max_noise_draws,
+        "learner": learner_text(audit),
+    }

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .._format import fmt
-from .context import _cautions, _findings, _no_findings, _several, _targets, _untested, outcome_label
+from ..utils.formatting import fmt
+from .context import _findings, _several, _targets, outcome_label
+from .overview import cautions, no_findings, untested
 
-__all__ = ["notebook_context"]
+__all__ = ["notebook_context", "notebook_html"]
 
 
 def notebook_context(audit) -> dict:
@@ -24,11 +25,18 @@ def notebook_context(audit) -> dict:
         "model": audit.metadata.get("model", {}).get("name"),
         "counts": {"pd_1d": len(audit.results_1d), "pd_2d": len(audit.results_2d)},
         "findings": _findings(audit),
-        "no_findings": _no_findings(audit),
-        "untested": _untested(audit),
-        "cautions": _cautions(audit),
+        "no_findings": no_findings(audit),
+        "untested": untested(audit),
+        "cautions": cautions(audit),
         "surrogate": audit.metadata.get("surrogate"),
         "importance": [{"feature": str(k), "value": fmt(v) + (f" ({outcome_label(audit, best.get(k))})" if several else "")}
                        for k, v in imp.items()],
         "stage_failures": [f.text for f in getattr(audit, "stage_failures", ())],
     }
+
+
+def notebook_html(audit) -> str:
+    """``Audit._repr_html_``: the notebook view, the curated findings and the importance table."""
+    from .render import environment
+
+    return environment().get_template("notebook.html.j2").render(**notebook_context(audit))

@@ -15,8 +15,8 @@ import functools
 import re
 import time
 
-from .._io import atomic_write_bytes, atomic_write_text
-from .._format import fmt
+from ..utils.atomic import atomic_write_bytes, atomic_write_text
+from ..utils.formatting import fmt
 from ..errors import InputError
 
 __all__ = [
@@ -259,7 +259,7 @@ def svg_figures_as_images(html: str) -> str:
     as images, the demo report's PDF renders in about 20% less time.  Only autopdp's own
     figures are inline SVG (text from data is escaped), so every match is one of them.
     """
-    from .._xmltext import xml_text
+    from ..utils.xmltext import xml_text
 
     def as_image(match):
         # an image is parsed as XML: a control character from the data (a column name) is escaped, else

@@ -23,7 +23,7 @@ import io
 import re
 from html.parser import HTMLParser
 
-from .._xmltext import xml_text
+from ..utils.xmltext import xml_text
 from .word_package import _open, _rezip, _without_external_links, check_docx_template
 from .word_writer import PNG_DPI, _Writer
 

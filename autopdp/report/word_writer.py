@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import re
 
-from .._xmltext import xml_text
+from ..utils.xmltext import xml_text
 
 __all__ = ["PNG_DPI"]
 

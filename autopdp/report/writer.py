@@ -1,32 +1,33 @@
 """Write a report's files as one set: the context is built once, the HTML rendered once.
 
 Every file of the run is staged first and the previous set is replaced only when
-all of them were written (see :func:`autopdp._io.output_set`).
+all of them were written (see :func:`autopdp.utils.atomic.output_set`).
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
-from .._io import output_set
-from ..pd.ice_io import ICE_FILE
-from .._progress import announce
+from ..utils.atomic import atomic_write_bytes, atomic_write_text, output_set
+from ..io.ice import ICE_FILE
+from ..utils.progress import announce
 from .context import build_context
 from .render import render_html, render_pdf, render_pdf_html
 from ..errors import InputError
 
-__all__ = ["write_report", "FORMATS", "DEFAULT_FORMATS"]
+__all__ = ["write_report", "FORMATS", "DEFAULT_FORMATS", "audit_html", "audit_pdf", "audit_docx"]
 
 #: Every format a run can write; ``docx`` is the editable Word document.
 FORMATS = ("html", "pdf", "json", "docx")
 #: What a run writes when not told.
 DEFAULT_FORMATS = ("html", "pdf", "json")
+#: The documents' names: report.html, report.pdf, report.docx; and the results'
+STEM, JSON_NAME = "report", "results.json"
 
 
-def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A4", stem: str = "report",
-                 json_name: str = "results.json", context_hook: Callable | None = None,
+def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A4",
                  extra_files: Mapping[str, str | bytes] | None = None, gate=None, comparison=None,
                  progress=None, template_dir=None, docx_template=None, ice: bool = False) -> dict:
     """Write ``report.html``, ``report.pdf``, ``report.docx`` and ``results.json`` (as asked) as one
@@ -40,8 +41,6 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
     formats : sequence of {"html", "pdf", "json", "docx"}
     page_size : {"A4", "Letter"}
         The HTML/PDF page; the Word document's when it has no ``docx_template``.
-    context_hook : callable, optional
-        ``context -> context``, may add sections; called on the one context every document is rendered from.
     extra_files : mapping of file name -> text or bytes, optional
         Further files of the same run (the gate's ``gate.json`` and ``gate.xml``).
     gate : GateResult, optional
@@ -56,7 +55,7 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
     docx_template : path, optional
         The organisation's .docx the Word document is built on (its external links dropped).
     ice : bool
-        Also write the ICE curves to ``ice.parquet`` (:mod:`autopdp.pd.ice_io`; results.json leaves
+        Also write the ICE curves to ``ice.parquet`` (:mod:`autopdp.io.ice`; results.json leaves
         them out and names the file), in the same set and manifest.
 
     Returns
@@ -78,7 +77,7 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
             timings["ice"] = time.perf_counter() - t0
         if "json" in formats:
             t0 = time.perf_counter()
-            staged.write_text(json_name, audit.to_json(ice_file=ICE_FILE if ice else None))
+            staged.write_text(JSON_NAME, audit.to_json(ice_file=ICE_FILE if ice else None))
             timings["json"] = time.perf_counter() - t0
         for name, content in (extra_files or {}).items():
             if isinstance(content, str):
@@ -88,13 +87,13 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
         if any(f in formats for f in ("html", "pdf", "docx")):  # one context, its figures drawn once, for all
             t0 = time.perf_counter()
             with announce("building the report's figures", progress):
-                context = _context(audit, page_size, gate, comparison, formats, context_hook)
+                context = _context(audit, page_size, gate, comparison, formats)
             timings["context_and_figures"] = time.perf_counter() - t0
         # the HTML is the complete record; the PDF its own short, curated document from the same figures:
         # render_pdf_html, not the HTML
         if "html" in formats:
             t0 = time.perf_counter()
-            staged.write_text(f"{stem}.html", render_html(context, template_dir=template_dir) if template_dir
+            staged.write_text(f"{STEM}.html", render_html(context, template_dir=template_dir) if template_dir
                               else render_html(context))
             timings["html"] = time.perf_counter() - t0
         if "docx" in formats:
@@ -102,13 +101,13 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
 
             t0 = time.perf_counter()
             with announce("writing the Word document", progress):
-                staged.write_bytes(f"{stem}.docx", render_docx(context, template=docx_template,
+                staged.write_bytes(f"{STEM}.docx", render_docx(context, template=docx_template,
                                                                 template_dir=template_dir))
             timings["docx"] = time.perf_counter() - t0
         if "pdf" in formats:
             t0 = time.perf_counter()
             with announce("rendering the PDF", progress):
-                staged.write_bytes(f"{stem}.pdf", render_pdf(
+                staged.write_bytes(f"{STEM}.pdf", render_pdf(
                     render_pdf_html(context, template_dir=template_dir) if template_dir
                     else render_pdf_html(context)))
             timings["pdf"] = time.perf_counter() - t0
@@ -116,10 +115,9 @@ def write_report(audit, out_dir, *, formats=DEFAULT_FORMATS, page_size: str = "A
     return {"paths": paths, "timings": timings}
 
 
-def _context(audit, page_size, gate, comparison, formats, context_hook):
-    context = report_context(audit, page_size=page_size, gate=gate, comparison=comparison, formats=formats,
-                             png="docx" in formats)
-    return context_hook(context) if context_hook is not None else context
+def _context(audit, page_size, gate, comparison, formats):
+    return report_context(audit, page_size=page_size, gate=gate, comparison=comparison, formats=formats,
+                          png="docx" in formats)
 
 
 def report_templates(template_dir=None, docx_template=None, formats=FORMATS):
@@ -165,3 +163,51 @@ def report_context(audit, *, page_size: str = "A4", gate=None, comparison=None, 
     if note is not None:
         context["notes"] = [*context.get("notes", []), note]
     return context
+
+
+def audit_html(audit, path=None, *, page_size: str = "A4", gate=None, comparison=None, template_dir=None) -> str:
+    """``Audit.to_html``: the report as one self-contained HTML file; written atomically to ``path`` when given.
+
+    ``gate`` (a :class:`GateResult` of this audit) adds the Gate section and ``comparison`` (the audited model's
+    name) the Model comparison section, as ``autopdp gate`` and ``autopdp compare`` do.  ``template_dir``: a folder
+    of templates overriding the built-in ones by name, rendered sandboxed (only this argument chooses templates:
+    the config, and so a loaded results.json, never does).
+    """
+    template_dir, _ = report_templates(template_dir, None, ("html",))
+    html = render_html(report_context(audit, page_size=page_size, gate=gate, comparison=comparison,
+                                      formats=("html",)), template_dir=template_dir)
+    if path is not None:
+        atomic_write_text(path, html)
+    return html
+
+
+def audit_pdf(audit, path=None, *, page_size: str = "A4", gate=None, comparison=None, template_dir=None) -> bytes:
+    """``Audit.to_pdf``: the report as PDF (WeasyPrint): the curated document (findings, top rows, methodology; the
+    HTML is the complete record); written atomically to ``path`` when given (see :func:`audit_html`)."""
+    template_dir, _ = report_templates(template_dir, None, ("pdf",))
+    context = report_context(audit, page_size=page_size, gate=gate, comparison=comparison, formats=("pdf",))
+    pdf = render_pdf(render_pdf_html(context, template_dir=template_dir))
+    if path is not None:
+        atomic_write_bytes(path, pdf)
+    return pdf
+
+
+def audit_docx(audit, path=None, template=None, *, page_size: str = "A4", gate=None, comparison=None,
+               template_dir=None) -> bytes:
+    """``Audit.to_docx``: the report as an editable Word document, from the same context as the HTML and PDF;
+    written atomically to ``path`` when given.
+
+    ``template`` (only this argument chooses it): the organisation's .docx whose styles, page setup, headers and
+    footers the document keeps; the report goes after its content, or in place of a paragraph reading
+    ``{{autopdp}}``.  ``page_size`` applies without a template.  ``gate`` and ``comparison`` as in
+    :func:`audit_html`; ``template_dir``: the organisation's HTML/PDF templates, whose ``methodology`` block is
+    also the Word report's.
+    """
+    from .word import render_docx
+
+    template_dir, template = report_templates(template_dir, template, ("docx",))
+    data = render_docx(report_context(audit, page_size=page_size, gate=gate, comparison=comparison, png=True),
+                       template=template, template_dir=template_dir)
+    if path is not None:
+        atomic_write_bytes(path, data)
+    return data

@@ -43,7 +43,7 @@ two parts, and only one of them says anything against the model:
 
 Both statistics are the standard utility (a density-weighted root-mean-square
 over the bins) of the per-bin gaps, on the scale of the prediction.  Each is
-tested as a minimum-effect null (see :mod:`autopdp.scores.significance`):
+tested as a minimum-effect null (see :mod:`autopdp.findings.significance`):
 with a materiality threshold, the draws are centred on the observed per-bin
 gaps shrunk until their statistic equals the threshold, so a finding rejects
 "the gap is at most the threshold"; the zero-mean nulls above are the case of
@@ -114,8 +114,8 @@ def _shrunk(gaps, value: float, threshold: float) -> np.ndarray:
     return g * min(1.0, float(threshold) / float(value))
 
 
-def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve, kind, noise, is_classifier: bool,
-                    loss: str, threshold: float = 0.0, ice=None, ice_rows=None, ice_weight=None) -> IncidenceParts:
+def incidence_parts(*, predicted, observed, cells, sample_weight, pd_curve, kind, noise, loss: str,
+                    threshold: float = 0.0, ice=None, ice_rows=None, ice_weight=None) -> IncidenceParts:
     """The calibration and dependence statistics of one 1D PD and their null samplers (see module docs).
 
     Parameters
@@ -123,9 +123,8 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
     predicted : (n_rows,) the model's prediction for the PD's target on every row
     observed : (n_rows,) the 0/1 class indicator (classifiers) or the target (regressors)
     cells : (n_rows,) each row's grid point (-1 for none)
-    size : number of grid points
     sample_weight : (n_rows,) or None
-    pd_curve : (size,) the PD
+    pd_curve : (size,) the PD at its ``size`` grid points
     kind : the feature's kind ("numeric" needs ``ice`` for the dependence part; other kinds are at their grid value)
     noise : NoiseModel of the PD, or None
     threshold : the materiality threshold: each part's null draws are centred on its observed per-bin gaps
@@ -135,6 +134,7 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
     ice_rows : (n_ice,) their row positions (None: every row, in order)
     ice_weight : (n_ice,) what each ICE row stands for (sample weight over its chance of being kept; None: equal)
     """
+    size = np.asarray(pd_curve).size
     f = np.asarray(predicted, dtype=float)
     y = np.asarray(observed, dtype=float)
     sw = np.ones(f.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=float)
@@ -154,7 +154,7 @@ def incidence_parts(*, predicted, observed, cells, size, sample_weight, pd_curve
     def draw_calibration(n, rng):
         return gap_of_draws(centre_c + cal_noise.draw(n, rng), omega, loss)
 
-    dependence, draw_dependence, rows_d = _dependence(bins, fr, wr, ok, size, pd_curve, kind, noise, loss,
+    dependence, draw_dependence, rows_d = _dependence(bins, fr, wr, ok, pd_curve, kind, noise, loss,
                                                       threshold, ice, ice_rows, ice_weight)
     return IncidenceParts(calibration=calibration, dependence=dependence, draw_calibration=draw_calibration,
                           draw_dependence=draw_dependence, dependence_rows=rows_d)
@@ -168,7 +168,7 @@ def _inflation(bins, weights, size) -> np.ndarray:
     return np.sqrt(n_eff / np.maximum(n_eff - 1.0, 1e-300))
 
 
-def _dependence(bins, fr, wr, ok, size, pd_curve, kind, noise, loss, threshold, ice, ice_rows, ice_weight):
+def _dependence(bins, fr, wr, ok, pd_curve, kind, noise, loss, threshold, ice, ice_rows, ice_weight):
     """``(statistic, draws under its null, rows)`` of the dependence part (see module docs); ``bins``, ``fr``,
     ``wr`` are the usable rows' (``ok``) grid points, predictions and weights.
 
@@ -178,6 +178,7 @@ def _dependence(bins, fr, wr, ok, size, pd_curve, kind, noise, loss, threshold, 
     average 0 under the null) and add the noise of the bin's mean step, for the rows that use it."""
     none = (float("nan"), None, 0)
     pdc = np.asarray(pd_curve, dtype=float).ravel()
+    size = pdc.size
     W = np.bincount(bins, weights=wr, minlength=size)
     usable = W > 0
     step = np.zeros(bins.size)

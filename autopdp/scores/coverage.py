@@ -122,13 +122,14 @@ def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
     """``{feature: (values (m,), PD (n_targets, m))}``: the PD of each feature at its own few values.
 
     On the exact tree path every row's response at the values comes from one walk per row and tree
-    (:meth:`autopdp.pd.exact_ice.ExactICE.moved`) and is averaged here with the sample weights: the
+    (:meth:`autopdp.pd.tree.exact_ice.ExactICE.moved`) and is averaged here with the sample weights: the
     same PD as :func:`autopdp.partial_dependence` on those values (to floating-point accuracy, tested), which
     would first lay out every row's leaves for all trees.  Otherwise that function evaluates them.
     """
-    from ..pd.exact_ice import ExactICE
+    from ..pd.tree.exact_ice import ExactICE
+    from ..pd.options import keywords
     from ..pd.partial_dependence import partial_dependence
-    from ..pd.trees import TreePathUnavailable
+    from ..pd.tree.exact_pd import TreePathUnavailable
 
     exact = pd_kwargs.get("method", "auto") in ("auto", "tree")
     if exact:
@@ -138,7 +139,8 @@ def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
         except TreePathUnavailable:
             exact = False
     if not exact:
-        extra = partial_dependence(model, frame, list(values), custom_values=values, kind="average", **pd_kwargs)
+        extra = partial_dependence(model, frame, list(values), **keywords(custom_values=values, kind="average",
+                                                                         **pd_kwargs))
         return {res.features[0]: (np.asarray(res.grid[0], dtype=float), np.asarray(res.average, dtype=float))
                 for res in extra}
     weights = pd_kwargs.get("sample_weight")

@@ -26,8 +26,8 @@ from .utilities import TRUST_IDS
 from .utilities.base import UtilityScore, axis_positions, best_over_targets
 from .utilities.incidence import observed_values
 from .utilities.lipschitz import default_bound
-from ..stage_failures import failed_score
-from .significance import ice_row_weights
+from .failures import failed_score
+from ..pd.sampling import ice_row_weights
 
 __all__ = ["ScoringInputs", "score_result", "grid_cells", "flat_cells", "importance_table", "interaction_table", "pair_criteria"]
 
@@ -146,7 +146,7 @@ def score_result(inputs: ScoringInputs, result) -> dict[str, UtilityScore]:
 
     A utility returns "n/a" with a named reason for the conditions it expects
     (see each utility).  Any other error is a bug: it is kept for that PDP and
-    utility as a stage failure (:mod:`autopdp.stage_failures`), which the audit
+    utility as a stage failure (:mod:`autopdp.scores.failures`), which the audit
     collects, the report lists and the CLI turns into exit code 3.
     """
     cells = grid_cells(inputs, result)

@@ -12,7 +12,7 @@ Intersection (paper section 4.3)
     several criteria come first.
 Selection
     The ``top_k`` of every ranking among the PDPs that are findings under that
-    criterion (material with confidence, see :mod:`autopdp.scores.significance`),
+    criterion (material with confidence, see :mod:`autopdp.findings.significance`),
     duplicates merged with their reasons kept ("monotonicity #1,
     lipschitz #2"); 1D items first, each group ordered by best rank, then by
     number of reasons.  The rank is the PDP's place in the full ranking, which
@@ -42,7 +42,7 @@ class SelectedPDP:
     features: tuple[str, ...]
     kind: str  # "1d" | "2d"
     reasons: tuple[tuple[str, int], ...]  # (criterion id, rank)
-    evidence: tuple = ()  # one autopdp.scores.significance.Evidence per reason (when tested)
+    evidence: tuple = ()  # one autopdp.findings.significance.Evidence per reason (when tested)
     finding_ranks: tuple = ()  # per reason: the PDP's place among that criterion's findings (1 = first)
 
     @property
@@ -58,7 +58,7 @@ class SelectedPDP:
                          for (c, r), j in zip(self.reasons, places))
 
     def evidence_for(self, criterion: str):
-        """The :class:`~autopdp.scores.significance.Evidence` behind one reason (None when untested)."""
+        """The :class:`~autopdp.findings.significance.Evidence` behind one reason (None when untested)."""
         for e in self.evidence:
             if e.criterion == criterion:
                 return e

@@ -1,4 +1,4 @@
-"""Stage 3, trust checks: can a PDP be trusted?  PD results -> trust scores.
+"""Stage 4, trust checks: can a PDP be trusted?  PD results -> trust scores.
 
 Takes the PD results, the data and the model; gives the ``stratpd``, ``ale_divergence`` and
 ``ood_share`` scores per PD (:mod:`autopdp.trust.checks`) and the surrogate's importances.
@@ -15,5 +15,5 @@ ood_kernel             its compiled counting kernel (numba)
 surrogate              an additive surrogate of the model (2D criterion)
 =====================  ==============================================================
 
-Imports the PD and score stages and the base modules, never the report or the audit.
+Imports the PD, score and findings stages and the base modules, never the report or the audit.
 """

@@ -14,7 +14,7 @@ main effect removed, centred to a row-weighted mean of zero.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+
 
 from ..pd.data import Frame, as_frame
 from ..pd.engine import _as_column
@@ -207,7 +207,7 @@ def _lower(edges, v) -> np.ndarray:
 def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bins_2d: dict, column: int = 0) -> dict:
     """The same ALE curves as :func:`ale` and :func:`ale_2d`, with the model's values at each row's interval
     ends (1D) or cell corners (2D) computed exactly on the tree path
-    (:meth:`autopdp.pd.exact_ice.ExactICE.moved`: one walk per row and tree) instead of predicting
+    (:meth:`autopdp.pd.tree.exact_ice.ExactICE.moved`: one walk per row and tree) instead of predicting
     on modified copies of the data.
 
     Parameters

@@ -31,6 +31,7 @@ from .ale import ale
 from .modelfree import stratpd
 from .ood import OOD_MOSTLY, OOD_OK, SupportModel, ood_verdict
 from .surrogate import fit_surrogate
+from ..scores.failures import failed_score
 from ..scores.utilities.base import UtilityScore, not_applicable, relative_to_range, standard_utility
 from ..scores.utilities.incidence import observed_values
 
@@ -98,8 +99,6 @@ def _ale_2d_gap(model, adapter, frame, r, t, config, target, curve=None):
         f = _interaction_part(np.asarray(r.average[t], dtype=float), w)
         return _centred_gap("ale_divergence", f, g, w, config.loss, target, {"what": "2D ALE (interaction)"})
     except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
-        from ..stage_failures import failed_score
-
         return failed_score("ale_divergence", "trust", exc, target)
 
 
@@ -120,8 +119,8 @@ def _exact_ale_curves(model, frame, results, config, frame_2d=None) -> dict:
     curves are computed on ``frame_2d``, the rows the 2D PDs average over (default: ``frame``).
     """
     from .ale import ale_curves_exact
-    from ..pd.exact_ice import ExactICE
-    from ..pd.trees import TreePathUnavailable
+    from ..pd.tree.exact_ice import ExactICE
+    from ..pd.tree.exact_pd import TreePathUnavailable
 
     numeric_1d = [r for r in results if r.ndim == 1 and r.kinds[0] == "numeric"]
     numeric_2d = [r for r in results if r.ndim == 2 and r.kinds == ("numeric", "numeric")]
@@ -156,7 +155,7 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
     Each curve grows its own stratifying tree (a compiled kernel that releases the GIL), so the trees grow side
     by side; each curve is the same whatever the number of threads.
     """
-    from ..pd.tree_ice import n_threads
+    from ..pd.tree.ice import n_threads
     from .modelfree import encode_columns
     from .strat_kernel import sorted_columns
 
@@ -194,26 +193,75 @@ def _ood_measures(support, results) -> dict:
     return out
 
 
-def trust_scores(model, adapter, frame, y, results, config, *, predictions=None, random_state: int = 0,
-                 frame_2d=None):
-    """``({features: {uid: UtilityScore}}, surrogate, curves)`` for the trust utilities in the config.
+def _ood_score(r, target, ood_by_pd: dict, support) -> UtilityScore:
+    """The out-of-distribution share of PD ``r``'s augmented rows, with what it rests on."""
+    try:
+        ood = ood_by_pd[r.features]
+        if isinstance(ood, Exception):
+            raise ood
+        share = ood.share
+        return UtilityScore(
+            utility="ood_share", value=float(np.mean(share)), target=target,
+            details={"ood": share, "edge": ood.plane_edge, "mostly_unrealistic": float(np.mean(share > 0.5)),
+                     "rows": int(support.rows.size), "sampled": bool(support.sampled),
+                     "standard_error": support.standard_error,
+                     "cell_outside": ood.cell_outside, "cells_outside": float(np.mean(ood.cell_outside)),
+                     "plane_distance": ood.plane_distance, "conditional_share": ood.conditional_share,
+                     "conditional_edge": ood.conditional_edge, "own_share": ood.own_share,
+                     "k": support.k, "verdict": ood_verdict(float(np.mean(share))),
+                     "thresholds": {"ok": OOD_OK, "mostly_unrealistic": OOD_MOSTLY}},
+        )
+    except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
+        return failed_score("ood_share", "trust", exc, target)
 
-    ``predictions``: the model's response on ``frame`` (n_rows, n_targets) when the caller has it;
-    ``frame_2d``: the rows the 2D PDs average over (a sample of ``frame`` on large data, ``max_rows_2d`` and
-    ``max_rows_2d_tree``): their 2D ALE is computed on the same rows (default: ``frame``).
-    """
-    frame_2d = frame if frame_2d is None else frame_2d
-    wanted = [u for u in config.utilities if u in TRUST_IDS]
-    out: dict[tuple, dict] = {r.features: {} for r in results}
-    curves: dict[tuple, dict] = {r.features: {} for r in results}
-    kinds = {r.features[0]: r.kinds[0] for r in results if r.ndim == 1}
-    loss = config.loss
-    support = SupportModel(frame, kinds, random_state=random_state, max_levels=config.max_levels,
-                           max_mb=config.max_batch_mb) if "ood_share" in wanted and kinds else None
-    # The surrogate and the OOD measurements (numpy and one core each) run on a side thread while ALE and
-    # StratPD (their own threads) keep this one: every number is computed alone, whatever runs beside it.  The
-    # surrogate goes first, beside ALE: the two largest transient arrays of the stage (the surrogate's design
-    # and StratPD's trees) are then not held at once.
+
+def _stratpd_score(r, t, y, adapter, stratpd_curves: dict, curves: dict, loss) -> UtilityScore:
+    """The gap between 1D PD ``r`` and StratPD's model-free curve (both centred); the curve goes into ``curves``."""
+    target = r.targets[t]
+    if y is None:
+        return not_applicable("stratpd", "needs the observed target y.", target)
+    try:
+        curve = stratpd_curves[(r.features[0], target)]
+        if isinstance(curve, Exception):
+            raise curve
+        curves[r.features]["stratpd"] = curve
+        if r.kinds[0] == "numeric" and np.asarray(curve.x).size == 0:
+            return not_applicable(
+                "stratpd", "no value of this feature has the 5 slopes StratPD needs within the leaves of "
+                "its stratifying tree: too few rows for a model-free curve.", target)
+        return _centred_gap("stratpd", np.asarray(r.average[t], dtype=float), _on_grid(curve, r), r.density, loss,
+                            target, {"what": "StratPD (model-free)"})
+    except Exception as exc:  # noqa: BLE001 - expected conditions named below; anything else is a bug
+        numeric_y = np.asarray(y).dtype.kind in "biuf"
+        if isinstance(exc, ValueError) and not adapter.is_classifier and not numeric_y:
+            return not_applicable("stratpd", "the target y is not numeric, so StratPD has no mean to follow.", target)
+        return failed_score("stratpd", "trust", exc, target)
+
+
+def _ale_score(model, adapter, frame, r, t, config, exact_ale: dict, curves: dict) -> UtilityScore:
+    """The gap between 1D PD ``r`` and the ALE curve (both centred); the curve goes into ``curves``."""
+    target = r.targets[t]
+    if r.kinds[0] != "numeric":
+        return not_applicable("ale_divergence", "ALE needs a numeric feature.", target)
+    try:
+        curve = exact_ale.get((r.features, target))
+        if curve is None:
+            curve = ale(model, frame, r.features[0], bins=_ale_bins_1d(r), response=config.response,
+                        target=target if adapter.targets and adapter.is_classifier else None)
+        curves[r.features]["ale"] = curve
+        return _centred_gap("ale_divergence", np.asarray(r.average[t], dtype=float), _on_grid(curve, r), r.density,
+                            config.loss, target, {"what": "ALE"})
+    except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
+        return failed_score("ale_divergence", "trust", exc, target)
+
+
+def _measured(model, adapter, frame, y, results, config, wanted, kinds, support, predictions, random_state, frame_2d):
+    """The measurements the scores rest on: (OOD shares by PD, the surrogate, exact ALE curves, StratPD curves).
+
+    The surrogate and the OOD measurements (numpy and one core each) run on a side thread while ALE and StratPD
+    (their own threads) keep this one: every number is computed alone, whatever runs beside it.  The surrogate goes
+    first, beside ALE: the two largest transient arrays of the stage (the surrogate's design and StratPD's trees)
+    are then not held at once."""
     side = ThreadPoolExecutor(max_workers=1)
     try:
         fit = "surrogate_importance" in config.criteria_2d and kinds
@@ -230,32 +278,31 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
         surrogate = surrogate_job.result() if surrogate_job is not None else None
     finally:
         side.shutdown(wait=True, cancel_futures=True)
+    return ood_by_pd, surrogate, exact_ale, stratpd_curves
+
+
+def trust_scores(model, adapter, frame, y, results, config, *, predictions=None, random_state: int = 0,
+                 frame_2d=None):
+    """``({features: {uid: UtilityScore}}, surrogate, curves)`` for the trust utilities in the config.
+
+    ``predictions``: the model's response on ``frame`` (n_rows, n_targets) when the caller has it;
+    ``frame_2d``: the rows the 2D PDs average over (a sample of ``frame`` on large data, ``max_rows_2d`` and
+    ``max_rows_2d_tree``): their 2D ALE is computed on the same rows (default: ``frame``).
+    """
+    frame_2d = frame if frame_2d is None else frame_2d
+    wanted = [u for u in config.utilities if u in TRUST_IDS]
+    out: dict[tuple, dict] = {r.features: {} for r in results}
+    curves: dict[tuple, dict] = {r.features: {} for r in results}
+    kinds = {r.features[0]: r.kinds[0] for r in results if r.ndim == 1}
+    support = SupportModel(frame, kinds, random_state=random_state, max_levels=config.max_levels,
+                           max_mb=config.max_batch_mb) if "ood_share" in wanted and kinds else None
+    ood_by_pd, surrogate, exact_ale, stratpd_curves = _measured(
+        model, adapter, frame, y, results, config, wanted, kinds, support, predictions, random_state, frame_2d)
     for r in results:
         t = r.target_index(None)
         target = r.targets[t]
-        f = np.asarray(r.average[t], dtype=float)
-        w = r.density
         if "ood_share" in wanted:
-            try:
-                ood = ood_by_pd[r.features]
-                if isinstance(ood, Exception):
-                    raise ood
-                share = ood.share
-                out[r.features]["ood_share"] = UtilityScore(
-                    utility="ood_share", value=float(np.mean(share)), target=target,
-                    details={"ood": share, "edge": ood.plane_edge, "mostly_unrealistic": float(np.mean(share > 0.5)),
-                             "rows": int(support.rows.size), "sampled": bool(support.sampled),
-                             "standard_error": support.standard_error,
-                             "cell_outside": ood.cell_outside, "cells_outside": float(np.mean(ood.cell_outside)),
-                             "plane_distance": ood.plane_distance, "conditional_share": ood.conditional_share,
-                             "conditional_edge": ood.conditional_edge, "own_share": ood.own_share,
-                             "k": support.k, "verdict": ood_verdict(float(np.mean(share))),
-                             "thresholds": {"ok": OOD_OK, "mostly_unrealistic": OOD_MOSTLY}},
-                )
-            except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
-                from ..stage_failures import failed_score
-
-                out[r.features]["ood_share"] = failed_score("ood_share", "trust", exc, target)
+            out[r.features]["ood_share"] = _ood_score(r, target, ood_by_pd, support)
         if r.ndim != 1:
             if "stratpd" in wanted:
                 out[r.features]["stratpd"] = not_applicable("stratpd", "computed for 1D PDPs.", target)
@@ -263,46 +310,8 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
                 out[r.features]["ale_divergence"] = _ale_2d_gap(model, adapter, frame_2d, r, t, config, target,
                                                                 exact_ale.get((r.features, target)))
             continue
-        name = r.features[0]
         if "stratpd" in wanted:
-            if y is None:
-                out[r.features]["stratpd"] = not_applicable("stratpd", "needs the observed target y.", target)
-            else:
-                try:
-                    curve = stratpd_curves[(name, target)]
-                    if isinstance(curve, Exception):
-                        raise curve
-                    curves[r.features]["stratpd"] = curve
-                    if r.kinds[0] == "numeric" and np.asarray(curve.x).size == 0:
-                        out[r.features]["stratpd"] = not_applicable(
-                            "stratpd", "no value of this feature has the 5 slopes StratPD needs within the leaves of "
-                            "its stratifying tree: too few rows for a model-free curve.", target)
-                    else:
-                        out[r.features]["stratpd"] = _centred_gap("stratpd", f, _on_grid(curve, r), w, loss,
-                                                                  target, {"what": "StratPD (model-free)"})
-                except Exception as exc:  # noqa: BLE001 - expected conditions named below; anything else is a bug
-                    from ..stage_failures import failed_score
-
-                    numeric_y = np.asarray(y).dtype.kind in "biuf"
-                    if isinstance(exc, ValueError) and not adapter.is_classifier and not numeric_y:
-                        out[r.features]["stratpd"] = not_applicable(
-                            "stratpd", "the target y is not numeric, so StratPD has no mean to follow.", target)
-                    else:
-                        out[r.features]["stratpd"] = failed_score("stratpd", "trust", exc, target)
+            out[r.features]["stratpd"] = _stratpd_score(r, t, y, adapter, stratpd_curves, curves, config.loss)
         if "ale_divergence" in wanted:
-            if r.kinds[0] != "numeric":
-                out[r.features]["ale_divergence"] = not_applicable("ale_divergence", "ALE needs a numeric feature.", target)
-            else:
-                try:
-                    curve = exact_ale.get((r.features, target))
-                    if curve is None:
-                        curve = ale(model, frame, name, bins=_ale_bins_1d(r), response=config.response,
-                                    target=target if adapter.targets and adapter.is_classifier else None)
-                    curves[r.features]["ale"] = curve
-                    out[r.features]["ale_divergence"] = _centred_gap("ale_divergence", f, _on_grid(curve, r), w, loss,
-                                                                     target, {"what": "ALE"})
-                except Exception as exc:  # noqa: BLE001 - no expected condition here: a bug, collected as a stage failure
-                    from ..stage_failures import failed_score
-
-                    out[r.features]["ale_divergence"] = failed_score("ale_divergence", "trust", exc, target)
+            out[r.features]["ale_divergence"] = _ale_score(model, adapter, frame, r, t, config, exact_ale, curves)
     return out, surrogate, curves

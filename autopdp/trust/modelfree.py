@@ -59,10 +59,10 @@ class ModelFreePD:
     method: str
 
     def to_dict(self) -> dict:
-        from ..pd.result import _to_jsonable
+        from ..utils.jsonable import json_array
 
-        return {"feature": self.feature, "kind": self.kind, "method": self.method, "x": _to_jsonable(self.x),
-                "pd": _to_jsonable(self.pd), "counts": _to_jsonable(self.counts)}
+        return {"feature": self.feature, "kind": self.kind, "method": self.method, "x": json_array(self.x),
+                "pd": json_array(self.pd), "counts": json_array(self.counts)}
 
 
 def encode_columns(X, categorical_features=None) -> np.ndarray:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._kernel_cache import install as _install_kernel_cache
+from ..utils.kernel_cache import install as _install_kernel_cache
 
-_install_kernel_cache()  # the compiled kernels kept once per machine (autopdp._kernel_cache), set before they are defined
+_install_kernel_cache()  # the compiled kernels kept once per machine (autopdp.utils.kernel_cache), set before they are defined
 
-from ..pd.tree_kernels import search_sorted  # noqa: E402 - after the cache locator is installed
+from ..pd.tree.kernels import search_sorted  # noqa: E402 - after the cache locator is installed
 
 __all__ = ["kth_distance", "conditional_outside"]
 

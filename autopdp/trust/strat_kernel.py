@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._kernel_cache import install as _install_kernel_cache
+from ..utils.kernel_cache import install as _install_kernel_cache
 
-_install_kernel_cache()  # the compiled kernels kept once per machine (autopdp._kernel_cache), set before they are defined
+_install_kernel_cache()  # the compiled kernels kept once per machine (autopdp.utils.kernel_cache), set before they are defined
 
 __all__ = ["sorted_columns", "tree_leaves"]
 

@@ -16,6 +16,7 @@ Every score is "higher = more interesting to a validator" and comes as a
 reason when it is not applicable.
 """
 
+from ...config import TRUST_IDS, UTILITY_IDS
 from .base import UtilityScore, standard_utility
 from .ice_variance import score_ice_variance
 from .incidence import score_incidence
@@ -24,10 +25,6 @@ from .monotonicity import isotonic_fit, score_monotonicity
 from .similarity import score_similarity, similarity_id
 from .slope import score_slope
 
-UTILITY_IDS = ("monotonicity", "lipschitz", "incidence", "similarity", "slope", "ice_variance",
-               "stratpd", "ale_divergence", "ood_share")
-#: utilities that qualify a PDP's trustworthiness (autopdp.trust.checks) rather than its interest
-TRUST_IDS = ("stratpd", "ale_divergence", "ood_share")
 
 __all__ = [
     "UTILITY_IDS",

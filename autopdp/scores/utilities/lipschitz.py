@@ -18,7 +18,7 @@ shape with ``Parameter``s for the PD and the bounds (a DPP problem, checked),
 cached, and re-solved by setting the parameters' values.  Clarabel solves it;
 OSQP is the fallback; when both fail (cvxpy ``SolverError``, or a status other
 than optimal) the score is "n/a" with each solver's error or status.  Any
-other error is a bug and is not caught here (see :mod:`autopdp.stage_failures`).  A PD that already satisfies the bounds is its own fit (score 0) and
+other error is a bug and is not caught here (see :mod:`autopdp.scores.failures`).  A PD that already satisfies the bounds is its own fit (score 0) and
 needs no solve.
 
 The bound ``l``

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import isotonic_regression
 
+from ...config import DIRECTIONS
 from ...errors import InputError
 from .base import LOSSES, UtilityScore, axis_positions, not_applicable, relative_to_range, standard_utility
 from .monotone_fit import monotone_fit
@@ -33,7 +34,6 @@ from .monotone_fit import monotone_fit
 __all__ = ["isotonic_fit", "score_monotonicity", "DIRECTIONS"]
 
 UTILITY = "monotonicity"
-DIRECTIONS = ("increasing", "decreasing", "none")
 
 
 def isotonic_fit(f: np.ndarray, increasing: bool, weights: np.ndarray | None = None, loss: str = "l2") -> np.ndarray:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...utils.jsonable import json_scalar
 from .base import UtilityScore, axis_positions, not_applicable
 
 __all__ = ["score_slope"]
@@ -100,16 +101,12 @@ def _interval_details(result, f: np.ndarray, ax: int, idx: tuple) -> dict:
     change = float(f[tuple(b_idx)] - f[tuple(a_idx)])
     width = float(x[hi] - x[lo])
     grid = result.grid[ax]
-    out = {"axis": result.features[ax], "between": [_plain(grid[lo]), _plain(grid[hi])], "change": change,
+    out = {"axis": result.features[ax], "between": [json_scalar(grid[lo]), json_scalar(grid[hi])], "change": change,
            "per_unit": change / width if width else float("nan"),
            "share_of_range": width / span if span else float("nan"), "linear": linear, "pd_range": pd_range}
     if result.kinds[ax] != "numeric":
         out["unit"] = "level"
     if result.ndim == 2:
         other = 1 - ax
-        out["at"] = {result.features[other]: _plain(result.grid[other][idx[other]])}
+        out["at"] = {result.features[other]: json_scalar(result.grid[other][idx[other]])}
     return out
-
-
-def _plain(v):
-    return v.item() if isinstance(v, np.generic) else v

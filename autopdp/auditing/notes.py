@@ -1,0 +1,130 @@
+"""The sentences the audit adds to its notes, each built from the results it states: how each PD was computed,
+why a score is n/a, the rows the out-of-distribution shares were taken on, and a comparison model's overall level."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..pd.pipeline_blocks import NOTE as _BLOCKS_NOTE, WORDS as _BLOCKS_WORDS
+from ..scores.failures import DETAIL_KEY
+
+__all__ = ["na_notes", "ood_note", "method_notes", "level_notes", "METHOD_NOTES"]
+
+
+def na_notes(utility_scores) -> list[str]:
+    """One note per reason a 1D score is 'n/a', listing the utilities and features it applies to."""
+    unordered: dict[str, None] = {}
+    uids: dict[str, None] = {}
+    by_reason: dict[str, tuple[dict, dict]] = {}
+    for feats, by_id in utility_scores.items():
+        if len(feats) != 1:
+            continue
+        for uid, s in by_id.items():
+            if s.available or not s.reason or DETAIL_KEY in s.details:  # stage failures have their own section
+                continue
+            if "unordered categorical" in s.reason:
+                unordered[feats[0]] = None
+                uids[uid] = None
+            else:
+                u, f = by_reason.setdefault(s.reason, ({}, {}))
+                u[uid] = None
+                f[feats[0]] = None
+    notes = []
+    if unordered:
+        notes.append(
+            f"{', '.join(uids)} need an order and are n/a for the unordered categorical features "
+            f"{', '.join(unordered)}; give a column an ordered pandas Categorical to score it."
+        )
+    for reason, (u, f) in by_reason.items():
+        notes.append(f"{', '.join(u)} {'is' if len(u) == 1 else 'are'} n/a for {', '.join(repr(x) for x in f)}: {reason}")
+    return notes
+
+
+def ood_note(trust: dict, n_rows: int) -> list[str]:
+    """Which rows the out-of-distribution shares were computed on."""
+    for by_id in trust.values():
+        s = by_id.get("ood_share")
+        if s is not None and s.available and "rows" in s.details:
+            if s.details["sampled"]:
+                return [f"Out-of-distribution shares from a random sample of {s.details['rows']:,} of the {n_rows:,} "
+                        f"rows (each moved to every grid value; neighbours among the same rows); standard error of "
+                        f"a share at most {s.details['standard_error']:.1%}."]
+            return [f"Out-of-distribution shares on all {n_rows:,} rows: every row moved to every grid value, "
+                    f"neighbours among all rows."]
+    return []
+
+
+METHOD_NOTES = ("Computed by brute force:", "PD, ICE and std exact by the tree path", "PD exact by the tree path",
+                 "std and stderr not computed", _BLOCKS_NOTE)
+
+
+def _how_computed(r) -> tuple[str, str, str]:
+    """(method, ICE curves, std) of one PD in words, read from the result itself."""
+    method = {"tree": "exactly by the tree path (no model calls)",
+              "brute": "by brute force (the model predicted at every grid value)",
+              "recursion": "by scikit-learn's recursion method (training-weighted tree paths)"}.get(r.method, r.method)
+    method = _BLOCKS_WORDS if r.method == "brute" and _BLOCKS_NOTE in r.notes else method
+    n = int(r.n_rows)
+    if r.individual is None:
+        ice = "no ICE curves kept"
+    elif r.ice_rows is None:
+        ice = f"ICE curves of all {n:,} rows"
+    else:
+        ice = f"ICE curves of {len(r.ice_rows):,} sampled rows"
+    std = np.asarray(r.std, dtype=float)
+    if not np.isfinite(std).any():
+        spread = "no std"
+    elif r.method == "tree" and any("sampled rows" in x for x in r.notes):
+        k = len(r.ice_rows) if r.ice_rows is not None else None
+        spread = f"std from {k:,} sampled rows" if k else "std from sampled rows"
+    else:
+        spread = f"std on all {n:,} rows"
+    return method, ice, spread
+
+
+def method_notes(results, *, full_rows: int) -> list[str]:
+    """One note per way PDs were computed (method, rows, ICE rows, std), naming the PDs it is true of."""
+    if not results:
+        return []
+    ndim = results[0].ndim
+    groups: dict[tuple, list] = {}
+    for r in results:
+        method, ice, spread = _how_computed(r)
+        rows = f"all {int(r.n_rows):,} rows" if int(r.n_rows) >= full_rows else \
+            f"a random sample of {int(r.n_rows):,} of the {full_rows:,} rows"
+        groups.setdefault((method, rows, ice, spread), []).append(r)
+    out = []
+    for (method, rows, ice, spread), rs in groups.items():
+        names = [" × ".join(r.features) for r in rs]
+        listed = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        why = sorted({n.split("does not apply (", 1)[1].rstrip(".").removesuffix(")")
+                      for r in rs for n in r.notes if n.startswith("Computed by brute force:") and "(" in n})
+        because = f"; the exact tree path does not apply to them ({'; '.join(why[:3])}" \
+                  f"{'; ...' if len(why) > 3 else ''})" if why else ""
+        count = f"{len(rs)} of the {len(results)}" if len(groups) > 1 else ("The" if len(rs) > 1 else "The")
+        plural = "s" if len(rs) > 1 else ""
+        out.append(f"{count} {ndim}D PD{plural} ({listed}) computed {method} on {rows}, with {ice} and {spread}"
+                   f"{because}.")
+    return out
+
+
+def level_notes(evidence) -> list[str]:
+    """One line per comparison model: the overall difference of the two models' predictions."""
+    from ..utils.formatting import fmt
+
+    out = []
+    for key, by in evidence.items():
+        if not key.startswith("similarity_level:"):
+            continue
+        e = by[()]
+        name = key.split(":", 1)[1]
+        diff = e.details.get("mean_difference", float("nan"))
+        direction = "below" if diff > 0 else "above"
+        verdict = ("a material difference clear of noise" if e.passed else
+                   "not material" if not e.material else "not shown to be material")
+        out.append(
+            f"Overall level: {name}'s predictions average {fmt(abs(diff))} {direction} this model's over the rows "
+            f"({verdict}; {e.test}, p {'<=' if e.p_value <= 1e-6 else '='} {e.p_value:.2g}). The per-feature "
+            f"similarity findings compare the PDs' shapes only, so this level difference is stated once here."
+        )
+    return out

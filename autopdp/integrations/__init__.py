@@ -1,0 +1,1 @@
+"""autopdp inside other tools: :mod:`autopdp.integrations.mlflow`."""

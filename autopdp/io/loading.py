@@ -1,0 +1,188 @@
+"""Loading models and data, safely: :func:`load_model` (``autopdp.load_model``) and :func:`load_data`.
+
+Models
+    A model file (:mod:`autopdp.io.model_files`: ``.skops`` with skops' safe loader; a pickle only where
+    ``allow_pickle`` names it) or an MLflow model URI (:mod:`autopdp.io.mlflow_models`).
+Data
+    ``.csv`` (pandas) and ``.parquet``/``.pq`` (pyarrow).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import InputError, advice
+from .model_files import (DEFAULT_TRUSTED_TYPES, PICKLE_SUFFIXES, TRUST_MODEL_REMOVED, TrustWarning,  # noqa: F401
+                          load_model_file, trusted_type_names)
+
+__all__ = ["load_model", "load_data", "split_target", "did_you_mean", "PICKLE_SUFFIXES", "DEFAULT_TRUSTED_TYPES",
+           "TrustWarning"]
+
+
+def load_model(path, *, trusted_types=None, allow_pickle: bool = False, trust_model=None):
+    """``autopdp.load_model``: a fitted model from a file (see module docs for the formats) or an MLflow model URI
+    (``models:/NAME/VERSION``, ``models:/NAME@ALIAS``, ``runs:/RUN_ID/PATH``: :mod:`autopdp.io.mlflow_models`; an
+    audit of the returned model records the URI, the resolved version and the run).
+
+    ``trusted_types``: skops type names to trust beyond :data:`DEFAULT_TRUSTED_TYPES` (CLI ``--trust-type``); the
+    loaded ones are named in a :class:`TrustWarning`.  ``allow_pickle``: load a pickle (a pickle/joblib file, or an
+    MLflow model saved by pickling), which runs code from it (CLI ``--allow-pickle PATH_OR_URI``).  ``trust_model``
+    was removed (an :class:`InputError` says what replaces it).
+    """
+    if trust_model is not None:
+        raise InputError(TRUST_MODEL_REMOVED)
+    from .mlflow_models import is_mlflow_uri
+
+    if is_mlflow_uri(path):
+        from .mlflow_models import load_mlflow_model, remember
+
+        if not isinstance(allow_pickle, bool):
+            raise InputError(f"allow_pickle must be True or False, got {allow_pickle!r}.")
+        return remember(load_mlflow_model(path, allow_pickle=allow_pickle,
+                                          trusted_types=trusted_type_names(trusted_types)))
+    return load_model_file(path, trusted_types, allow_pickle)
+
+
+def _sep(sep):
+    if sep is None:
+        return ","
+    if not isinstance(sep, str) or not sep:
+        raise InputError(f"--sep must be a non-empty text, got {sep!r}.")
+    return {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(sep, sep)
+
+
+def _na_values(na_values):
+    if na_values is None:
+        return None
+    if isinstance(na_values, str):
+        items = [v for v in na_values.split(",")]
+    else:
+        items = [str(v) for v in na_values]
+    items = [v.strip() for v in items if v.strip()]
+    if not items:
+        raise InputError("--na-values needs at least one marker, e.g. --na-values '?' or --na-values 'NA,?,-'.")
+    return items
+
+
+def _decimal(decimal, sep: str) -> str:
+    if decimal is None:
+        return "."
+    if not isinstance(decimal, str) or len(decimal) != 1:
+        raise InputError(f"--decimal must be one character, e.g. --decimal ',', got {decimal!r}.")
+    if decimal == sep:
+        raise InputError(f"--decimal {decimal!r} is also the field separator; pass the file's separator too, "
+                         f"e.g. --sep ';' --decimal '{decimal}'.")
+    return decimal
+
+
+def load_data(path, *, sep=None, na_values=None, decimal=None) -> pd.DataFrame:
+    """Read a CSV or Parquet file into a DataFrame, with errors that name the file.
+
+    Parameters
+    ----------
+    path : path
+        ``.csv`` or ``.parquet``/``.pq``.
+    sep : str, optional
+        CSV field separator (default ","; "tab" or "\\t" for tabs).
+    na_values : str or list of str, optional
+        Extra markers of missing values in a CSV (a comma-separated text or a
+        list), e.g. ``"?"`` for the UCI Adult data.  Pandas' defaults (empty,
+        "NA", "NaN", ...) stay missing too.
+    decimal : str, optional
+        The decimal mark of a CSV's numbers (default "."; "," for "3,5").
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"data file {str(p)!r} does not exist.")
+    if not p.is_file():
+        raise InputError(f"data file {str(p)!r} is not a file (a directory?); give the path of a .csv or .parquet file.")
+    suffix = p.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        tabs = (" (a tab-separated file: give it the .csv extension and read it with "
+                + advice(cli="--sep tab", python="sep='\\t'") + ")") if suffix in (".tsv", ".tab") else ""
+        raise InputError(f"data file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .csv or "
+                         f".parquet{tabs}.")
+    csv_options = {"sep": _sep(sep), "na_values": _na_values(na_values)}
+    csv_options["decimal"] = _decimal(decimal, csv_options["sep"])
+    if suffix != ".csv" and (sep is not None or na_values is not None or decimal is not None):
+        raise InputError(f"--sep, --na-values and --decimal apply to CSV files; data file {str(p)!r} is Parquet.")
+    try:
+        if p.stat().st_size == 0:
+            raise InputError(f"data file {str(p)!r} is empty (0 bytes).")
+        if suffix == ".csv":
+            df = pd.read_csv(p, **csv_options)
+        else:
+            df = pd.read_parquet(p)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"data file {str(p)!r} is empty: no header line and no rows.") from None
+    except InputError:
+        raise
+    except ValueError as exc:  # pandas' parser errors
+        if str(p) in str(exc):
+            raise InputError(str(exc)) from None
+        raise InputError(f"cannot read data file {str(p)!r}: {exc}.") from None
+    except (OSError, ImportError) as exc:  # unreadable file, or no Parquet engine (pyarrow) installed
+        raise InputError(f"cannot read data file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
+    if df.shape[0] == 0:
+        raise InputError(f"data file {str(p)!r} has a header but no rows.")
+    header = _csv_header(p, csv_options["sep"]) if suffix == ".csv" else [str(c) for c in df.columns]
+    duplicated = list(dict.fromkeys(c for i, c in enumerate(header) if c in header[:i]))
+    if duplicated:
+        raise InputError(
+            f"data file {str(p)!r} has duplicate column names {', '.join(repr(c) for c in duplicated)}: "
+            "rename them so that every column has a unique name (or drop the copies)."
+        )
+    if suffix == ".csv" and df.shape[1] == 1 and csv_options["sep"] == ",":
+        only = str(df.columns[0])
+        for other in (";", "\t", "|"):
+            if other in only:
+                shown = "tab" if other == "\t" else other
+                raise InputError(
+                    f"data file {str(p)!r} reads as a single column {only[:60]!r}: it looks separated by "
+                    f"{shown!r}, not commas; pass --sep '{shown}'."
+                )
+    return df
+
+
+def _csv_header(path: Path, sep: str) -> list[str]:
+    """The CSV's column names as written (pandas renames a repeated name 'x' to 'x.1')."""
+    try:
+        first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+    except (ValueError, OSError):  # the data itself was read: a header pandas cannot re-read is not a duplicate
+        return []
+    return [str(c) for c in first.iloc[0].tolist()] if len(first) else []
+
+
+def did_you_mean(name: str, choices) -> str:
+    """`` Did you mean 'x'?`` for a close match among ``choices``, else an empty string."""
+    import difflib
+
+    choices = [str(c) for c in choices]
+    lower = {c.lower(): c for c in choices}
+    if str(name).lower() in lower:
+        return f" Did you mean {lower[str(name).lower()]!r}?"
+    close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def list_columns(columns, limit: int = 12) -> str:
+    cols = [repr(str(c)) for c in columns]
+    shown = ", ".join(cols[:limit])
+    return shown + (f", ... ({len(cols) - limit} more)" if len(cols) > limit else "")
+
+
+def column_error(what: str, name: str, columns, source: str = "data") -> ValueError:
+    """The error for a column that is not in the data: a suggestion and the columns (shortened)."""
+    return InputError(
+        f"{what} {name!r} is not in the {source}.{did_you_mean(name, columns)} "
+        f"Columns: {list_columns(columns)}."
+    )
+
+
+def split_target(df: pd.DataFrame, target: str, source: str = "data"):
+    """``(X, y)`` from a table and the name of its target column."""
+    if target not in df.columns:
+        raise column_error("target column", target, df.columns, source)
+    return df.drop(columns=[target]), df[target]

@@ -1,0 +1,26 @@
+"""Numbers for people, as every stage writes them (the findings' text and the report)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["fmt"]
+
+
+def fmt(v, digits: int = 3, *, grouped: bool = True, missing: str = "n/a") -> str:
+    """A number for people: ``digits`` significant digits (3), thousands separators (``grouped``: 1,235 for
+    1234.5), ``missing`` for None, NaN and infinity.  ``grouped=False`` writes every number with ``digits``
+    significant digits (1234.57 with 6), as a script or a machine reader takes it."""
+    if v is None:
+        return missing
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not np.isfinite(x):
+        return missing
+    if x == 0:
+        return "0"
+    if grouped and abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
