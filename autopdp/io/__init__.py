@@ -6,11 +6,12 @@ gives fitted models, data frames and the records the audit is written as.
 =====================  ==============================================================
 module                 what
 =====================  ==============================================================
-models                 ``load_model``: a model from a file or an MLflow URI
-loading                model files (skops, a named pickle) and data files (CSV, Parquet, ...)
+loading                ``load_model`` (a model file or an MLflow URI) and ``load_data`` (CSV, Parquet)
+model_files            model files read safely: skops' safe loader, a pickle only where it is named
 tree_arrays            a skops-loaded tree's node arrays checked before anything predicts
 mlflow_models          models from an MLflow tracking server or registry
-results                results.json: the tables an audit is written as, and their reader
+audit_json             an ``Audit`` written as results.json and read back (``Audit.to_json``/``from_json``)
+results                results.json's column tables and ``read_results`` (plain records for scripts)
 tables                 lists of records as column tables (results.json's layout)
 ice                    the ICE sidecar (ice.parquet)
 provenance             what was audited, with what, where: files, hashes, versions

@@ -20,6 +20,7 @@ selfcheck              every audit's check of the tree path against the model's 
 sampling               the ICE rows' sample and its inclusion weights
 margin, link, scales   a classifier's margin (log-odds) and the scale each number is on
 refits                 the learner-level PDs: the model refitted on resamples
+options                ``PDOptions``: a call's settings beyond scikit-learn's parameters; the old keywords
 partial_dependence     the public entry: validation once, then the engines above
 =====================  ==============================================================
 
