@@ -1,16 +1,21 @@
-"""``AuditConfig``: every setting of an audit, with checks that name the bad key."""
+"""``AuditConfig``: every setting of an audit, and ``ReportOptions``: what the report's cover says, each
+with checks that name the bad key.
+
+A config file (``--config audit.toml``) and a results.json's ``config`` block hold both in one flat
+table; :func:`split_config` reads it into the two objects and :func:`config_record` writes it back."""
 
 from __future__ import annotations
 
 import numbers
 import types
-from dataclasses import dataclass, field, fields
+import warnings
+from dataclasses import InitVar, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
 
-__all__ = ["AuditConfig", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "TEMPLATE_KEYS", "MAX_GRID_RESOLUTION",
+__all__ = ["AuditConfig", "ReportOptions", "COVER_KEYS", "split_config", "split_record", "load_config", "config_record", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "TEMPLATE_KEYS", "MAX_GRID_RESOLUTION",
            "MAX_GRID_RESOLUTION_2D", "MAX_LEVELS_LIMIT", "load_toml", "parse_pairs"]
 
 #: every score an audit can compute (the AutoPDP utilities and the trust statistics)
@@ -24,6 +29,8 @@ CRITERIA_2D = ("correlation", "importance", "interaction", "intersection", "surr
 #: The sign-off decisions a reviewer can record.
 DECISIONS = ("approve", "approve with conditions", "reject")
 SIGN_OFF_KEYS = ("name", "role", "date", "decision", "conditions", "statement")
+#: The keys of :class:`ReportOptions` (the report's cover), in a config file beside the audit's keys.
+COVER_KEYS = ("title", "model_name", "model_version", "dataset_name", "reviewer", "sign_off")
 #: Largest ``grid_resolution``: grid points of a 1D PD (each one a prediction of every row taking part).
 MAX_GRID_RESOLUTION = 1000
 #: Largest ``grid_resolution_2d``: grid points per axis of a 2D PD (its cells are the square of it).
@@ -175,15 +182,12 @@ class AuditConfig:
         per feature into results.json and draw them on the 2D PDs; off, the record holds only
         binned counts (histograms, rows per 2D grid cell), no row of the data.
     Report
-        ``title``, ``model_name``, ``model_version``, ``dataset_name``,
-        ``reviewer`` (shown on the cover), ``sign_off``: a table with ``name``,
-        ``role``, ``date`` (YYYY-MM-DD), ``decision`` (one of
-        :data:`DECISIONS`), ``conditions`` and ``statement``; the cover's
-        sign-off block shows what is given and leaves the rest as a form to
-        fill in (a plain text is kept as the ``statement``).  The report templates are not
-        config keys: a template is code, so it comes only from ``--template-dir`` /
-        ``--docx-template`` (Python: ``template_dir=`` / ``template=``), never from a data file
-        (see :data:`TEMPLATE_KEYS` and docs/templates.md).
+        The cover (``title``, ``model_name``, ...) is not part of the audit: see :class:`ReportOptions`
+        (``audit(..., report=ReportOptions(...))``).  Passing those keys here still works for one
+        release, with a ``DeprecationWarning``.  The report templates are not config keys: a template
+        is code, so it comes only from ``--template-dir`` / ``--docx-template`` (Python:
+        ``template_dir=`` / ``template=``), never from a data file (see :data:`TEMPLATE_KEYS` and
+        docs/templates.md).
     """
 
     grid_resolution: int = 20
@@ -226,15 +230,22 @@ class AuditConfig:
     keep_points: bool = False
     #: refits of the learner on half-samples of the training data (issue 31; 0: none): each finding's robustness
     refits: int = 0
-    title: str = "Partial dependence validation report"
-    model_name: str | None = None
-    model_version: str | None = None
-    dataset_name: str | None = None
-    reviewer: str | None = None
-    sign_off: Any = None
+    # Deprecated (one release): the cover's keys, now ReportOptions'; kept aside for audit() and warned of.
+    title: InitVar[Any] = None
+    model_name: InitVar[Any] = None
+    model_version: InitVar[Any] = None
+    dataset_name: InitVar[Any] = None
+    reviewer: InitVar[Any] = None
+    sign_off: InitVar[Any] = None
 
-    def __post_init__(self):
+    def __post_init__(self, *cover):
         set_ = lambda k, v: object.__setattr__(self, k, v)
+        given = {k: v for k, v in zip(COVER_KEYS, cover) if v is not None}
+        if given:
+            warnings.warn(f"AuditConfig({', '.join(k + '=...' for k in given)}) is deprecated: the report's cover is "
+                          f"ReportOptions(...), passed as audit(..., report=...); this will stop working in the "
+                          f"next release.", DeprecationWarning, stacklevel=3)
+        set_("_cover", ReportOptions(**given) if given else None)
         set_("expected_monotonic", _frozen_map(self.expected_monotonic))
         set_("lipschitz", _frozen_map(self.lipschitz))
         set_("pairs", parse_pairs(self.pairs))
@@ -248,7 +259,6 @@ class AuditConfig:
                 raise InputError(f"config key 'categories.{feat}' lists a level twice: {list(levels)!r}.")
             cats[str(feat)] = tuple(levels)
         set_("categories", types.MappingProxyType(cats))
-        set_("sign_off", _sign_off(self.sign_off))
         for key in ("percentiles", "utilities", "criteria_2d"):
             set_(key, tuple(getattr(self, key)))
         for key in ("features", "categorical_features"):
@@ -333,10 +343,6 @@ class AuditConfig:
         for feat, l in self.lipschitz.items():
             if not isinstance(l, numbers.Real) or isinstance(l, bool) or not l > 0:
                 raise InputError(f"config key 'lipschitz.{feat}' must be a positive slope bound, got {l!r}.")
-        for key in ("title", "model_name", "model_version", "dataset_name", "reviewer"):
-            v = getattr(self, key)
-            if v is not None and not isinstance(v, str):
-                raise InputError(f"config key {key!r} must be text, got {type(v).__name__}.")
 
     # ------------------------------------------------------------------ I/O
     @classmethod
@@ -345,7 +351,7 @@ class AuditConfig:
         if not isinstance(data, Mapping):
             raise InputError(f"the config must be a table of keys, got {type(data).__name__}.")
         refuse_template_keys(data, "config key")
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} | set(COVER_KEYS)
         unknown = sorted(set(data) - known)
         if unknown:
             raise InputError(
@@ -355,22 +361,20 @@ class AuditConfig:
         return cls(**dict(data))
 
     @classmethod
-    def from_record(cls, data: Mapping) -> "AuditConfig":
-        """The config of a results.json's ``config`` block.  Files written before templates stopped being
-        config keys may carry ``template_dir`` / ``docx_template``: they are dropped (a record's config
-        describes the run; it never selects the templates a report is rendered with)."""
-        if isinstance(data, Mapping):
-            data = {k: v for k, v in data.items() if k not in TEMPLATE_KEYS}
-        return cls.from_dict(data)
-
-    @classmethod
     def from_toml(cls, path) -> "AuditConfig":
         return cls.from_dict(load_toml(path, what="config"))
 
     def replace(self, **changes) -> "AuditConfig":
         d = self.to_dict()
         d.update(changes)
-        return AuditConfig.from_dict(d)
+        out = AuditConfig.from_dict(d)
+        if self._cover is not None and out._cover is None:
+            object.__setattr__(out, "_cover", self._cover)
+        return out
+
+    def legacy_report(self) -> "ReportOptions | None":
+        """The cover keys given to this config the deprecated way (None: none were)."""
+        return self._cover
 
     def to_dict(self) -> dict:
         out = {}
@@ -382,6 +386,93 @@ class AuditConfig:
                 v = [list(x) if isinstance(x, tuple) else x for x in v]
             out[f.name] = v
         return out
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the report's cover says: not part of the audit (no number depends on it), so a re-rendered
+    results.json can carry other words on the same findings.
+
+    Parameters
+    ----------
+    title : str
+    model_name, model_version, dataset_name : str, optional
+        Shown on the cover (default: the model's class, no version, "(not named)").
+    reviewer : str, optional
+        The validator who reviewed the model.
+    sign_off : mapping or str, optional
+        A table with ``name``, ``role``, ``date`` (YYYY-MM-DD), ``decision`` (one of :data:`DECISIONS`),
+        ``conditions`` and ``statement``; the cover's sign-off block shows what is given and leaves the
+        rest as a form to fill in (a plain text is kept as the ``statement``).
+    """
+
+    title: str = "Partial dependence validation report"
+    model_name: str | None = None
+    model_version: str | None = None
+    dataset_name: str | None = None
+    reviewer: str | None = None
+    sign_off: Any = None
+
+    def __post_init__(self):
+        for key in COVER_KEYS[:-1]:
+            v = getattr(self, key)
+            if v is not None and not isinstance(v, str):
+                raise InputError(f"config key {key!r} must be text, got {type(v).__name__}.")
+        object.__setattr__(self, "sign_off", _sign_off(self.sign_off))
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "ReportOptions":
+        unknown = sorted(set(data) - set(COVER_KEYS))
+        if unknown:
+            raise InputError(f"unknown report key {unknown[0]!r}; known keys: {', '.join(COVER_KEYS)}.")
+        return cls(**dict(data))
+
+    def replace(self, **changes) -> "ReportOptions":
+        return ReportOptions.from_dict({**self.to_dict(), **changes})
+
+    def to_dict(self) -> dict:
+        return {k: dict(v) if isinstance(v, Mapping) else v for k, v in
+                ((f.name, getattr(self, f.name)) for f in fields(self))}
+
+
+def split_config(data: Mapping) -> tuple[AuditConfig, ReportOptions]:
+    """A config file's (or a results.json ``config`` block's) flat table -> the audit's settings and the
+    report's cover."""
+    if not isinstance(data, Mapping):
+        raise InputError(f"the config must be a table of keys, got {type(data).__name__}.")
+    audit_keys = {k: v for k, v in data.items() if k not in COVER_KEYS}
+    return AuditConfig.from_dict(audit_keys), ReportOptions.from_dict({k: data[k] for k in COVER_KEYS if k in data})
+
+
+def split_record(data: Mapping) -> tuple[AuditConfig, ReportOptions]:
+    """:func:`split_config` of a results.json's ``config`` block.  Files written before templates stopped
+    being config keys may carry ``template_dir`` / ``docx_template``: they are dropped (a record's config
+    describes the run; it never selects the templates a report is rendered with)."""
+    if isinstance(data, Mapping):
+        data = {k: v for k, v in data.items() if k not in TEMPLATE_KEYS}
+    return split_config(data)
+
+
+def load_config(path) -> tuple[AuditConfig, ReportOptions]:
+    """:func:`split_config` of a TOML file."""
+    return split_config(load_toml(path, what="config"))
+
+
+def config_record(config: AuditConfig, report: ReportOptions) -> dict:
+    """The flat table :func:`split_config` reads: the audit's keys, then the cover's."""
+    return {**config.to_dict(), **report.to_dict()}
+
+
+def _deprecated_cover_key(key):
+    def read(self):
+        warnings.warn(f"AuditConfig.{key} is deprecated: the cover is ReportOptions (Audit.report.{key}).",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(self.legacy_report() or ReportOptions(), key)
+    return property(read)
+
+
+for _key in COVER_KEYS:  # AuditConfig(title=...).title reads for one more release, with a warning
+    setattr(AuditConfig, _key, _deprecated_cover_key(_key))
 
 
 #: Keys that once chose report templates from a config: a template is code, so only the flag (or the

@@ -16,7 +16,7 @@ import skops.io as sio
 from sklearn.linear_model import LogisticRegression
 
 import autopdp.io.loading as loading_module
-from autopdp import AuditConfig
+from autopdp import AuditConfig, ReportOptions
 from autopdp import audit
 from autopdp.cli import main
 from cli_inputs import write_small_cli_inputs  # noqa: E402
@@ -130,11 +130,11 @@ def small():
     rng = np.random.default_rng(3)
     X = pd.DataFrame({"a": rng.normal(size=300), "b": rng.uniform(0, 5, 300), "c": rng.normal(size=300)})
     y = (1.5 * X.a + 0.6 * X.b + rng.normal(size=300) > 1.5).astype(int)
-    cfg = AuditConfig(grid_resolution=8, grid_resolution_2d=4, top_k=1, noise_draws=50, max_noise_draws=100,
-                      model_name="scorecard v2", reviewer="A. Validator",
-                      sign_off={"name": "B. Approver", "role": "Head of Model Risk", "date": "2025-03-01",
-                                "decision": "approve with conditions", "conditions": "Monitor a monthly."})
-    return audit(LogisticRegression().fit(X, y), X, y, config=cfg)
+    cfg = AuditConfig(grid_resolution=8, grid_resolution_2d=4, top_k=1, noise_draws=50, max_noise_draws=100)
+    cover = ReportOptions(model_name="scorecard v2", reviewer="A. Validator",
+                          sign_off={"name": "B. Approver", "role": "Head of Model Risk", "date": "2025-03-01",
+                                    "decision": "approve with conditions", "conditions": "Monitor a monthly."})
+    return audit(LogisticRegression().fit(X, y), X, y, config=cfg, report=cover)
 
 
 def _org_template(path, placeholder=True):

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import autopdp
-from autopdp import AuditConfig
+from autopdp import AuditConfig, ReportOptions
 from autopdp import audit
 from autopdp.cli import main
 
@@ -240,7 +240,8 @@ def test_html_and_pdf_escape_text_from_the_data(tmp_path):
     def model(d):
         return 1 / (1 + np.exp(-np.asarray(d[bad], dtype=float)))
 
-    a = audit(model, X, y, config=AuditConfig(grid_resolution=6, grid_resolution_2d=4, model_name="<i>m</i>"))
+    a = audit(model, X, y, config=AuditConfig(grid_resolution=6, grid_resolution_2d=4),
+              report=ReportOptions(model_name="<i>m</i>"))
     html = a.to_html(tmp_path / "r.html")
     assert bad not in html and img not in html and "<b>bold</b>" not in html and "<i>m</i>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html

@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OrdinalEncoder
 from sklearn.compose import make_column_transformer
 
-from autopdp import AuditConfig, read_results
+from autopdp import Audit, AuditConfig, read_results
 from autopdp import audit
 from autopdp import gate
 from autopdp.cli import main
@@ -249,3 +249,74 @@ def test_progress_names_every_long_stage(weighted, tmp_path, capsys, monkeypatch
     from autopdp.utils.progress import progress_enabled
 
     assert progress_enabled() is False
+
+
+# ------------------------------------------------------------------ the cover is ReportOptions, not AuditConfig
+def test_the_cover_is_report_options_and_round_trips_in_results_json(weighted, tmp_path):
+    from autopdp import ReportOptions
+    from autopdp.config import COVER_KEYS
+
+    X, y, _, model = weighted
+    cover = ReportOptions(title="Scorecard review", model_name="scorecard", model_version="2.0", dataset_name="book",
+                          reviewer="A. Validator", sign_off={"decision": "reject", "date": "2026-11-20"})
+    a = audit(model, X, y, config=ONE_D, report=cover)
+    import dataclasses
+
+    assert a.report == cover and not {f.name for f in dataclasses.fields(AuditConfig)} & set(COVER_KEYS)
+    html = a.to_html()
+    assert "<h1>Scorecard review</h1>" in html and "version 2.0" in html and "A. Validator" in html
+    path = tmp_path / "results.json"
+    a.to_json(path)
+    block = json.loads(path.read_text())["config"]
+    # results.json keeps one flat config table: the audit's keys in their order, then the cover's
+    assert list(block) == [*AuditConfig().to_dict(), *COVER_KEYS]
+    assert block["sign_off"] == {"decision": "reject", "date": "2026-11-20"} and block["model_version"] == "2.0"
+    back = Audit.from_json(path)
+    assert back.report == cover and back.config == a.config
+    assert back.to_html().count("Scorecard review") == html.count("Scorecard review")
+    # another cover on the same findings, without re-running the audit
+    renamed = dataclasses.replace(back, report=back.report.replace(reviewer="C. Second"))
+    assert "C. Second" in renamed.to_html() and renamed.scores.equals(back.scores)
+
+
+def test_report_options_check_their_keys():
+    from autopdp import InputError, ReportOptions
+
+    with pytest.raises(InputError, match="config key 'model_name' must be text, got int"):
+        ReportOptions(model_name=3)
+    with pytest.raises(InputError, match="unknown report key 'colour'"):
+        ReportOptions.from_dict({"colour": "red"})
+    with pytest.raises(InputError, match="must be one of approve, approve with conditions, reject"):
+        ReportOptions(sign_off={"decision": "maybe"})
+    assert ReportOptions(sign_off="signed on paper").sign_off == {"statement": "signed on paper"}
+    with pytest.raises(InputError, match="report must be a ReportOptions or a dict, got str"):
+        audit(lambda d: d["a"].to_numpy(), pd.DataFrame({"a": [0.0, 1.0] * 20}), config=ONE_D, report="title")
+
+
+def test_a_dict_config_carries_the_cover_as_a_config_file_does(weighted):
+    import warnings
+
+    X, y, _, model = weighted
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        a = audit(model, X, y, config={**ONE_D.to_dict(), "title": "From a dict", "reviewer": "R"})
+    assert a.report.title == "From a dict" and a.report.reviewer == "R" and a.config == ONE_D
+
+
+def test_cover_keys_on_audit_config_still_work_for_one_release_with_a_warning(weighted):
+    X, y, _, model = weighted
+    with pytest.warns(DeprecationWarning, match=r"AuditConfig\(model_name=\.\.\., reviewer=\.\.\.\) is deprecated"):
+        cfg = ONE_D.replace(model_name="old way", reviewer="R. Old")
+    a = audit(model, X, y, config=cfg)
+    assert a.report.model_name == "old way" and a.report.reviewer == "R. Old"
+    with pytest.warns(DeprecationWarning, match="AuditConfig.model_name is deprecated"):
+        assert cfg.model_name == "old way"
+    # report= wins over the deprecated keys
+    assert audit(model, X, y, config=cfg, report={"title": "New"}).report.model_name is None
+
+
+def test_a_policy_cannot_set_the_cover():
+    from autopdp import GatePolicy, InputError
+
+    with pytest.raises(InputError, match="policy key 'audit.title' is the report's cover"):
+        GatePolicy.from_dict({"audit": {"title": "x"}, "features": {"a": {"monotonic": "increasing"}}})

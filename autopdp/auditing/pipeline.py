@@ -370,7 +370,7 @@ def _refits(model, train, data: _Inputs, pds: _PDs, config: AuditConfig, *, n_jo
 
 @_one_tree_plan
 def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None,
-          scheduler=None, sample_weight=None, train=None) -> Audit:
+          scheduler=None, sample_weight=None, train=None, report=None) -> Audit:
     """Compute every 1D and 2D PD of ``model`` on ``X``, score, rank and select them.
 
     Parameters
@@ -401,6 +401,9 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         The training data, for ``config.refits`` refits of the model's learner
         on half-samples of it (:mod:`autopdp.pd.refits`): every finding is then
         tested at the learner level (:mod:`autopdp.findings.robustness`).
+    report : ReportOptions or dict, optional
+        What the report's cover says (title, model and dataset names, reviewer, sign-off); no number
+        depends on it.  A dict ``config`` may carry these keys too, as a config file does.
 
     Returns
     -------
@@ -419,7 +422,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     from ..io.mlflow_models import model_argument
 
     model, source = model_argument(model, X)  # an MLflow URI, or a model autopdp.load_model read from one
-    config, compare = _resolved(config, compare)
+    config, compare, report = _resolved(config, compare, report)
     train = checked_train(train, config.refits, X)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -442,6 +445,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         result = _after_pds(model, data, pds, refits, config, random_state=random_state, progress=progress,
                             timings=timings, compare=compare, started=started, sample_weight=sample_weight,
                             self_checked=checked)
+    result = dataclasses.replace(result, report=report)
     return result if source is None else attach_provenance(result, inputs={"model": source.record})
 
 

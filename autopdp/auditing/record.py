@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..config import AuditConfig
+from ..config import AuditConfig, ReportOptions
 from ..errors import InputError
 from ..io.audit_json import RUN_KEY, audit_dict, audit_ice, audit_json, read_audit
 from ..io.results import RESULTS_MAX_MB
@@ -28,6 +28,7 @@ class Audit:
     Attributes
     ----------
     config : AuditConfig
+        The audit's settings; the cover is in ``report``.
     results : tuple of PDResult
         Every 1D PD (in column order) then every 2D PD.
     comparisons : mapping of name -> tuple of PDResult
@@ -60,6 +61,9 @@ class Audit:
         Unexpected errors of a utility or trust statistic on one PDP (a bug, not an expected
         "n/a"; see :mod:`autopdp.scores.failures`).  Empty in a sound audit; the CLI exits 3
         when it is not.
+    report : ReportOptions
+        What the report's cover says: title, model and dataset names, reviewer, sign-off.  Another cover
+        on the same findings: ``dataclasses.replace(audit, report=audit.report.replace(reviewer=...))``.
     """
 
     config: AuditConfig
@@ -81,6 +85,8 @@ class Audit:
     refits: Any = None
     #: ``{features: (K, n_targets, grid)}``: every refit's 1D PD (the report's refit band); empty without refits
     refit_curves: Mapping = field(default_factory=dict, repr=False)
+    #: what the report's cover says (:class:`~autopdp.config.ReportOptions`): no number depends on it
+    report: ReportOptions = field(default_factory=ReportOptions)
 
     # ------------------------------------------------------------ queries
     def ranking(self, name: str, ascending: bool = False, kind: str | None = None) -> pd.DataFrame:

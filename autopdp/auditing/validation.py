@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..config import AuditConfig
+from ..config import AuditConfig, ReportOptions, split_config
 from ..pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, sample_rows
 from ..errors import InputError, InputTypeError
 from ..pd.grids import is_effectively_constant, resolve_categorical
@@ -250,19 +250,28 @@ def _check_comparison(name: str, other, model, frame: Frame):
         raise InputError(f"comparison model {name!r} needs columns {sorted(set(cols) - set(frame.names))} that X lacks.")
 
 
-def _resolved(config, compare) -> tuple[AuditConfig, dict]:
-    """The config as an :class:`AuditConfig` and the comparison models as a checked dict."""
+def _resolved(config, compare, report=None) -> tuple[AuditConfig, dict, ReportOptions]:
+    """The config as an :class:`AuditConfig`, the comparison models as a checked dict and the report's cover
+    as :class:`ReportOptions` (``report``, else the cover keys of a dict ``config``, else those given to
+    ``AuditConfig`` the deprecated way, else the defaults)."""
+    cover = None
     if config is None:
         config = AuditConfig()
     elif isinstance(config, Mapping):
-        config = AuditConfig.from_dict(config)
+        config, cover = split_config(config)
     elif not isinstance(config, AuditConfig):
         raise InputTypeError(f"config must be an AuditConfig or a dict, got {type(config).__name__}.")
+    if report is None:
+        report = cover or config.legacy_report() or ReportOptions()
+    elif isinstance(report, Mapping):
+        report = ReportOptions.from_dict(report)
+    elif not isinstance(report, ReportOptions):
+        raise InputTypeError(f"report must be a ReportOptions or a dict, got {type(report).__name__}.")
     compare = dict(compare or {})
     for name in compare:
         if not isinstance(name, str) or not name or any(c in name for c in "=:"):
             raise InputError(f"comparison model names must be non-empty text without '=' or ':', got {name!r}.")
-    return config, compare
+    return config, compare, report
 
 
 @dataclass(frozen=True, eq=False)

@@ -76,12 +76,14 @@ EXIT_CODES_HELP = """exit codes:
 """
 
 
-def _config(path, **defaults):
-    from ..config import AuditConfig
+def _config(path, **cover_defaults):
+    """The --config file's audit settings and report cover, the cover's names defaulted (``cover_defaults``)
+    where the file leaves them out."""
+    from ..config import AuditConfig, ReportOptions, load_config
 
-    cfg = AuditConfig.from_toml(path) if path else AuditConfig()
-    missing = {k: v for k, v in defaults.items() if getattr(cfg, k) is None and v is not None}
-    return cfg.replace(**missing) if missing else cfg
+    cfg, report = load_config(path) if path else (AuditConfig(), ReportOptions())
+    missing = {k: v for k, v in cover_defaults.items() if getattr(report, k) is None and v is not None}
+    return cfg, (report.replace(**missing) if missing else report)
 
 
 SIGN_OFF_FLAGS = {"sign_off_name": "name", "sign_off_role": "role", "sign_off_date": "date", "decision": "decision",
@@ -89,20 +91,23 @@ SIGN_OFF_FLAGS = {"sign_off_name": "name", "sign_off_role": "role", "sign_off_da
 
 
 def _with_flags(cfg, args):
-    """Flags win over the config file: report texts, the sign-off fields, --pairs and --keep-points."""
+    """Flags win over the config file: --pairs and --keep-points."""
     changes = {}
-    for key in ("title", "model_name", "model_version", "reviewer"):
-        value = getattr(args, key, None)
-        if value is not None:
-            changes[key] = value
     if getattr(args, "pairs", None) is not None:
         changes["pairs"] = args.pairs
     if getattr(args, "keep_points", None):
         changes["keep_points"] = True
+    return cfg.replace(**changes) if changes else cfg
+
+
+def _with_cover_flags(report, args):
+    """Flags win over the config file: the cover's texts and the sign-off fields."""
+    changes = {key: getattr(args, key) for key in ("title", "model_name", "model_version", "reviewer")
+               if getattr(args, key, None) is not None}
     sign = {field: getattr(args, flag) for flag, field in SIGN_OFF_FLAGS.items() if getattr(args, flag, None) is not None}
     if sign:
-        changes["sign_off"] = {**dict(cfg.sign_off or {}), **sign}
-    return cfg.replace(**changes) if changes else cfg
+        changes["sign_off"] = {**dict(report.sign_off or {}), **sign}
+    return report.replace(**changes) if changes else report
 
 
 def _formats(text: str):
@@ -122,7 +127,7 @@ def _page_size(value: str) -> str:
     raise InputError(f"--page-size must be A4 or Letter, got {value!r}.")
 
 
-def _templates(args, cfg, formats) -> dict:
+def _templates(args, formats) -> dict:
     """The report templates of the run, from the flags only (a template is code: no config, policy or
     results.json chooses one), checked before any work: a missing --template-dir or a --docx-template
     that is not a .docx is exit 2 naming it."""
@@ -200,12 +205,12 @@ def finish(f: Finish) -> int:
 
 def _cmd_demo(args) -> int:
     from ..auditing.pipeline import audit
-    from ..datasets.demo import DEMO_CONFIG, demo_model
+    from ..datasets.demo import DEMO_CONFIG, DEMO_REPORT, demo_model
 
     started = time.perf_counter()
     formats = _formats(args.formats)
     page_size = _page_size(args.page_size)
-    templates = _templates(args, DEMO_CONFIG, formats)
+    templates = _templates(args, formats)
     with stage("training the demo model on German Credit"):
         model, X, y = demo_model()
     refits = int(args.refits or 0)
@@ -215,7 +220,7 @@ def _cmd_demo(args) -> int:
     with stage("computing and scoring every 1D and 2D partial dependence"):
         where = _mlflow_target(args)
         result = audit(model, X, y, config=config, n_jobs=args.n_jobs, scheduler=args.scheduler,
-                       train=(X, y) if refits else None)
+                       train=(X, y) if refits else None, report=DEMO_REPORT)
     return _finish("demo", result, args, formats, page_size, started, templates, where)
 
 
@@ -250,9 +255,9 @@ def _cmd_report(args) -> int:
     page_size = _page_size(args.page_size)
     compare_paths = _parse_compare(args.compare)
     _check_allow_pickle(args, [args.model, *compare_paths.values()])
-    cfg = _with_flags(_config(args.config, model_name=_display_name(args.model), dataset_name=Path(args.data).name),
-                      args)
-    templates = _templates(args, cfg, formats)
+    cfg, report = _config(args.config, model_name=_display_name(args.model), dataset_name=Path(args.data).name)
+    cfg, report = _with_flags(cfg, args), _with_cover_flags(report, args)
+    templates = _templates(args, formats)
     load_notes: list = []
     with _loading(load_notes):
         model = _load_model(args, args.model)
@@ -264,7 +269,7 @@ def _cmd_report(args) -> int:
     where = _mlflow_target(args)
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, compare=compare, config=cfg, n_jobs=args.n_jobs, scheduler=args.scheduler,
-                       sample_weight=weights, train=train)
+                       sample_weight=weights, train=train, report=report)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
     return _finish("report", result, args, formats, page_size, started, templates, where)
 
@@ -280,14 +285,14 @@ def _cmd_gate(args) -> int:
     policy = GatePolicy.from_toml(args.policy)
     if policy.needs_champion and not args.champion:
         raise InputError("the policy sets champion limits (max_similarity); pass --champion PATH.")
-    base, reset = policy.without_loosening(_config(args.config, model_name=_display_name(args.model),
-                                                   dataset_name=Path(args.data).name))
+    base, report = _config(args.config, model_name=_display_name(args.model), dataset_name=Path(args.data).name)
+    base, reset = policy.without_loosening(base)
     for key in reset:  # the policy decides: a --config cannot loosen the gate
         now = "the default bound" if key.startswith("lipschitz.") else repr(getattr(base, key))
         print(f"autopdp gate: --config key {key!r} ignored: the gate decides with the policy's [audit] value or the "
               f"default ({now}); set it in the policy to change it.", file=sys.stderr)
-    cfg = _with_flags(policy.audit_config(base), args)
-    templates = _templates(args, cfg, formats)
+    cfg, report = _with_flags(policy.audit_config(base), args), _with_cover_flags(report, args)
+    templates = _templates(args, formats)
     load_notes: list = []
     with _loading(load_notes):
         model = _load_model(args, args.model)
@@ -303,7 +308,7 @@ def _cmd_gate(args) -> int:
         raise InputError("the policy sets max_incidence, which needs --target.")
     with stage("computing and scoring every 1D and 2D partial dependence"):
         result = audit(model, X, y, compare={champion_label: champion} if champion is not None else None, config=cfg,
-                       n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights, train=train)
+                       n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights, train=train, report=report)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
     with stage("checking the policy"):
         verdict = gate(result, policy, champion=champion_label)
@@ -323,9 +328,10 @@ def _cmd_compare(args) -> int:
         raise InputError("compare needs at least two models: --model NAME=PATH --model NAME=PATH.")
     _check_allow_pickle(args, paths.values())
     names = list(paths)
-    cfg = _with_flags(_config(args.config, model_name=f"{names[0]} ({_display_name(paths[names[0]])})",
-                              dataset_name=Path(args.data).name), args)
-    templates = _templates(args, cfg, formats)
+    cfg, report = _config(args.config, model_name=f"{names[0]} ({_display_name(paths[names[0]])})",
+                          dataset_name=Path(args.data).name)
+    cfg, report = _with_flags(cfg, args), _with_cover_flags(report, args)
+    templates = _templates(args, formats)
     load_notes: list = []
     with _loading(load_notes):
         models = {n: _load_model(args, p) for n, p in paths.items()}
@@ -337,7 +343,8 @@ def _cmd_compare(args) -> int:
     where = _mlflow_target(args)
     with stage("computing and scoring every 1D and 2D partial dependence of every model"):
         result = audit(models[names[0]], X, y, compare={n: models[n] for n in names[1:]}, config=cfg,
-                       n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights, train=train)
+                       n_jobs=args.n_jobs, scheduler=args.scheduler, sample_weight=weights, train=train,
+                       report=report)
     result = _with_notes(_with_provenance(result, args, inputs), load_notes)
     return _finish("compare", result, args, formats, page_size, started, templates, where, comparison=names[0])
 

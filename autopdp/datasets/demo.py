@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import load_german_credit
 
-__all__ = ["demo_model", "DEMO_CONFIG"]
+__all__ = ["demo_model", "DEMO_CONFIG", "DEMO_REPORT"]
 
 
 def demo_model(random_state: int = 0):
@@ -39,16 +39,18 @@ def demo_model(random_state: int = 0):
 
 
 def _demo_config():
-    from ..config import AuditConfig
+    from ..config import AuditConfig, ReportOptions
 
-    return AuditConfig(
+    config = AuditConfig(expected_monotonic={"duration_months": "increasing"})
+    report = ReportOptions(
         title="Partial dependence validation report",
         model_name="RandomForestClassifier (German Credit demo)",
         dataset_name="German Credit, UCI Statlog (Hofmann 1994, CC BY 4.0), 1,000 applicants",
-        expected_monotonic={"duration_months": "increasing"},
         reviewer="(name, role)",
         sign_off="(date, decision)",
     )
+    return config, report
 
 
-DEMO_CONFIG = _demo_config()
+#: the demo's audit settings and its report's cover (``audit(*demo_model(), config=DEMO_CONFIG, report=DEMO_REPORT)``)
+DEMO_CONFIG, DEMO_REPORT = _demo_config()

@@ -164,9 +164,14 @@ class GatePolicy:
         if decide not in DECIDE:
             raise InputError(f"policy key 'gate.decide' must be one of {', '.join(DECIDE)}, got {decide!r}.")
         audit_keys = dict(data.get("audit") or {})
-        from ..config import refuse_template_keys
+        from ..config import COVER_KEYS, refuse_template_keys
 
         refuse_template_keys(audit_keys, "policy key", "audit.")  # a policy never chooses a template (code)
+        cover = [k for k in COVER_KEYS if k in audit_keys]
+        if cover:  # the cover (title, names, sign-off) is the report's, not the gate's
+            raise InputError(f"policy key 'audit.{cover[0]}' is the report's cover, not an audit setting: set it in "
+                             f"the --config file or with the cover's flags (--title, --model-name, --reviewer, ...), "
+                             f"not in the policy.")
         if audit_keys:
             AuditConfig.from_dict(audit_keys)  # unknown or mistyped audit keys are errors now, named
         policy = cls(

@@ -188,10 +188,10 @@ def gate_provenance(audit, policy: "GatePolicy", champion: str | None) -> dict:
         inputs["policy"] = dict(policy.source)
     model = meta.get("model", {})
     return {
-        "model": audit.config.model_name or model.get("name"),
+        "model": audit.report.model_name or model.get("name"),
         "model_type": model.get("type"),
         "champion": champion,
-        "dataset": audit.config.dataset_name,
+        "dataset": audit.report.dataset_name,
         "inputs": inputs,
         "target": prov.get("target"),
         "positive_class": prov.get("positive_class"),

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._version import __version__
-from ..config import AuditConfig
+from ..config import config_record, split_record
 from ..errors import InputError
 from ..pd.result import PDResult
 from ..scores.failures import StageFailure
@@ -69,7 +69,7 @@ def audit_dict(audit, finding_texts: list, ice_file: str | None = None) -> dict:
     return {
         "schema": JSON_SCHEMA,
         "autopdp_version": __version__,
-        "config": jsonable(audit.config.to_dict()),
+        "config": jsonable(config_record(audit.config, audit.report)),
         "metadata": jsonable(dict(audit.metadata)),
         "notes": list(audit.notes),
         "stage_failures": [f.to_dict() for f in audit.stage_failures],
@@ -211,12 +211,12 @@ def _fields(d: dict, results: list, comparisons: dict, sample_weight=None) -> di
     scores = pd.DataFrame(
         [{c: (tuple(r[c]) if c == "features" else r[c] if c == "kind" else _num(r[c])) for c in columns}
          for r in rows], columns=columns)
-    config = AuditConfig.from_record(d["config"])
+    config, report = split_record(d["config"])
     meta = d.get("evidence_meta") or {}
     evidence = {c: {tuple(e["features"]): _evidence_from(e, meta.get(c, {}), config) for e in items}
                 for c, items in d["evidence"].items()}
     return dict(
-        config=config, results=tuple(results),
+        config=config, report=report, results=tuple(results),
         comparisons={k: tuple(v) for k, v in comparisons.items()}, utility_scores=utility_scores, scores=scores,
         importance=_table_from(d["importance"], "feature", targets),
         interaction=_table_from(d["interaction"], ["feature_1", "feature_2"], targets),

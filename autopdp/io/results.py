@@ -16,7 +16,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from ..config import AuditConfig
+from ..config import split_record
 from ..errors import InputError
 from ..pd.result import PDResult
 from ..utils.jsonable import json_scalar
@@ -189,7 +189,7 @@ def _records_of(source, label: str, max_mb: float = RESULTS_MAX_MB) -> dict:
 def _complete_evidence(d: dict) -> dict:
     """``d`` with every evidence item whole: the ``why``, ``null`` and ``statistic`` the file leaves null
     (rebuilt word for word, or the criterion's ``evidence_meta``) filled in, as :meth:`Evidence.to_dict` gives."""
-    config = AuditConfig.from_record(d["config"])
+    config, _ = split_record(d["config"])
     meta = d.get("evidence_meta") or {}
     d["evidence"] = {c: [_evidence_from(e, meta.get(c, {}), config).to_dict() for e in items]
                      for c, items in d["evidence"].items()}

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..config import config_record
 from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
 from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
@@ -488,7 +489,7 @@ def _run_context(audit, timings: dict) -> dict:
             "definition": finding_definition(cfg),
             "tested": tested_text(audit),
         },
-        "config": [{"key": k, "value": str(v)} for k, v in cfg.to_dict().items()],
+        "config": [{"key": k, "value": str(v)} for k, v in config_record(cfg, audit.report).items()],
         "versions": audit.metadata.get("versions", {}),
         "platform": provenance.get("platform") or {},
         "csv_options": provenance.get("csv_options") or {},

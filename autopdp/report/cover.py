@@ -11,7 +11,7 @@ __all__ = ["cover"]
 
 def cover(audit) -> dict:
     """The cover page's values of ``audit``."""
-    cfg = audit.config
+    cfg = audit.report
     meta = audit.metadata
     model = meta.get("model", {})
     params = model.get("params", {})

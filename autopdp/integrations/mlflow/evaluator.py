@@ -7,7 +7,8 @@ applies), else the pyfunc's ``predict`` as a callable, on the evaluation data's 
 same outputs, metrics and tags as ``autopdp report --mlflow`` (:mod:`autopdp.integrations.mlflow.log`) to the evaluation's run.
 
 ``evaluator_config`` (all optional): ``formats`` (default ``["json", "html", "pdf"]``), ``config`` (a dict of
-:class:`autopdp.AuditConfig` keys, e.g. ``{"grid_resolution": 30}``), ``sample_weight`` (a column of the data).
+:class:`autopdp.AuditConfig` keys and the cover's :class:`autopdp.ReportOptions` keys, as a config file holds
+them, e.g. ``{"grid_resolution": 30, "model_name": "scorecard"}``), ``sample_weight`` (a column of the data).
 The :class:`mlflow.models.EvaluationResult` holds the metrics and one artifact per file written.
 """
 
@@ -60,7 +61,6 @@ class AutopdpEvaluator(ModelEvaluator):
 
     def evaluate(self, *, model_type, dataset, run_id, evaluator_config, model=None, **kwargs):
         from ...auditing.pipeline import audit
-        from ...config import AuditConfig
         from .log import LogTarget, audit_metrics, log_outputs
         from ...io.mlflow_models import _tracking_uri, _mlflow
         from ...report import write_report
@@ -77,7 +77,7 @@ class AutopdpEvaluator(ModelEvaluator):
             if col not in X.columns:
                 raise InputError(f"evaluator_config sample_weight names column {col!r}, which the data lacks.")
             weights, X = X[col].to_numpy(dtype=float), X.drop(columns=[col])
-        result = audit(_native(model), X, y, config=AuditConfig(**dict(cfg.get("config") or {})), progress=False,
+        result = audit(_native(model), X, y, config=dict(cfg.get("config") or {}), progress=False,
                        sample_weight=weights)
         where = LogTarget(run_id, None, None, _tracking_uri(_mlflow()))
         with tempfile.TemporaryDirectory(prefix="autopdp-evaluate-") as tmp:
