@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from .errors import InputError
 
-__all__ = ["AuditConfig", "ReportOptions", "COVER_KEYS", "split_config", "split_record", "load_config", "config_record", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "TEMPLATE_KEYS", "MAX_GRID_RESOLUTION",
+__all__ = ["AuditConfig", "ReportOptions", "FILE_LIMITS", "check_file_limits", "COVER_KEYS", "split_config", "split_record", "load_config", "config_record", "CRITERIA_2D", "DECISIONS", "SIGN_OFF_KEYS", "TEMPLATE_KEYS", "MAX_GRID_RESOLUTION",
            "MAX_GRID_RESOLUTION_2D", "MAX_LEVELS_LIMIT", "load_toml", "parse_pairs"]
 
 #: every score an audit can compute (the AutoPDP utilities and the trust statistics)
@@ -461,6 +461,27 @@ def load_config(path) -> tuple[AuditConfig, ReportOptions]:
 def config_record(config: AuditConfig, report: ReportOptions) -> dict:
     """The flat table :func:`split_config` reads: the audit's keys, then the cover's."""
     return {**config.to_dict(), **report.to_dict()}
+
+
+#: Limits a config file or a policy's ``[audit]`` table may only lower; only a command-line flag raises them
+#: (key -> (flag, built-in limit, what it bounds)).
+FILE_LIMITS = {
+    "max_batch_mb": ("--max-batch-mb", AuditConfig.max_batch_mb, "largest array an audit step builds, in MB"),
+    "max_noise_draws": ("--max-noise-draws", AuditConfig.max_noise_draws, "most Monte-Carlo draws of a noise test"),
+    "max_pairs": ("--max-pairs", AuditConfig.max_pairs, "most 2D PDs an audit computes"),
+}
+
+
+def check_file_limits(values: Mapping, where: str, raised: Mapping | None = None) -> None:
+    """:class:`InputError` when a file's table (``values``: a config file's keys, or a policy's ``[audit]`` table,
+    named by ``where``) sets a :data:`FILE_LIMITS` key above the built-in limit, or above the flag that raised it
+    (``raised``: key -> value): an input cannot lift the limits meant to bound it."""
+    for key, (flag, default, what) in FILE_LIMITS.items():
+        v = values.get(key) if isinstance(values, Mapping) else None
+        cap = (raised or {}).get(key) or default
+        if isinstance(v, numbers.Real) and not isinstance(v, bool) and v > cap:
+            raise InputError(f"{where} key {key!r} = {v:g} raises a limit ({what}: {cap:g}); a file can only lower "
+                             f"it. To raise it, pass {flag} {v:g} on the command line.")
 
 
 def _deprecated_cover_key(key):

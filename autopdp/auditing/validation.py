@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import AuditConfig, ReportOptions, split_config
+from ..io.tree_arrays import check_tree_arrays
 from ..pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, sample_rows
 from ..errors import InputError, InputTypeError
 from ..pd.grids import is_effectively_constant, resolve_categorical
@@ -250,6 +251,32 @@ def _check_comparison(name: str, other, model, frame: Frame):
         raise InputError(f"comparison model {name!r} needs columns {sorted(set(cols) - set(frame.names))} that X lacks.")
 
 
+#: A text or categorical column with at least this share of distinct values (over at least
+#: :data:`IDENTIFIER_MIN_ROWS` rows) is an identifier: no grid is built of its values.  A column of whole numbers
+#: is one only when every value is distinct over at least :data:`IDENTIFIER_MIN_INT_ROWS` rows (a row index, a
+#: customer number): an amount in whole units is often nearly unique too (German Credit's credit_amount: 921 of
+#: 1,000).
+IDENTIFIER_SHARE = 0.9
+IDENTIFIER_MIN_ROWS = 20
+IDENTIFIER_MIN_INT_ROWS = 200
+
+
+def _is_identifier(values, n_rows: int) -> bool:
+    """Whether a column looks like an identifier: nearly one distinct value per row of text or levels, or one per
+    row of whole numbers (a continuous measurement, nearly unique too, is not)."""
+    if n_rows < IDENTIFIER_MIN_ROWS:
+        return False
+    s = pd.Series(values)
+    distinct = s.nunique(dropna=True)
+    if s.dtype == object or pd.api.types.is_string_dtype(s) or isinstance(s.dtype, pd.CategoricalDtype):
+        return distinct >= IDENTIFIER_SHARE * n_rows
+    if n_rows < IDENTIFIER_MIN_INT_ROWS or distinct != n_rows or not pd.api.types.is_numeric_dtype(s) \
+            or pd.api.types.is_bool_dtype(s):
+        return False
+    v = s.to_numpy(dtype=float)
+    return bool(np.isfinite(v).all() and (v == np.round(v)).all())  # whole numbers (the frame holds them as floats)
+
+
 def _resolved(config, compare, report=None) -> tuple[AuditConfig, dict, ReportOptions]:
     """The config as an :class:`AuditConfig`, the comparison models as a checked dict and the report's cover
     as :class:`ReportOptions` (``report``, else the cover keys of a dict ``config``, else those given to
@@ -299,6 +326,8 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     full = as_frame(X)
     notes: list[str] = []
     full = _align_columns(model, full, notes)
+    for label, m in {"the model": model, **{f"comparison model {n!r}": c for n, c in compare.items()}}.items():
+        check_tree_arrays(m, label, n_columns=len(full.names))  # before anything predicts: trees in bounds of X
     _check_rows(full.n_rows, notes)
     target_name = target_name_of(y)
     y = _check_y(y, full.n_rows)
@@ -331,6 +360,10 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
                          "still given its missing values).")
         elif col.nunique(dropna=True) <= 1:
             notes.append(f"Feature {name!r} is constant in the data and was skipped.")
+        elif _is_identifier(frame.column(position), frame.n_rows):
+            notes.append(f"Feature {name!r} looks like an identifier ({col.nunique(dropna=True):,} distinct values in "
+                         f"{frame.n_rows:,} rows) and was skipped: a grid of its values would write them into every "
+                         "output. Leave it out of the data (or of config key features) if the model does not use it.")
         elif not kinds[position] and is_effectively_constant(frame.column(position)):
             unresolvable.append(name)
             notes.append(f"Feature {name!r} is effectively constant in the data (its values span too small a range "

@@ -37,6 +37,7 @@ from .inputs import (
     StageError, _check_allow_pickle, _check_signatures, _display_name, _inputs, _load_data, _load_model, _loading,
     _log_mlflow, _mlflow_target, _model_label, _one_line, _train, _with_notes, _with_provenance, stage)
 from ..errors import InputError, command_line_interface
+from .settings import SIGN_OFF_FLAGS, _config, _raised, _with_cover_flags, _with_flags  # noqa: F401
 
 __all__ = ["main", "Finish"]
 
@@ -74,40 +75,6 @@ EXIT_CODES_HELP = """exit codes:
        failures (outputs written, listed under "Stage failures")
   130  interrupted (Ctrl-C): an earlier run's outputs are left untouched
 """
-
-
-def _config(path, **cover_defaults):
-    """The --config file's audit settings and report cover, the cover's names defaulted (``cover_defaults``)
-    where the file leaves them out."""
-    from ..config import AuditConfig, ReportOptions, load_config
-
-    cfg, report = load_config(path) if path else (AuditConfig(), ReportOptions())
-    missing = {k: v for k, v in cover_defaults.items() if getattr(report, k) is None and v is not None}
-    return cfg, (report.replace(**missing) if missing else report)
-
-
-SIGN_OFF_FLAGS = {"sign_off_name": "name", "sign_off_role": "role", "sign_off_date": "date", "decision": "decision",
-                  "conditions": "conditions"}
-
-
-def _with_flags(cfg, args):
-    """Flags win over the config file: --pairs and --keep-points."""
-    changes = {}
-    if getattr(args, "pairs", None) is not None:
-        changes["pairs"] = args.pairs
-    if getattr(args, "keep_points", None):
-        changes["keep_points"] = True
-    return cfg.replace(**changes) if changes else cfg
-
-
-def _with_cover_flags(report, args):
-    """Flags win over the config file: the cover's texts and the sign-off fields."""
-    changes = {key: getattr(args, key) for key in ("title", "model_name", "model_version", "reviewer")
-               if getattr(args, key, None) is not None}
-    sign = {field: getattr(args, flag) for flag, field in SIGN_OFF_FLAGS.items() if getattr(args, flag, None) is not None}
-    if sign:
-        changes["sign_off"] = {**dict(report.sign_off or {}), **sign}
-    return report.replace(**changes) if changes else report
 
 
 def _formats(text: str):
@@ -255,7 +222,8 @@ def _cmd_report(args) -> int:
     page_size = _page_size(args.page_size)
     compare_paths = _parse_compare(args.compare)
     _check_allow_pickle(args, [args.model, *compare_paths.values()])
-    cfg, report = _config(args.config, model_name=_display_name(args.model), dataset_name=Path(args.data).name)
+    cfg, report = _config(args.config, _raised(args), model_name=_display_name(args.model),
+                          dataset_name=Path(args.data).name)
     cfg, report = _with_flags(cfg, args), _with_cover_flags(report, args)
     templates = _templates(args, formats)
     load_notes: list = []
@@ -285,7 +253,11 @@ def _cmd_gate(args) -> int:
     policy = GatePolicy.from_toml(args.policy)
     if policy.needs_champion and not args.champion:
         raise InputError("the policy sets champion limits (max_similarity); pass --champion PATH.")
-    base, report = _config(args.config, model_name=_display_name(args.model), dataset_name=Path(args.data).name)
+    base, report = _config(args.config, _raised(args), model_name=_display_name(args.model),
+                           dataset_name=Path(args.data).name)
+    from ..config import check_file_limits
+
+    check_file_limits(policy.audit, "policy [audit]", _raised(args))
     base, reset = policy.without_loosening(base)
     for key in reset:  # the policy decides: a --config cannot loosen the gate
         now = "the default bound" if key.startswith("lipschitz.") else repr(getattr(base, key))
@@ -328,7 +300,7 @@ def _cmd_compare(args) -> int:
         raise InputError("compare needs at least two models: --model NAME=PATH --model NAME=PATH.")
     _check_allow_pickle(args, paths.values())
     names = list(paths)
-    cfg, report = _config(args.config, model_name=f"{names[0]} ({_display_name(paths[names[0]])})",
+    cfg, report = _config(args.config, _raised(args), model_name=f"{names[0]} ({_display_name(paths[names[0]])})",
                           dataset_name=Path(args.data).name)
     cfg, report = _with_flags(cfg, args), _with_cover_flags(report, args)
     templates = _templates(args, formats)
@@ -428,6 +400,21 @@ def _model_data_args(p, data_help="data: .csv or .parquet, with the target colum
     p.add_argument("--refits", type=int, default=None, metavar="K",
                    help="refits of the learner on half-samples of --train (config key refits; e.g. 10)")
     p.add_argument("--trust-model", action="store_true", help=argparse.SUPPRESS)  # removed: exit 2 says what replaces it
+    _limit_args(p)
+
+
+def _limit_args(p):
+    """The flags that raise a built-in limit: only the command line can (a config file or policy may only lower)."""
+    from ..config import FILE_LIMITS
+
+    g = p.add_argument_group("limits (raise a built-in limit; files can only lower them)")
+    g.add_argument("--max-model-mb", type=float, default=None, metavar="MB",
+                   help="largest model a .skops file (or MLflow artifact) may inflate to (default 1024)")
+    g.add_argument("--max-data-mb", type=float, default=None, metavar="MB",
+                   help="largest table a data file may expand to in memory (default 1024)")
+    for key, (flag, default, what) in FILE_LIMITS.items():
+        g.add_argument(flag, type=float if key == "max_batch_mb" else int, default=None, dest=key, metavar="N",
+                       help=f"{what} (config key {key}, default {default:g}); a config file or policy may only lower it")
 
 
 def build_parser() -> argparse.ArgumentParser:

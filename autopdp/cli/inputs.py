@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import InputError
+from ..io.loading import MAX_DATA_MB
+from ..io.model_files import MAX_MODEL_MB
 
 __all__ = ["StageError", "stage", "pd_numeric"]
 
@@ -50,11 +52,22 @@ def _train(args, cfg):
     return cfg, (_load_data(args, train) if train else None)
 
 
+def _limit(args, name: str, default: float) -> float:
+    """A --max-... flag's value (a positive number), or the built-in ``default``."""
+    value = getattr(args, name, None)
+    if value is None:
+        return default
+    if not value > 0:
+        raise InputError(f"--{name.replace('_', '-')} takes a positive number of MB, got {value}.")
+    return value
+
+
 def _load_data(args, path=None):
     """``(X, y, weights)`` from --data (or ``path``: --train), --target and --weights."""
     from ..io.loading import column_error, load_data, split_target
 
-    df = load_data(path or args.data, sep=args.sep, na_values=args.na_values, decimal=args.decimal)
+    df = load_data(path or args.data, sep=args.sep, na_values=args.na_values, decimal=args.decimal,
+                   max_mb=_limit(args, "max_data_mb", MAX_DATA_MB))
     X, y = split_target(df, args.target)
     weights = None
     if args.weights is not None:
@@ -135,7 +148,8 @@ def _load_model(args, path):
     from ..io.loading import load_model
 
     allowed = any(_same_file(a, path) for a in getattr(args, "allow_pickle", None) or [])
-    model = load_model(path, trusted_types=getattr(args, "trust_type", None), allow_pickle=allowed)
+    model = load_model(path, trusted_types=getattr(args, "trust_type", None), allow_pickle=allowed,
+                       max_mb=_limit(args, "max_model_mb", MAX_MODEL_MB))
     if is_mlflow_uri(path):
         if not hasattr(args, "mlflow_models"):
             args.mlflow_models = {}

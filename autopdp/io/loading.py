@@ -14,14 +14,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError, advice
-from .model_files import (DEFAULT_TRUSTED_TYPES, PICKLE_SUFFIXES, TRUST_MODEL_REMOVED, TrustWarning,  # noqa: F401
+from .model_files import (DEFAULT_TRUSTED_TYPES, MAX_MODEL_MB, PICKLE_SUFFIXES, TRUST_MODEL_REMOVED, TrustWarning,  # noqa: F401
                           load_model_file, trusted_type_names)
 
 __all__ = ["load_model", "load_data", "split_target", "did_you_mean", "PICKLE_SUFFIXES", "DEFAULT_TRUSTED_TYPES",
            "TrustWarning"]
 
 
-def load_model(path, *, trusted_types=None, allow_pickle: bool = False, trust_model=None):
+def load_model(path, *, trusted_types=None, allow_pickle: bool = False, trust_model=None, max_mb: float = MAX_MODEL_MB):
     """``autopdp.load_model``: a fitted model from a file (see module docs for the formats) or an MLflow model URI
     (``models:/NAME/VERSION``, ``models:/NAME@ALIAS``, ``runs:/RUN_ID/PATH``: :mod:`autopdp.io.mlflow_models`; an
     audit of the returned model records the URI, the resolved version and the run).
@@ -29,7 +29,8 @@ def load_model(path, *, trusted_types=None, allow_pickle: bool = False, trust_mo
     ``trusted_types``: skops type names to trust beyond :data:`DEFAULT_TRUSTED_TYPES` (CLI ``--trust-type``); the
     loaded ones are named in a :class:`TrustWarning`.  ``allow_pickle``: load a pickle (a pickle/joblib file, or an
     MLflow model saved by pickling), which runs code from it (CLI ``--allow-pickle PATH_OR_URI``).  ``trust_model``
-    was removed (an :class:`InputError` says what replaces it).
+    was removed (an :class:`InputError` says what replaces it).  ``max_mb``: the largest model a ``.skops`` file (or
+    an MLflow artifact's) may inflate to (CLI ``--max-model-mb``, default :data:`MAX_MODEL_MB`).
     """
     if trust_model is not None:
         raise InputError(TRUST_MODEL_REMOVED)
@@ -41,8 +42,8 @@ def load_model(path, *, trusted_types=None, allow_pickle: bool = False, trust_mo
         if not isinstance(allow_pickle, bool):
             raise InputError(f"allow_pickle must be True or False, got {allow_pickle!r}.")
         return remember(load_mlflow_model(path, allow_pickle=allow_pickle,
-                                          trusted_types=trusted_type_names(trusted_types)))
-    return load_model_file(path, trusted_types, allow_pickle)
+                                          trusted_types=trusted_type_names(trusted_types), max_mb=max_mb))
+    return load_model_file(path, trusted_types, allow_pickle, max_mb=max_mb)
 
 
 def _sep(sep):
@@ -77,7 +78,39 @@ def _decimal(decimal, sep: str) -> str:
     return decimal
 
 
-def load_data(path, *, sep=None, na_values=None, decimal=None) -> pd.DataFrame:
+#: Largest table a data file may expand to in memory (a CSV: its size on disk; a Parquet file: its footer's rows x
+#: columns x 8 bytes, or its uncompressed size if larger), in MB; ``--max-data-mb`` (API: ``max_mb=``) raises it.
+MAX_DATA_MB = 1024
+
+
+def _check_data_size(p: Path, suffix: str, max_mb: float) -> None:
+    """Refuse a data file that would expand past ``max_mb`` before it is read: a CSV by its size, a Parquet file by
+    its footer (a 1.3 MB file can declare 150 million rows of a run-length-encoded column)."""
+    limit = max_mb * 2 ** 20
+    if suffix == ".csv":
+        size, what = p.stat().st_size, "is"
+    else:
+        import pyarrow.parquet as pq
+
+        try:
+            meta = pq.ParquetFile(p).metadata
+        except Exception as exc:  # noqa: BLE001 - pyarrow's errors on a damaged footer are bad input
+            raise InputError(f"cannot read data file {str(p)!r} as Parquet: {type(exc).__name__}: {exc}.") from None
+        stored = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        size, what = max(stored, meta.num_rows * meta.num_columns * 8), "declares"
+        if size <= limit:
+            return
+        raise InputError(f"data file {str(p)!r} declares {meta.num_rows:,} rows x {meta.num_columns:,} columns "
+                         f"(about {size / 2 ** 20:,.0f} MB in memory), over the {max_mb:,g} MB limit for data; if it is "
+                         f"really that large, rerun with --max-data-mb {int(size / 2 ** 20) + 1} (API: max_mb=), or "
+                         f"audit a sample of its rows.")
+    if size > limit:
+        raise InputError(f"data file {str(p)!r} {what} {size / 2 ** 20:,.0f} MB, over the {max_mb:,g} MB limit for data; "
+                         f"if it is really that large, rerun with --max-data-mb {int(size / 2 ** 20) + 1} (API: max_mb=), "
+                         f"or audit a sample of its rows.")
+
+
+def load_data(path, *, sep=None, na_values=None, decimal=None, max_mb: float = MAX_DATA_MB) -> pd.DataFrame:
     """Read a CSV or Parquet file into a DataFrame, with errors that name the file.
 
     Parameters
@@ -92,6 +125,8 @@ def load_data(path, *, sep=None, na_values=None, decimal=None) -> pd.DataFrame:
         "NA", "NaN", ...) stay missing too.
     decimal : str, optional
         The decimal mark of a CSV's numbers (default "."; "," for "3,5").
+    max_mb : float
+        The largest table the file may expand to (:data:`MAX_DATA_MB`), checked before it is read.
     """
     p = Path(path)
     if not p.exists():
@@ -111,6 +146,7 @@ def load_data(path, *, sep=None, na_values=None, decimal=None) -> pd.DataFrame:
     try:
         if p.stat().st_size == 0:
             raise InputError(f"data file {str(p)!r} is empty (0 bytes).")
+        _check_data_size(p, suffix, max_mb)
         if suffix == ".csv":
             df = pd.read_csv(p, **csv_options)
         else:
@@ -155,6 +191,11 @@ def _csv_header(path: Path, sep: str) -> list[str]:
     return [str(c) for c in first.iloc[0].tolist()] if len(first) else []
 
 
+#: Near-match suggestions compare names of at most this many characters, with at most this many candidates.
+SUGGEST_MAX_CHARS = 100
+SUGGEST_MAX_CHOICES = 2000
+
+
 def did_you_mean(name: str, choices) -> str:
     """`` Did you mean 'x'?`` for a close match among ``choices``, else an empty string."""
     import difflib
@@ -163,6 +204,10 @@ def did_you_mean(name: str, choices) -> str:
     lower = {c.lower(): c for c in choices}
     if str(name).lower() in lower:
         return f" Did you mean {lower[str(name).lower()]!r}?"
+    # difflib is quadratic in the names' lengths: only short names, and a bounded number, are compared
+    if len(str(name)) > SUGGEST_MAX_CHARS:
+        return ""
+    choices = [c for c in choices if len(c) <= SUGGEST_MAX_CHARS][:SUGGEST_MAX_CHOICES]
     close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
     return f" Did you mean {close[0]!r}?" if close else ""
 

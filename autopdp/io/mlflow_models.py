@@ -33,6 +33,8 @@ from pathlib import Path
 
 from ..utils.atomic import sha256_file
 from ..errors import InputError
+from .boosters import check_booster_file, check_xgboost
+from .model_files import MAX_MODEL_MB
 
 __all__ = ["is_mlflow_uri", "load_mlflow_model", "MlflowModel", "check_signature", "MLFLOW_EXTRA", "source_of",
            "model_argument"]
@@ -109,6 +111,14 @@ def _quick_failures() -> dict:
             "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
 
 
+def _pinned(uri: str, facts: dict) -> str:
+    """``uri`` with its registry alias (or ``latest``) replaced by the version :func:`_resolve` found, so that the
+    download, the audit, the record and the MLflow log all name one version, resolved once."""
+    if facts.get("registered_model") and facts.get("version"):
+        return f"models:/{facts['registered_model']}/{facts['version']}"
+    return uri
+
+
 def _resolve(uri: str, mlflow) -> dict:
     """The registry's or run's facts about ``uri``: name, version, alias, run id, model id."""
     from mlflow.tracking import MlflowClient
@@ -138,17 +148,51 @@ def _resolve(uri: str, mlflow) -> dict:
                      "runs:/RUN_ID/PATH.")
 
 
-def _read_mlmodel(folder: Path) -> dict:
+#: Largest MLmodel file read (its YAML describes the model; real ones are a few KB).
+MAX_MLMODEL_BYTES = 1024 * 1024
+
+
+def _yaml_without_aliases(text: str):
+    """YAML parsed with PyYAML's safe loader, an alias refused: a few hundred bytes of nested aliases (a "billion
+    laughs") expand to gigabytes, and MLflow never writes one."""
     import yaml
 
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                raise InputError("the MLflow artifact's MLmodel file uses YAML aliases (*name), which MLflow never "
+                                 "writes and which can expand to gigabytes; autopdp does not read it.")
+            return super().compose_node(parent, index)
+
+    try:
+        return yaml.load(text, Loader=NoAliases)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise InputError(f"the MLflow artifact's MLmodel file is not valid YAML: {' '.join(str(exc).split())[:200]}.") from None
+
+
+def _read_mlmodel(folder: Path) -> dict:
     path = folder / "MLmodel"
-    if not path.is_file():
+    if not path.is_file() or path.is_symlink():
         raise InputError(f"the MLflow artifact has no MLmodel file (found: {sorted(p.name for p in folder.iterdir())[:10]}).")
-    with open(path, encoding="utf-8") as fh:
-        meta = yaml.safe_load(fh)
+    if path.stat().st_size > MAX_MLMODEL_BYTES:
+        raise InputError(f"the MLflow artifact's MLmodel file is {path.stat().st_size:,} bytes, over the "
+                         f"{MAX_MLMODEL_BYTES:,}-byte limit for a model's description; autopdp does not read it.")
+    meta = _yaml_without_aliases(path.read_text(encoding="utf-8", errors="replace"))
     if not isinstance(meta, dict) or not isinstance(meta.get("flavors"), dict):
         raise InputError("the MLflow artifact's MLmodel file has no flavours.")
     return meta
+
+
+def _inside(folder: Path, name, what: str, uri: str) -> Path:
+    """``folder / name``, refused unless it resolves (links followed) to a file inside the artifact's folder: an
+    MLmodel names its files, and ``/abs/path`` or ``../x`` would make autopdp read (and record as the registry
+    model's) a file of this machine."""
+    root = folder.resolve()
+    path = (folder / str(name)).resolve()
+    if not path.is_relative_to(root) or path == root:
+        raise InputError(f"{uri}: the MLmodel's {what} {str(name)!r} points outside the model's artifact folder; "
+                         "autopdp reads only the artifact's own files.")
+    return path
 
 
 def _signature(meta: dict) -> list | None:
@@ -175,7 +219,7 @@ def _needs_pickle(uri: str, flavour: str, what: str) -> InputError:
     )
 
 
-def _load_flavour(uri: str, folder: Path, meta: dict, *, allow_pickle: bool, trusted_types) -> tuple:
+def _load_flavour(uri: str, folder: Path, meta: dict, *, allow_pickle: bool, trusted_types, max_mb: float) -> tuple:
     """``(model, flavour, how, the model's file)`` from the downloaded folder (see module docs for what each
     flavour runs)."""
     flavors = meta["flavors"]
@@ -190,16 +234,19 @@ def _load_flavour(uri: str, folder: Path, meta: dict, *, allow_pickle: bool, tru
 
             module, name = cls.rsplit(".", 1)
             model = getattr(importlib.import_module(module), name)()
-            data = folder / str(conf.get("data", "model.xgb"))
+            data = _inside(folder, conf.get("data", "model.xgb"), "data", uri)
+            check_booster_file(data, "xgboost", uri, max_mb)
             model.load_model(str(data))
+            check_xgboost(model, uri)  # from its JSON, before anything predicts
         except ImportError:
             raise InputError(f"{uri} is an xgboost model and xgboost is not installed: pip install xgboost-cpu.") from None
         return model, "xgboost", f"xgboost's own model file ({cls})", data
     if "lightgbm" in flavors:
         conf = flavors["lightgbm"] or {}
         cls = str(conf.get("model_class", "lightgbm.basic.Booster"))
-        data = folder / str(conf.get("data", "model.lgb"))
+        data = _inside(folder, conf.get("data", "model.lgb"), "data", uri)
         if cls == "lightgbm.basic.Booster":
+            check_booster_file(data, "lightgbm", uri, max_mb)
             try:
                 import lightgbm
             except ImportError:
@@ -213,15 +260,15 @@ def _load_flavour(uri: str, folder: Path, meta: dict, *, allow_pickle: bool, tru
     if "sklearn" in flavors:
         conf = flavors["sklearn"] or {}
         fmt = str(conf.get("serialization_format", "cloudpickle"))
-        data = folder / str(conf.get("pickled_model", "model.pkl"))
+        data = _inside(folder, conf.get("pickled_model", "model.pkl"), "pickled_model", uri)
         if fmt == "skops":
             from .model_files import load_model_file
 
-            skops_file = data if data.suffix == ".skops" else data.with_suffix(".skops")
-            if not skops_file.exists():
-                skops_file.write_bytes(data.read_bytes())  # autopdp's skops loader goes by the file's suffix
+            skops_file = data if data.suffix == ".skops" else folder / "autopdp-model.skops"
+            if skops_file != data:  # autopdp's skops loader goes by the file's suffix: a copy in the download folder
+                shutil.copyfile(data, skops_file)
             try:
-                return load_model_file(skops_file, trusted_types), "sklearn", "skops (safe loader)", data
+                return load_model_file(skops_file, trusted_types, max_mb=max_mb), "sklearn", "skops (safe loader)", data
             except InputError as exc:  # the refusal names the URI, not the download's temporary file
                 raise InputError(str(exc).replace(f"model file {str(skops_file)!r}", uri)) from None
         if not allow_pickle:
@@ -256,7 +303,8 @@ class _PyfuncModel:
         return np.asarray(out, dtype=float)
 
 
-def load_mlflow_model(uri: str, *, allow_pickle: bool = False, trusted_types=None) -> MlflowModel:
+def load_mlflow_model(uri: str, *, allow_pickle: bool = False, trusted_types=None,
+                      max_mb: float = MAX_MODEL_MB) -> MlflowModel:
     """The model at an MLflow ``uri`` (see module docs): resolved, downloaded and loaded by its flavour.
 
     Raises :class:`autopdp.InputError` with one line for a missing MLflow, an unreachable server, a version that
@@ -274,10 +322,11 @@ def load_mlflow_model(uri: str, *, allow_pickle: bool = False, trusted_types=Non
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp))
+                    # the version resolved above is the one downloaded: an alias moved in between changes nothing
+                    folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=_pinned(uri, facts), dst_path=tmp))
                     meta = _read_mlmodel(folder)
                     model, flavour, how, data = _load_flavour(uri, folder, meta, allow_pickle=allow_pickle,
-                                                              trusted_types=trusted_types)
+                                                              trusted_types=trusted_types, max_mb=max_mb)
                     file = {"bytes": data.stat().st_size, "sha256": sha256_file(data)} if data.is_file() else {}
                 # a python_function model may read its folder when it predicts: kept until the process ends
                 keep = flavour == "python_function"

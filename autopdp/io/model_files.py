@@ -17,10 +17,13 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["load_model_file", "trusted_type_names", "TrustWarning", "PICKLE_SUFFIXES", "DEFAULT_TRUSTED_TYPES",
+__all__ = ["load_model_file", "check_skops_size", "MAX_MODEL_MB", "trusted_type_names", "TrustWarning", "PICKLE_SUFFIXES", "DEFAULT_TRUSTED_TYPES",
            "TRUST_MODEL_REMOVED"]
 
 PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
+#: Largest model a ``.skops`` file may inflate to (its members' sizes, read from the zip's directory before any is
+#: read), in MB; ``--max-model-mb`` (API: ``max_mb=``) raises it.
+MAX_MODEL_MB = 1024
 
 #: skops types trusted without being named: scikit-learn's own tree containers, which skops flags in every
 #: saved tree model (DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*, IsolationForest: the
@@ -81,11 +84,29 @@ def trusted_type_names(trusted_types) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t.strip() for t in names))
 
 
-def load_model_file(path, trusted_types=None, allow_pickle: bool = False):
+def check_skops_size(p: Path, max_mb: float = MAX_MODEL_MB) -> None:
+    """Refuse a ``.skops`` zip whose members, as its directory declares them, inflate past ``max_mb`` (a 3 MB file
+    can declare a 3 GB array), before skops reads any.  zipfile never inflates a member past its declared size."""
+    try:
+        with zipfile.ZipFile(p) as z:
+            infos = z.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise InputError(f"cannot read model file {str(p)!r} as skops: {type(exc).__name__}: {exc}.") from None
+    total = sum(i.file_size for i in infos)
+    if len(infos) > 1_000_000 or total > max_mb * 1024 * 1024:
+        raise InputError(f"model file {str(p)!r} inflates to {total / 2 ** 20:,.0f} MB in {len(infos):,} parts, over the "
+                         f"{max_mb:,g} MB limit for a model; if the model is really that large, rerun with "
+                         f"--max-model-mb {int(total / 2 ** 20) + 1} (API: max_mb=).")
+
+
+def load_model_file(path, trusted_types=None, allow_pickle: bool = False, max_mb: float = MAX_MODEL_MB):
     """A fitted model from a model file: ``.skops`` (skops' safe loader, trusting :data:`DEFAULT_TRUSTED_TYPES` and
-    ``trusted_types``) or a pickle that ``allow_pickle`` names (see :func:`autopdp.io.loading.load_model`)."""
+    ``trusted_types``; at most ``max_mb`` inflated) or a pickle that ``allow_pickle`` names (see
+    :func:`autopdp.io.loading.load_model`)."""
     if not isinstance(allow_pickle, bool):
         raise InputError(f"allow_pickle must be True or False, got {allow_pickle!r}.")
+    if isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or not max_mb > 0:
+        raise InputError(f"max_mb (--max-model-mb) must be a positive number of MB, got {max_mb!r}.")
     named = trusted_type_names(trusted_types)
     p = Path(path)
     if not p.exists():
@@ -96,6 +117,7 @@ def load_model_file(path, trusted_types=None, allow_pickle: bool = False):
     if suffix == ".skops":
         import skops.io as sio
 
+        check_skops_size(p, max_mb)
         try:
             untrusted = [str(t) for t in sio.get_untrusted_types(file=p)]
         except SKOPS_READ_ERRORS as exc:

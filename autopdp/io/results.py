@@ -183,7 +183,37 @@ def _records_of(source, label: str, max_mb: float = RESULTS_MAX_MB) -> dict:
     if schema not in (JSON_SCHEMA, *OLD_JSON_SCHEMAS):
         raise InputError(f"{label} is not an autopdp audit (schema {schema!r}, expected {JSON_SCHEMA!r}).")
     with _damaged(label):
-        return _as_records(d) if schema == JSON_SCHEMA else dict(d)
+        if schema == JSON_SCHEMA:
+            _check_table_fields(d, label, _source_bytes(source))
+            return _as_records(d)
+        return dict(d)
+
+
+def _check_table_fields(d: dict, label: str, size: int | None) -> None:
+    """The fields the column tables of ``d`` expand to (rows x (shared + own columns)) stay under one per byte of
+    the file (autopdp's own files expand to under 0.1): a table whose ``same`` holds thousands of keys over
+    thousands of empty rows would otherwise build gigabytes of records before any other check."""
+    if size is None:
+        return
+    cap = 1_000_000 + size
+    total = 0
+
+    def walk(obj, depth=0):
+        nonlocal total
+        if depth > 8:
+            return
+        if _is_table(obj):
+            same, columns, rows = obj.get("same"), obj.get("columns"), obj.get("rows")
+            if isinstance(same, dict) and isinstance(columns, list) and isinstance(rows, list):
+                total += len(rows) * (len(same) + len(columns))
+            return
+        for v in (obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()):
+            walk(v, depth + 1)
+
+    walk(d)
+    if total > cap:
+        raise InputError(f"{label} would expand to {total:,} record fields from {size:,} bytes (over {cap:,}): it was "
+                         "not written by autopdp as it stands; write it again with autopdp.")
 
 
 def _complete_evidence(d: dict) -> dict:

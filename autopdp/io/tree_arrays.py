@@ -8,8 +8,9 @@ bitset that does not exist) would make predict read memory it does not own or lo
 of this for ``TreePredictor``.  :func:`check_tree_arrays` walks the loaded model and refuses any such tree:
 
 * every split's children are nodes of the same tree and come after it (so every walk ends at a leaf);
-* every split's feature is one of the model's columns (``n_features_in_`` of the estimator that holds the tree,
-  where it has one) and, for ``Tree``, within its own ``n_features``;
+* every split's feature is one of the columns the tree will see: the width its estimator declares
+  (``n_features_in_``, capped by an ensemble's that holds it), else the data's width (checked again once the audit
+  has read the data), and, for ``Tree``, within its own ``n_features``;
 * a categorical split's bitset row exists; ``Tree``'s values have one row per node.
 """
 
@@ -58,6 +59,7 @@ def _check_predictor(p, n_features, label) -> None:
 
 
 def _check_tree(t, n_features, label) -> None:
+    """``n_features``: the columns the tree will see (None: not known yet; its own ``n_features`` bounds it)."""
     state = t.__getstate__()
     nodes = np.asarray(state["nodes"])
     n = int(state["node_count"])
@@ -80,44 +82,100 @@ def _check_tree(t, n_features, label) -> None:
     bad = (feat < 0) | (feat >= limit)
     if bad.any():
         i = int(idx[bad][0])
-        raise _refuse(label, f"node {i} splits on feature {int(nodes['feature'][i])} of {limit}")
+        raise _refuse(label, f"node {i} splits on feature {int(nodes['feature'][i])} of a model with {limit} columns")
 
 
-def check_tree_arrays(model, label: str = "the model") -> int:
+#: Estimators whose trees see exactly the columns the estimator itself was given: a tree they hold that declares no
+#: width of its own is bounded by theirs.  Any other holder (a Pipeline's later steps, a ColumnTransformer, bagging
+#: on feature subsets, stacking) may hand its trees other columns, so a tree there must declare its own width.
+def _passes_width(obj) -> bool:
+    from sklearn.ensemble import AdaBoostClassifier, AdaBoostRegressor
+    from sklearn.ensemble._forest import BaseForest
+    from sklearn.ensemble._gb import BaseGradientBoosting
+    from sklearn.ensemble._hist_gradient_boosting.gradient_boosting import BaseHistGradientBoosting
+    from sklearn.tree import BaseDecisionTree
+
+    return isinstance(obj, (BaseDecisionTree, BaseForest, BaseGradientBoosting, BaseHistGradientBoosting,
+                            AdaBoostClassifier, AdaBoostRegressor))
+
+
+def _booster_kind(obj) -> str:
+    """"xgboost" or "lightgbm" for those libraries' Booster objects, else ""."""
+    cls = type(obj)
+    if cls.__name__ != "Booster":
+        return ""
+    module = cls.__module__.split(".")[0]
+    return module if module in ("xgboost", "lightgbm") else ""
+
+
+#: The width of a tree held by the model itself when nothing declares one: the data's, known when the audit reads it.
+DATA_WIDTH = "the data's width"
+
+
+def _declared(attrs: dict):
+    nf = attrs.get("n_features_in_")
+    return int(nf) if isinstance(nf, (int, np.integer)) and not isinstance(nf, bool) and nf >= 0 else None
+
+
+def _children(obj, attrs: dict, width):
+    """(child, width) for each value held by ``obj``: its own declared width (capped by what it was given), passed
+    on only where :func:`_passes_width`; a Pipeline gives its first step what it was given."""
+    own = _declared(attrs)
+    if own is not None and isinstance(width, int):
+        own = min(own, width)
+    mine = own if own is not None else width
+    if hasattr(obj, "steps") and isinstance(attrs.get("steps"), list):  # a Pipeline: only its first step sees X
+        steps = [s[1] if isinstance(s, tuple) and len(s) == 2 else s for s in attrs["steps"]]
+        return [(s, mine if i == 0 else None) for i, s in enumerate(steps)]
+    passed = mine if _passes_width(obj) else own
+    return [(v, passed) for v in attrs.values()]
+
+
+def check_tree_arrays(model, label: str = "the model", n_columns: int | None = None) -> int:
     """Refuse (InputError) a tree of ``model`` whose nodes point outside it (see module docs); returns how many
-    trees were checked.  Walks the estimator's attributes, lists, tuples, dicts and object arrays."""
+    trees were checked.  Walks the estimator's attributes, lists, tuples, dicts and object arrays.
+
+    A tree's features are bounded by the width its holder declares (``n_features_in_``, capped by an ensemble's);
+    where no estimator declares one, by ``n_columns``, the width of the data (the audit checks again once it has
+    read the data: :func:`autopdp.auditing.validation._validated_inputs`).  A tree whose width nothing bounds (held
+    by a later Pipeline step, say, that declares none) is refused."""
     from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
     from sklearn.tree._tree import Tree
 
     seen: set[int] = set()
-    stack = [(model, None)]
+    stack = [(model, DATA_WIDTH)]
     checked = 0
     while stack:
-        obj, n_features = stack.pop()
+        obj, width = stack.pop()
         if id(obj) in seen or obj is None or isinstance(obj, (str, bytes, int, float, bool, np.generic)):
             continue
         seen.add(id(obj))
-        if isinstance(obj, TreePredictor):
-            _check_predictor(obj, n_features, label)
+        if isinstance(obj, (TreePredictor, Tree)):
+            limit = n_columns if width is DATA_WIDTH else width
+            if limit is None and width is not DATA_WIDTH:
+                raise _refuse(label, "input width nothing declares (its estimator has no n_features_in_, which "
+                                     "every scikit-learn fit sets)")
+            (_check_predictor if isinstance(obj, TreePredictor) else _check_tree)(obj, limit, label)
             checked += 1
             continue
-        if isinstance(obj, Tree):
-            _check_tree(obj, n_features, label)
-            checked += 1
+        booster = _booster_kind(obj)
+        if booster:  # XGBoost's and LightGBM's own trees: read from their text forms (autopdp.io.boosters)
+            from .boosters import check_lightgbm_text, check_xgboost
+
+            checked += check_xgboost(obj, label) if booster == "xgboost" else check_lightgbm_text(
+                obj.model_to_string(), label)
             continue
         if isinstance(obj, np.ndarray):
             if obj.dtype == object:
-                stack.extend((o, n_features) for o in obj.ravel())
+                stack.extend((o, width) for o in obj.ravel())
             continue
         if isinstance(obj, dict):
-            stack.extend((v, n_features) for v in obj.values())
+            stack.extend((v, width) for v in obj.values())
             continue
         if isinstance(obj, (list, tuple, set, frozenset)):
-            stack.extend((v, n_features) for v in obj)
+            stack.extend((v, width) for v in obj)
             continue
         attrs = getattr(obj, "__dict__", None)
         if isinstance(attrs, dict):
-            nf = attrs.get("n_features_in_", n_features)
-            nf = int(nf) if isinstance(nf, (int, np.integer)) else n_features
-            stack.extend((v, nf) for v in attrs.values())
+            stack.extend(_children(obj, attrs, width))
     return checked

@@ -38,41 +38,7 @@ PDF_TEMPLATE = "report.pdf.j2"
 LAYOUTS = {"html": "autopdp/_record.html.j2", "pdf": "autopdp/_paper.html.j2", "docx": "autopdp/_word.html.j2"}
 
 
-#: The longest text or list a template may build with ``*`` (and ``**`` results stay under 4096 bits):
-#: a template is not a place to allocate gigabytes, so ``"x" * 10**10`` or ``10**10**10`` is refused, not run.
-MAX_TEMPLATE_PRODUCT = 10_000_000
-_MAX_POWER_BITS = 4096
-
-
-def _sandbox_class():
-    from jinja2.exceptions import SecurityError
-    from jinja2.sandbox import SandboxedEnvironment
-
-    class Sandbox(SandboxedEnvironment):
-        """Jinja's sandbox, with ``*`` and ``**`` bounded (:data:`MAX_TEMPLATE_PRODUCT`)."""
-
-        intercepted_binops = frozenset(["*", "**"])
-
-        def call_binop(self, context, operator, left, right):
-            def size(v):
-                if isinstance(v, (str, bytes, list, tuple)):
-                    return len(v)
-                if isinstance(v, int) and not isinstance(v, bool):
-                    return abs(v)
-                return None
-
-            a, b = size(left), size(right)
-            if operator == "**" and isinstance(left, int) and isinstance(right, int) and a is not None and b is not None:
-                if a > 1 and b * a.bit_length() > _MAX_POWER_BITS:
-                    raise SecurityError(f"{left} ** {right} has over {_MAX_POWER_BITS} bits, over the limit for a "
-                                        "template")
-            if operator == "*" and a is not None and b is not None and isinstance(left, (str, bytes, list, tuple)) \
-                    != isinstance(right, (str, bytes, list, tuple)) and a * b > MAX_TEMPLATE_PRODUCT:
-                raise SecurityError(f"a repetition to {a * b:,} items is over the limit of "
-                                    f"{MAX_TEMPLATE_PRODUCT:,} for a template")
-            return super().call_binop(context, operator, left, right)
-
-    return Sandbox
+from .sandbox import MAX_TEMPLATE_PRODUCT, bounded_filters, sandbox_class  # noqa: E402,F401
 
 
 @functools.lru_cache(maxsize=8)
@@ -96,17 +62,41 @@ def environment(template_dir: str | None = None):
     folder = FileSystemLoader(str(resources.files("autopdp.templates")))
     loaders = [folder, PrefixLoader({"autopdp": folder})]
     if template_dir is not None:
-        loaders = [PrefixLoader({"autopdp": folder}), FileSystemLoader(str(template_dir)), folder]
-    env = _sandbox_class()(
+        loaders = [PrefixLoader({"autopdp": folder}), confined_loader(str(template_dir)), folder]
+    env = sandbox_class()(
         loader=ChoiceLoader(loaders),
         autoescape=select_autoescape(enabled_extensions=("html", "j2", "xml"), default_for_string=True, default=True),
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters.update(bounded_filters(env.filters))
     env.filters["num"] = fmt
     env.filters["pct"] = lambda v: "n/a" if v is None else f"{float(v):.0%}"
     return env
+
+
+def confined_loader(folder: str):
+    """A FileSystemLoader of ``folder`` that reads no file whose path leaves the folder once links are followed:
+    a template folder holding a link to ``/proc/self/environ`` would otherwise put the job's secrets in the
+    report."""
+    import os
+
+    from jinja2 import FileSystemLoader
+    from jinja2.exceptions import SecurityError
+    from jinja2.loaders import split_template_path
+
+    root = os.path.realpath(folder)
+
+    class Confined(FileSystemLoader):
+        def get_source(self, environment, template):
+            path = os.path.join(root, *split_template_path(template))
+            if os.path.lexists(path) and not os.path.realpath(path).startswith(root + os.sep):
+                raise SecurityError(f"template {template!r} is a link out of the --template-dir folder; autopdp "
+                                    "reads templates only from inside it")
+            return super().get_source(environment, template)
+
+    return Confined(root)
 
 
 def check_template_dir(path) -> str:
@@ -128,6 +118,27 @@ def check_template_dir(path) -> str:
 _TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".html", ".htm", ".css", ".js", ".xml", ".svg")
 
 
+def _template_files(root, shown, limit: int = 2000) -> list:
+    """The files of a --template-dir (at most ``limit``, sorted), walked without following links; a link that
+    leaves the folder (to ``/proc/self/environ``, or a folder link to ``/``) is :class:`InputError`."""
+    import os
+    from pathlib import Path
+
+    real = root.resolve()
+    found = []
+    for here, dirs, files in os.walk(root, followlinks=False):
+        for name in [*dirs, *files]:
+            f = Path(here) / name
+            if f.is_symlink() and not f.resolve().is_relative_to(real):
+                raise InputError(f"--template-dir {str(shown)!r} holds {str(f.relative_to(root))!r}, a link to "
+                                 f"{str(f.resolve())!r} outside the folder; autopdp reads templates only from inside "
+                                 "it. Copy the file into the folder instead of linking it.")
+        found.extend(Path(here) / name for name in files)
+        if len(found) >= limit:
+            break
+    return sorted(found)[:limit]
+
+
 def _precheck_templates(folder: str, shown) -> None:
     """Parse every template of ``folder`` (:data:`_TEMPLATE_SUFFIXES`, e.g. report.css) once, before any
     work: a syntax error, or an attribute or key starting with ``_`` (``__class__``, ``__globals__``: what
@@ -138,7 +149,7 @@ def _precheck_templates(folder: str, shown) -> None:
 
     env = environment(folder)
     root = Path(folder)
-    for f in sorted(root.rglob("*"))[:2000]:
+    for f in _template_files(root, shown):
         if f.suffix.lower() not in _TEMPLATE_SUFFIXES or not f.is_file() or f.stat().st_size > 5 * 1024 * 1024:
             continue
         name = f.relative_to(root).as_posix()

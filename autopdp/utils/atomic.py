@@ -99,6 +99,15 @@ def _check_targets(out: Path, names) -> None:
                           "another --out.")
 
 
+def _not_a_link(path: Path) -> Path:
+    """``path``, refused when it is a symbolic link: the outputs go to the folder named, never where a link
+    planted in its place points."""
+    if path.is_symlink():
+        raise InputError(f"--out {str(path)!r} is a link to {os.path.realpath(path)!r}; autopdp writes only into a "
+                         f"real folder: give that folder itself (--out {os.path.realpath(path)}).")
+    return path
+
+
 def check_output_dir(path, names=OUTPUT_NAMES) -> Path:
     """Check, before any work, that ``path`` is (or can become) a directory we can write into.
 
@@ -106,7 +115,7 @@ def check_output_dir(path, names=OUTPUT_NAMES) -> Path:
     file in it, so a read-only file system, a file in the way or a missing
     permission is an error now, not after minutes of computation.
     """
-    path = Path(path)
+    path = _not_a_link(Path(path))
     if path.exists() and not path.is_dir():
         raise OSError(f"--out {str(path)!r} is a file, not a directory; choose a directory for the outputs.")
     ensure_writable_dir(path)
@@ -230,7 +239,7 @@ def output_set(out_dir):
     Whatever happens (an error, Ctrl-C), the staging directory is removed on exit,
     so an uncommitted run changes nothing in ``out_dir``.
     """
-    out = ensure_writable_dir(Path(out_dir))
+    out = ensure_writable_dir(_not_a_link(Path(out_dir)))
     staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=out))
     try:
         yield OutputSet(out, staging)

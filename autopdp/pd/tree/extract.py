@@ -196,11 +196,47 @@ def _bits_to_list(words) -> list[int]:
     return out
 
 
+#: Most nodes of all trees together that the exact tree path reads (each node costs its kernels' tables ~100 bytes).
+MAX_FOREST_NODES = 5_000_000
+#: Most cells of the root-to-leaf table (leaves x the deepest leaf's depth; ~33 bytes each at its peak while it is
+#: built) the ICE kernels build: about 1 GB.
+MAX_PATH_CELLS = 30_000_000
+
+
 def extract_forest(model, adapter) -> tuple[NodeForest, int]:
     """The node arrays of a supported fitted tree model and its number of response columns.
 
-    Raises :class:`TreePathUnavailable` with the reason when the model is not supported.
+    Raises :class:`TreePathUnavailable` with the reason when the model is not supported, or when its trees are
+    larger than the exact path's tables are allowed to be (:data:`MAX_FOREST_NODES`, :data:`MAX_PATH_CELLS`: a
+    crafted 16,001-node chain would ask for gigabytes); the audit then predicts with the model itself.
     """
+    forest, n_out = _extract_forest(model, adapter)
+    check_forest_size(forest)
+    return forest, n_out
+
+
+def check_forest_size(forest: NodeForest, max_nodes: int = MAX_FOREST_NODES, max_cells: int = MAX_PATH_CELLS) -> None:
+    """:class:`TreePathUnavailable` when the forest has more than ``max_nodes`` nodes or its root-to-leaf table
+    (leaves x the deepest leaf's depth) more than ``max_cells`` cells; found level by level, before any table."""
+    n = int(forest.feature.size)
+    if n > max_nodes:
+        raise TreePathUnavailable(f"the trees hold {n:,} nodes, over the exact tree path's limit of {max_nodes:,}")
+    split = forest.feature >= 0
+    leaves = int(n - split.sum())
+    level, depth = np.asarray(forest.roots, dtype=np.int64), 0
+    while level.size:
+        level = level[split[level]]
+        if not level.size:
+            break
+        depth += 1
+        if leaves * depth > max_cells or depth > n:
+            raise TreePathUnavailable(f"the trees' root-to-leaf table would hold over {leaves * depth:,} cells "
+                                      f"({leaves:,} leaves, depth {depth} and more), over the exact tree path's "
+                                      f"limit of {max_cells:,}")
+        level = np.unique(np.concatenate([forest.left[level], forest.right[level]]))  # a shared child counts once
+
+
+def _extract_forest(model, adapter) -> tuple[NodeForest, int]:
     from sklearn.ensemble import (
         ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier, GradientBoostingRegressor,
         HistGradientBoostingClassifier, HistGradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor,
