@@ -395,3 +395,124 @@ def test_a_linked_out_folder_is_refused(tmp_path, capsys):
                  "--out", str(tmp_path / "out"), "--formats", "json"])
     err = capsys.readouterr().err
     assert code == 2 and f"is a link to {str(elsewhere)!r}" in err and list(elsewhere.iterdir()) == []
+
+
+# ------------------------------------------------------------------ MLflow artifacts: boosters, MLmodel, paths
+def _boosters(tmp_path):
+    """A trained XGBoost and LightGBM booster's files, intact and with the root's left child at 1,000,000."""
+    import json
+
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    X, y = _data(500)
+    bst = xgb.train({"max_depth": 2}, xgb.DMatrix(X.to_numpy(), y.to_numpy()), num_boost_round=3)
+    d = json.loads(bst.save_raw("json"))
+    (tmp_path / "good.json").write_text(json.dumps(d))
+    d["learner"]["gradient_booster"]["model"]["trees"][0]["left_children"][0] = 1_000_000
+    (tmp_path / "bad.json").write_text(json.dumps(d))
+    text = lgb.train({"verbose": -1, "num_leaves": 4}, lgb.Dataset(X.to_numpy(), y.to_numpy()),
+                     num_boost_round=3).model_to_string()
+    (tmp_path / "good.lgb").write_text(text)
+    first = text.index("left_child=", text.index("Tree=0"))
+    line = text[first:text.index("\n", first)]
+    width = len(line.split("=")[1].split()[0])
+    crafted = text[:first] + "left_child=" + "9" * width + line[len("left_child=") + width:] + text[first + len(line):]
+    (tmp_path / "bad.lgb").write_text(crafted)  # same length: tree_sizes still match, the child does not
+    return X
+
+
+def _artifact(folder, flavour: dict, files: dict):
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "MLmodel").write_text(yaml.safe_dump({"flavors": flavour}))
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def test_crafted_boosters_are_refused_before_their_library_walks_them(tmp_path):
+    """Case 3: a booster whose root points to child 1,000,000 loads natively and crashes the library's predict
+    (XGBoost: segfault; LightGBM aborts).  Both are read through their text forms and refused first."""
+    from autopdp.io.boosters import check_lightgbm_text
+    from autopdp.io.mlflow_models import _load_flavour
+
+    _boosters(tmp_path)
+    for kind, flavour, good, bad in (
+            ("xgboost", {"xgboost": {"data": "model.json", "model_class": "xgboost.core.Booster"}}, "good.json",
+             "bad.json"),
+            ("lightgbm", {"lightgbm": {"data": "model.lgb", "model_class": "lightgbm.basic.Booster"}}, "good.lgb",
+             "bad.lgb")):
+        name = flavour[kind]["data"]
+        ok = _artifact(tmp_path / f"{kind}-ok", flavour, {name: (tmp_path / good).read_bytes()})
+        model, *_ = _load_flavour(f"models:/{kind}/1", ok, {"flavors": flavour}, allow_pickle=False, trusted_types=(),
+                                  max_mb=1024)
+        assert model is not None
+        crafted = _artifact(tmp_path / f"{kind}-bad", flavour, {name: (tmp_path / bad).read_bytes()})
+        with pytest.raises(InputError, match=rf"models:/{kind}/1 holds a tree \(#0\) whose node 0 has left child (1000000|9+) "):
+            _load_flavour(f"models:/{kind}/1", crafted, {"flavors": flavour}, allow_pickle=False, trusted_types=(),
+                          max_mb=1024)
+    with pytest.raises(InputError, match="tree_sizes do not match"):
+        text = (tmp_path / "good.lgb").read_text()
+        check_lightgbm_text(text.replace("left_child=", "left_child=1000 ", 1), "m")
+
+
+def test_an_in_memory_booster_is_checked_when_the_audit_reads_the_data(tmp_path):
+    import xgboost as xgb
+
+    X = _boosters(tmp_path)
+    bst = xgb.Booster()
+    bst.load_model(str(tmp_path / "bad.json"))
+    with pytest.raises(InputError, match=r"holds a tree \(#0\) whose node 0 has left child 1000000"):
+        autopdp.audit(lambda d: bst.predict(xgb.DMatrix(np.asarray(d))), X, compare={"b": bst},
+                      config=AuditConfig(pairs=False))
+
+
+def test_an_mlmodel_with_yaml_aliases_or_too_large_is_refused(tmp_path):
+    from autopdp.io.mlflow_models import MAX_MLMODEL_BYTES, _read_mlmodel
+
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")) + "flavors: {}\n"
+    (tmp_path / "MLmodel").write_text(bomb)
+    assert len(bomb) < 700
+    with pytest.raises(InputError, match=r"uses YAML aliases \(\*name\), which MLflow never writes"):
+        _read_mlmodel(tmp_path)
+    (tmp_path / "MLmodel").write_text("flavors: {}\n# " + "x" * MAX_MLMODEL_BYTES)
+    with pytest.raises(InputError, match="over the 1,048,576-byte limit"):
+        _read_mlmodel(tmp_path)
+
+
+@pytest.mark.parametrize("where", ["absolute", "parent", "link"])
+def test_an_mlmodel_names_only_files_of_its_own_folder(tmp_path, where):
+    """``pickled_model: /abs/path`` made autopdp copy that file beside itself (0600 to 0644) before refusing it, and
+    ``data: /abs/path`` audit a local file recorded as the registry's model.  Paths must stay in the artifact."""
+    from autopdp.io.mlflow_models import _load_flavour
+
+    X, y = _data()
+    victim = tmp_path / "victim" / "model.pkl"
+    victim.parent.mkdir()
+    sio.dump(DecisionTreeRegressor(max_depth=2).fit(X, y), victim)
+    victim.chmod(0o600)
+    folder = tmp_path / "artifact"
+    folder.mkdir()
+    name = {"absolute": str(victim), "parent": "../victim/model.pkl", "link": "model.pkl"}[where]
+    if where == "link":
+        (folder / "model.pkl").symlink_to(victim)
+    meta = {"flavors": {"sklearn": {"pickled_model": name, "serialization_format": "skops"}}}
+    with pytest.raises(InputError, match=r"models:/m/1: the MLmodel's pickled_model .* points outside the model's "
+                                         "artifact folder"):
+        _load_flavour("models:/m/1", folder, meta, allow_pickle=False, trusted_types=(), max_mb=1024)
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["model.pkl"] and (victim.stat().st_mode & 0o777) == 0o600
+    meta = {"flavors": {"xgboost": {"data": name, "model_class": "xgboost.core.Booster"}}}
+    with pytest.raises(InputError, match=r"the MLmodel's data .* points outside"):
+        _load_flavour("models:/m/1", folder, meta, allow_pickle=False, trusted_types=(), max_mb=1024)
+
+
+def test_a_registry_alias_is_resolved_once():
+    from autopdp.io.mlflow_models import _pinned
+
+    facts = {"registered_model": "credit", "version": "7", "alias": "champion"}
+    assert _pinned("models:/credit@champion", facts) == "models:/credit/7"
+    assert _pinned("models:/credit/latest", {**facts, "alias": None}) == "models:/credit/7"
+    assert _pinned("runs:/abc/model", {"run_id": "abc"}) == "runs:/abc/model"

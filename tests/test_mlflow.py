@@ -428,3 +428,34 @@ def test_the_program_writes_logs_and_exits_in_one_process(logged, tmp_path):
     assert _artifacts(r.info.run_id) == ["gate.json", "gate.xml", "manifest.json", "report.html", "results.json"]
     assert r.data.metrics["autopdp_gate_passed"] == 0.0 and r.data.metrics["autopdp_gate_failed_checks"] == 1.0
     assert r.info.status == "FINISHED"
+
+
+def test_a_crafted_xgboost_artifact_is_exit_2_not_a_crash(server, tmp_path):
+    """Issue 57, case 3: a registered xgboost model whose root points to child 1,000,000 loads natively and then
+    segfaults xgboost's predict.  ``python -m autopdp report`` on it (a subprocess: before, it died with -11) exits 2
+    with one line naming the tree and the node."""
+    import json
+
+    import mlflow
+    import xgboost
+
+    X, y = _data()
+    Xn = X[["a", "b"]]
+    bst = xgboost.train({"max_depth": 2}, xgboost.DMatrix(Xn, y), num_boost_round=3)
+    d = json.loads(bst.save_raw("json"))
+    d["learner"]["gradient_booster"]["model"]["trees"][0]["left_children"][0] = 1_000_000
+    crafted = xgboost.Booster()
+    crafted.load_model(bytearray(json.dumps(d).encode()))  # loading does not walk the tree; predicting would
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with mlflow.start_run():
+            mlflow.xgboost.log_model(crafted, name="crafted", registered_model_name="crafted_xgb", model_format="json")
+    Xn.assign(y=y).to_csv(tmp_path / "d.csv", index=False)
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(autopdp.__file__))}
+    done = subprocess.run([sys.executable, "-m", "autopdp", "report", "--model", "models:/crafted_xgb/1", "--data",
+                           str(tmp_path / "d.csv"), "--target", "y", "--out", str(tmp_path / "o"), "--formats", "json"],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, cwd=tmp_path, env=env)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    errors = [line for line in done.stderr.splitlines() if line.startswith("autopdp: error:")]
+    assert len(errors) == 1 and "models:/crafted_xgb/1 holds a tree (#0) whose node 0 has left child 1000000" in errors[0]
+    assert not (tmp_path / "o" / "results.json").exists()

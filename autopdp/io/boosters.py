@@ -69,6 +69,13 @@ def _lightgbm_tree(fields: dict, tree: int, n_features: int, uri: str) -> int:
     for key, arr in arrays.items():
         if arr.size != splits:
             raise _refuse(uri, tree, f"{key} has {arr.size} entries for {splits} splits")
+    for key, n in (("threshold", splits), ("leaf_value", leaves)):
+        try:
+            count = len([float(v) for v in fields.get(key, "").split()])
+        except ValueError:
+            raise _refuse(uri, tree, f"{key} is not a list of numbers") from None
+        if count != n:
+            raise _refuse(uri, tree, f"{key} has {count} entries for {n}")
     node = np.arange(splits)
     for side in ("left_child", "right_child"):
         c = arrays[side]
@@ -105,14 +112,23 @@ def check_lightgbm_text(text: str, uri: str = "the model") -> int:
         raise InputError(f"{uri}: the LightGBM model file declares no features (max_feature_idx); the file is damaged "
                          "or not a LightGBM model.")
     blocks: list[dict] = []
-    for line in lines:
+    starts, offset, end = [], 0, None
+    for line in text.split("\n"):  # byte offsets as LightGBM counts them (tree_sizes)
         if line.startswith("Tree="):
             blocks.append({})
+            starts.append(offset)
         elif line.startswith("end of trees"):
+            end = offset
             break
         elif blocks and "=" in line:
             key, value = line.split("=", 1)
             blocks[-1][key] = value
+        offset += len(line.encode("utf-8", "surrogateescape")) + 1
+    declared = header.get("tree_sizes", "").split()
+    measured = [b - a for a, b in zip(starts, [*starts[1:], end])] if end is not None else None
+    if declared and measured != [int(v) if v.isdigit() else -1 for v in declared]:
+        raise InputError(f"{uri}: the LightGBM model file's tree_sizes do not match its trees; the file is damaged or "
+                         "crafted (LightGBM would abort reading it); autopdp does not load it.")
     total = 0
     for t, fields in enumerate(blocks):
         total += _lightgbm_tree(fields, t, n_features, uri)
