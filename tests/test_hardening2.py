@@ -516,3 +516,27 @@ def test_a_registry_alias_is_resolved_once():
     assert _pinned("models:/credit@champion", facts) == "models:/credit/7"
     assert _pinned("models:/credit/latest", {**facts, "alias": None}) == "models:/credit/7"
     assert _pinned("runs:/abc/model", {"run_id": "abc"}) == "runs:/abc/model"
+
+
+def test_a_docx_template_whose_xml_would_fill_memory_is_refused_from_its_directory(tmp_path, capsys):
+    """A 122 KB template of 60 MB of XML asked python-docx 3.1 GB and 309 s to parse; XML parts are bounded
+    (8 MB each, 24 MB together) from the zip's directory before any is inflated."""
+    import io
+
+    import docx
+
+    from autopdp.report.word_package import check_docx_template
+
+    base = io.BytesIO()
+    docx.Document().save(base)
+    bomb = tmp_path / "bomb.docx"
+    with zipfile.ZipFile(base) as src, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename == "word/document.xml":
+                cut = data.index(b"<w:body>") + len(b"<w:body>")
+                data = data[:cut] + b"<w:p/>" * 10_000_000 + data[cut:]
+            dst.writestr(info.filename, data)
+    assert bomb.stat().st_size < 300_000
+    with pytest.raises(InputError, match=r"its XML part 'word/document.xml' inflates to 57.2 MB, over the 8 MB limit"):
+        check_docx_template(bomb)

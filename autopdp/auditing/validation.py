@@ -261,13 +261,12 @@ IDENTIFIER_MIN_ROWS = 20
 IDENTIFIER_MIN_INT_ROWS = 200
 
 
-def _is_identifier(values, n_rows: int) -> bool:
+def _is_identifier(values, n_rows: int, distinct: int) -> bool:
     """Whether a column looks like an identifier: nearly one distinct value per row of text or levels, or one per
     row of whole numbers (a continuous measurement, nearly unique too, is not)."""
     if n_rows < IDENTIFIER_MIN_ROWS:
         return False
     s = pd.Series(values)
-    distinct = s.nunique(dropna=True)
     if s.dtype == object or pd.api.types.is_string_dtype(s) or isinstance(s.dtype, pd.CategoricalDtype):
         return distinct >= IDENTIFIER_SHARE * n_rows
     if n_rows < IDENTIFIER_MIN_INT_ROWS or distinct != n_rows or not pd.api.types.is_numeric_dtype(s) \
@@ -353,15 +352,16 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     for name in names:
         position = frame.names.index(name)
         col = pd.Series(frame.column(position), dtype=object)
+        distinct = int(col.nunique(dropna=True))
         if kinds[position]:
-            levels[name] = int(col.nunique(dropna=True))
+            levels[name] = distinct
         if col.isna().all():
             notes.append(f"Feature {name!r} has all values missing in the data and was skipped (the model is "
                          "still given its missing values).")
-        elif col.nunique(dropna=True) <= 1:
+        elif distinct <= 1:
             notes.append(f"Feature {name!r} is constant in the data and was skipped.")
-        elif _is_identifier(frame.column(position), frame.n_rows):
-            notes.append(f"Feature {name!r} looks like an identifier ({col.nunique(dropna=True):,} distinct values in "
+        elif _is_identifier(frame.column(position), frame.n_rows, distinct):
+            notes.append(f"Feature {name!r} looks like an identifier ({distinct:,} distinct values in "
                          f"{frame.n_rows:,} rows) and was skipped: a grid of its values would write them into every "
                          "output. Leave it out of the data (or of config key features) if the model does not use it.")
         elif not kinds[position] and is_effectively_constant(frame.column(position)):

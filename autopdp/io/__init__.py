@@ -8,7 +8,8 @@ module                 what
 =====================  ==============================================================
 loading                ``load_model`` (a model file or an MLflow URI) and ``load_data`` (CSV, Parquet)
 model_files            model files read safely: skops' safe loader, a pickle only where it is named
-tree_arrays            a skops-loaded tree's node arrays checked before anything predicts
+tree_arrays            every tree's node arrays checked against the columns it will see, before anything predicts
+boosters               XGBoost and LightGBM trees checked from their text forms, before their library walks them
 mlflow_models          models from an MLflow tracking server or registry
 audit_json             an ``Audit`` written as results.json and read back (``Audit.to_json``/``from_json``)
 results                results.json's column tables and ``read_results`` (plain records for scripts)

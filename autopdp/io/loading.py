@@ -213,7 +213,8 @@ def did_you_mean(name: str, choices) -> str:
 
 
 def list_columns(columns, limit: int = 12) -> str:
-    cols = [repr(str(c)) for c in columns]
+    """The first ``limit`` column names, each cut to 60 characters (a message stays one readable line)."""
+    cols = [repr(str(c) if len(str(c)) <= 60 else str(c)[:57] + "...") for c in columns]
     shown = ", ".join(cols[:limit])
     return shown + (f", ... ({len(cols) - limit} more)" if len(cols) > limit else "")
 
