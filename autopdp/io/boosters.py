@@ -145,7 +145,12 @@ def _xgboost_tree(tree: dict, t: int, n_features: int, uri: str) -> int:
         feature = np.asarray(tree["split_indices"], dtype=np.int64)
     except (KeyError, TypeError, ValueError):
         raise _refuse(uri, t, "node arrays are missing or not numbers") from None
-    if n < 1 or not (left.size == right.size == feature.size == n):
+    try:  # a leaf's value and a split's threshold are read from split_conditions, the way missing values go from
+        # default_left: each must have an entry per node
+        others = [len(tree[k]) for k in ("split_conditions", "default_left", "base_weights")]
+    except (KeyError, TypeError):
+        raise _refuse(uri, t, "node arrays are missing") from None
+    if n < 1 or not (left.size == right.size == feature.size == n) or any(k < n for k in others):
         raise _refuse(uri, t, f"arrays disagree on its size ({n} nodes declared)")
     leaf = left == -1
     if (leaf != (right == -1)).any():
