@@ -266,13 +266,12 @@ def _is_identifier(values, n_rows: int, distinct: int) -> bool:
     row of whole numbers (a continuous measurement, nearly unique too, is not)."""
     if n_rows < IDENTIFIER_MIN_ROWS:
         return False
-    s = pd.Series(values)
-    if s.dtype == object or pd.api.types.is_string_dtype(s) or isinstance(s.dtype, pd.CategoricalDtype):
+    dtype = getattr(values, "dtype", None)
+    if isinstance(dtype, pd.CategoricalDtype) or getattr(dtype, "kind", "O") in "OSU":  # text or levels
         return distinct >= IDENTIFIER_SHARE * n_rows
-    if n_rows < IDENTIFIER_MIN_INT_ROWS or distinct != n_rows or not pd.api.types.is_numeric_dtype(s) \
-            or pd.api.types.is_bool_dtype(s):
+    if n_rows < IDENTIFIER_MIN_INT_ROWS or distinct != n_rows or dtype.kind not in "iuf":
         return False
-    v = s.to_numpy(dtype=float)
+    v = np.asarray(values, dtype=float)
     return bool(np.isfinite(v).all() and (v == np.round(v)).all())  # whole numbers (the frame holds them as floats)
 
 
@@ -351,7 +350,8 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     levels: dict[str, int] = {}
     for name in names:
         position = frame.names.index(name)
-        col = pd.Series(frame.column(position), dtype=object)
+        values = frame.column(position)
+        col = pd.Series(values, dtype=object)
         distinct = int(col.nunique(dropna=True))
         if kinds[position]:
             levels[name] = distinct
@@ -360,11 +360,11 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
                          "still given its missing values).")
         elif distinct <= 1:
             notes.append(f"Feature {name!r} is constant in the data and was skipped.")
-        elif _is_identifier(frame.column(position), frame.n_rows, distinct):
+        elif _is_identifier(values, frame.n_rows, distinct):
             notes.append(f"Feature {name!r} looks like an identifier ({distinct:,} distinct values in "
                          f"{frame.n_rows:,} rows) and was skipped: a grid of its values would write them into every "
                          "output. Leave it out of the data (or of config key features) if the model does not use it.")
-        elif not kinds[position] and is_effectively_constant(frame.column(position)):
+        elif not kinds[position] and is_effectively_constant(values):
             unresolvable.append(name)
             notes.append(f"Feature {name!r} is effectively constant in the data (its values span too small a range "
                          "to resolve in floating point) and was skipped.")
