@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["check_booster_file", "check_xgboost", "check_lightgbm_text", "MAX_BOOSTER_NODES"]
+__all__ = ["binary_tree_fault", "check_booster_file", "check_xgboost", "check_lightgbm_text", "MAX_BOOSTER_NODES"]
 
 #: Most nodes of all a booster's trees together (a million-node tree file is ~10 MB).
 MAX_BOOSTER_NODES = 20_000_000
@@ -31,6 +31,27 @@ MAX_BOOSTER_NODES = 20_000_000
 def _refuse(uri: str, tree: int, what: str) -> InputError:
     return InputError(f"{uri} holds a tree (#{tree}) whose {what}: the file is damaged or crafted, and predicting "
                       "with it would read outside the tree's arrays; autopdp does not load it.")
+
+
+def binary_tree_fault(left: np.ndarray, right: np.ndarray, feature: np.ndarray, n_features: int) -> str:
+    """What is wrong with a binary tree's node arrays (child -1 marks a leaf), or "": a node with one child only, a
+    child that is not a later node of the tree, a split on a feature outside ``[0, n_features)``.  Shared by
+    XGBoost's trees and scikit-learn's (:mod:`autopdp.io.tree_arrays`)."""
+    n = left.size
+    leaf = left == -1
+    if (leaf != (right == -1)).any():
+        return f"node {int(np.flatnonzero(leaf != (right == -1))[0])} has one child only"
+    idx = np.flatnonzero(~leaf)
+    for side, child in (("left", left), ("right", right)):
+        bad = (child[~leaf] <= idx) | (child[~leaf] >= n)
+        if bad.any():
+            i = int(idx[bad][0])
+            return f"node {i} has {side} child {int(child[i])} (of {n} nodes, after the node)"
+    bad = (feature[~leaf] < 0) | (feature[~leaf] >= n_features)
+    if bad.any():
+        i = int(idx[bad][0])
+        return f"node {i} splits on feature {int(feature[i])} of a model with {n_features} columns"
+    return ""
 
 
 def check_booster_file(path: Path, kind: str, uri: str, max_mb: float) -> None:
@@ -152,21 +173,9 @@ def _xgboost_tree(tree: dict, t: int, n_features: int, uri: str) -> int:
         raise _refuse(uri, t, "node arrays are missing") from None
     if n < 1 or not (left.size == right.size == feature.size == n) or any(k < n for k in others):
         raise _refuse(uri, t, f"arrays disagree on its size ({n} nodes declared)")
-    leaf = left == -1
-    if (leaf != (right == -1)).any():
-        raise _refuse(uri, t, f"node {int(np.flatnonzero(leaf != (right == -1))[0])} has one child only")
-    idx = np.flatnonzero(~leaf)
-    for side, child in (("left", left), ("right", right)):
-        c = child[~leaf]
-        bad = (c <= idx) | (c >= n)
-        if bad.any():
-            i = int(idx[bad][0])
-            raise _refuse(uri, t, f"node {i} has {side} child {int(child[i])} (of {n} nodes, after the node)")
-    f = feature[~leaf]
-    bad = (f < 0) | (f >= n_features)
-    if bad.any():
-        i = int(idx[bad][0])
-        raise _refuse(uri, t, f"node {i} splits on feature {int(feature[i])} of a model with {n_features} columns")
+    fault = binary_tree_fault(left, right, feature, n_features)
+    if fault:
+        raise _refuse(uri, t, fault)
     cat_nodes = np.asarray(tree.get("categories_nodes") or [], dtype=np.int64)
     if cat_nodes.size:
         seg = np.asarray(tree.get("categories_segments") or [], dtype=np.int64)

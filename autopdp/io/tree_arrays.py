@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from .boosters import binary_tree_fault, check_lightgbm_text, check_xgboost
 
 __all__ = ["check_tree_arrays"]
 
@@ -65,24 +66,11 @@ def _check_tree(t, n_features, label) -> None:
     n = int(state["node_count"])
     if nodes.shape[0] != n or np.asarray(state["values"]).shape[0] != n or n == 0:
         raise _refuse(label, f"arrays disagree on its size ({nodes.shape[0]} nodes, {n} counted)")
-    left, right = nodes["left_child"].astype(np.int64), nodes["right_child"].astype(np.int64)
-    leaf = left == -1
-    if (leaf != (right == -1)).any():
-        i = int(np.flatnonzero(leaf != (right == -1))[0])
-        raise _refuse(label, f"node {i} has one child only")
-    idx = np.flatnonzero(~leaf)
-    for side, child in (("left", left), ("right", right)):
-        c = child[~leaf]
-        bad = (c <= idx) | (c >= n)
-        if bad.any():
-            i = int(idx[bad][0])
-            raise _refuse(label, f"node {i} has {side} child {int(child[i])} (of {n} nodes, after the node)")
     limit = min(int(t.n_features), n_features) if n_features is not None else int(t.n_features)
-    feat = nodes["feature"][~leaf].astype(np.int64)
-    bad = (feat < 0) | (feat >= limit)
-    if bad.any():
-        i = int(idx[bad][0])
-        raise _refuse(label, f"node {i} splits on feature {int(nodes['feature'][i])} of a model with {limit} columns")
+    fault = binary_tree_fault(nodes["left_child"].astype(np.int64), nodes["right_child"].astype(np.int64),
+                              nodes["feature"].astype(np.int64), limit)
+    if fault:
+        raise _refuse(label, fault)
 
 
 #: Estimators whose trees see exactly the columns the estimator itself was given: a tree they hold that declares no
@@ -160,8 +148,6 @@ def check_tree_arrays(model, label: str = "the model", n_columns: int | None = N
             continue
         booster = _booster_kind(obj)
         if booster:  # XGBoost's and LightGBM's own trees: read from their text forms (autopdp.io.boosters)
-            from .boosters import check_lightgbm_text, check_xgboost
-
             checked += check_xgboost(obj, label) if booster == "xgboost" else check_lightgbm_text(
                 obj.model_to_string(), label)
             continue
