@@ -915,13 +915,14 @@ def test_two_id_columns_are_not_tabulated_level_by_level(monkeypatch):
     """The correlation criterion's test of two categorical features makes a levels x levels table: checked first."""
     rng = np.random.default_rng(0)
     n = 20_000
-    X = pd.DataFrame({"id": np.char.add("a", np.arange(n).astype(str)),
-                      "id2": np.char.add("b", rng.permutation(n).astype(str)), "v": rng.normal(size=n)})
+    # 10,000 levels of two rows each: many levels, yet not identifiers (those are skipped: issue 57)
+    X = pd.DataFrame({"id": np.char.add("a", (np.arange(n) // 2).astype(str)),
+                      "id2": np.char.add("b", (rng.permutation(n) // 2).astype(str)), "v": rng.normal(size=n)})
     _no_pd(monkeypatch)
     with pytest.raises(InputError) as exc:
         audit(lambda d: d["v"].to_numpy(), X, config=AuditConfig(utilities=("monotonicity",)))
     msg = str(exc.value)
-    assert "'id' x 'id2' (20,000 x 20,000 levels) needs 9,600 MB" in msg and "criteria_2d" in msg
+    assert "'id' x 'id2' (10,000 x 10,000 levels) needs 2,400 MB" in msg and "criteria_2d" in msg
     # without the criterion (or the pair) the run is not refused for it
     with pytest.raises(AssertionError, match="a PD was computed"):
         audit(lambda d: d["v"].to_numpy(), X,
@@ -1286,10 +1287,8 @@ def test_poc_results_json_and_html_carry_no_raw_rows_by_default(customer_audits,
     assert "points" not in json.loads(text)["data_summary"]
     for published in (text, html):
         assert not [v for v in floats if v in published]  # no raw float at full precision
-        # an ID string appears only as a level of cust's own PD grid (max_levels of them), never as a row
-        grid_levels = {str(v) for v in plain.pd("cust").grid[0]}
-        assert {v for v in ids if v in published} <= grid_levels
-    assert {v for v in ids if v in text} != ids
+        # cust is an identifier (issue 57): no grid of its values, so no ID string at all
+        assert not [v for v in ids if v in published]
 
 
 def test_identifier_levels_are_named_in_the_notes_and_outside_medians_are_rounded(customer_audits):
@@ -1297,10 +1296,16 @@ def test_identifier_levels_are_named_in_the_notes_and_outside_medians_are_rounde
     categorical (said in the notes, with what to do) and the median of the rows beyond a grid's end (an odd
     count's median is one row's value: recorded to 4 significant digits, where the PD is evaluated)."""
     X, plain, _ = customer_audits
-    note = next(n for n in plain.notes if n.startswith("'cust' has 200 levels"))
-    assert f"{plain.config.max_levels} of the kept levels are held by a single row each" in note
-    assert "the config's `features`" in note
-    assert not any("'region'" in n and "single row" in n for n in plain.notes)
+    note = next(n for n in plain.notes if n.startswith("Feature 'cust' looks like an identifier"))
+    assert "(200 distinct values in 200 rows) and was skipped" in note  # issue 57: no grid of its values at all
+    # a many-level column that is not an identifier (170 levels in 200 rows: 30 held by two rows, 140 by one)
+    # keeps its 50 most frequent levels, 20 of them a single row's: said in the notes, with what to do
+    codes = [f"C{i:03d}" for i in range(30) for _ in range(2)] + [f"S{i:03d}" for i in range(140)]
+    many = audit(lambda d: d["v"].to_numpy(), X.assign(code=codes, v=np.arange(200.0) % 7).drop(columns="cust"),
+                 config=AuditConfig(pairs=False, utilities=("monotonicity",), grid_resolution=5))
+    note = next(n for n in many.notes if n.startswith("'code' has 170 levels"))
+    assert "20 of the kept levels are held by a single row each" in note and "the config's `features`" in note
+    assert not any("'region'" in n and "single row" in n for n in many.notes)
     rng = np.random.default_rng(2)
     x = rng.normal(size=302)
     x[:31] = 10 + rng.uniform(size=31)
@@ -1319,8 +1324,8 @@ def test_keep_points_writes_the_sample_rows_and_says_so(customer_audits, tmp_pat
     ids, floats = _raw_values(X)
     text = kept.to_json()
     assert kept.config.keep_points
-    assert all(v in text for v in ids) and all(v in text for v in floats)
-    assert set(json.loads(text)["data_summary"]["points"]) == {"cust", "income", "age", "region"}
+    assert all(v in text for v in floats) and not [v for v in ids if v in text]  # cust is skipped as an identifier
+    assert set(json.loads(text)["data_summary"]["points"]) == {"income", "age", "region"}
 
 
 def test_occupancy_counts_the_rows_in_each_cell_of_the_2d_grid(customer_audits):
@@ -1340,8 +1345,8 @@ def test_occupancy_counts_the_rows_in_each_cell_of_the_2d_grid(customer_audits):
     rr = plain.pd(("region", "age"))
     reg = by[("region", "age")].sum(axis=1)
     assert dict(zip(map(str, rr.grid[0]), reg.tolist())) == X["region"].value_counts().to_dict()
-    # cust keeps 50 of its 200 levels: only their rows are counted
-    assert by[("cust", "income")].sum() == 50
+    # cust is an identifier (issue 57): no 2D PD, so no occupancy of its levels
+    assert ("cust", "income") not in by
     # the record round-trips and the heatmap draws the counts: one dot per occupied cell
     again = Audit.from_json(plain.to_json())
     assert again.data_summary["occupancy"] == json.loads(plain.to_json())["data_summary"]["occupancy"]

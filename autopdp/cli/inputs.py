@@ -9,8 +9,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import InputError
-from ..io.loading import MAX_DATA_MB
-from ..io.model_files import MAX_MODEL_MB
 
 __all__ = ["StageError", "stage", "pd_numeric"]
 
@@ -64,7 +62,7 @@ def _limit(args, name: str, default: float) -> float:
 
 def _load_data(args, path=None):
     """``(X, y, weights)`` from --data (or ``path``: --train), --target and --weights."""
-    from ..io.loading import column_error, load_data, split_target
+    from ..io.loading import MAX_DATA_MB, column_error, load_data, split_target
 
     df = load_data(path or args.data, sep=args.sep, na_values=args.na_values, decimal=args.decimal,
                    max_mb=_limit(args, "max_data_mb", MAX_DATA_MB))
@@ -145,7 +143,7 @@ def _load_model(args, path):
     --allow-pickle names it.  An MLflow model is kept in ``args.mlflow_models`` for the provenance and the
     signature check (:func:`_check_signatures`)."""
     from ..io.mlflow_models import is_mlflow_uri, source_of
-    from ..io.loading import load_model
+    from ..io.loading import MAX_MODEL_MB, load_model
 
     allowed = any(_same_file(a, path) for a in getattr(args, "allow_pickle", None) or [])
     model = load_model(path, trusted_types=getattr(args, "trust_type", None), allow_pickle=allowed,
