@@ -107,6 +107,46 @@ def test_a_forest_member_cannot_declare_more_columns_than_its_forest(tmp_path):
         load_model(tmp_path / "f.skops")
 
 
+def _hgb_categorical_craft(kind):
+    """A numeric HistGradientBoostingRegressor with one split turned categorical: predict would look its feature up
+    in the bin mapper's categorical map (which has no such row) or read a narrower bitset than its 8 words."""
+    X, y = _data()
+    m = HistGradientBoostingRegressor(max_iter=3, random_state=0).fit(X.to_numpy(), y)
+    p = m._predictors[1][0]
+    node = int(np.flatnonzero(p.nodes["is_leaf"] == 0)[0])
+    p.nodes["is_categorical"][node] = 1
+    p.nodes["bitset_idx"][node] = 0
+    p.raw_left_cat_bitsets = np.zeros((1, 8 if kind != "narrow" else 1), np.uint32)
+    p.binned_left_cat_bitsets = np.zeros((1, 8), np.uint32)
+    if kind != "unflagged":  # the mapper flags the node's feature, so only the bitset's width (or count) is wrong
+        flags = np.ones(2 if kind == "narrow" else 5, np.uint8)
+        m._bin_mapper.is_categorical_ = flags
+        m._bin_mapper.bin_thresholds_ = [np.arange(3.0)] * flags.size
+    return m
+
+
+@pytest.mark.parametrize("kind, says", [
+    ("unflagged", r"splits on feature \d, which its bin mapper does not flag as categorical"),
+    ("narrow", r"categorical bitsets have shape \(1, 1\), not \(n, 8\)"),
+    ("flags", "bin mapper flags 5 columns as categorical or not, of a model with 2 columns"),
+])
+def test_hgb_categorical_arrays_are_checked_against_the_bin_mapper(tmp_path, kind, says):
+    """HistGradientBoosting's predict reads its bin mapper's categorical map and 256-bit bitsets without bounds
+    checks: a split on a feature the mapper does not flag, a narrow bitset, or a mapper of another width is
+    refused at load (through skops) and by the CLI with exit 2 and one line."""
+    from autopdp.io.loading import load_model
+
+    model = _hgb_categorical_craft(kind)
+    sio.dump(model, tmp_path / "h.skops")
+    with pytest.raises(InputError, match=says):
+        load_model(tmp_path / "h.skops")
+    if kind == "unflagged":
+        proc, out = _run_cli(tmp_path, model)
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("autopdp: error:")]
+        assert proc.returncode == 2 and len(errors) == 1 and "bin mapper does not flag" in errors[0], proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr and not (out / "results.json").exists()
+
+
 def test_a_tree_after_a_pipeline_step_must_declare_its_width(tmp_path):
     """A later Pipeline step sees the transformed columns, not the data's: a tree there with no declared width has
     nothing to bound it and is refused at load."""
@@ -176,13 +216,19 @@ def test_a_long_chain_tree_is_bounded_before_its_root_to_leaf_table_is_built(tmp
     the audit's arrays (numpy's, traced) stay far under 1 GB."""
     from autopdp.pd.response import make_adapter
     from autopdp.pd.tree.errors import TreePathUnavailable
-    from autopdp.pd.tree.extract import MAX_PATH_CELLS, check_forest_size, extract_forest
+    from autopdp.pd.tree.extract import CELL_BYTES, check_forest_size, extract_forest
 
     model = _chain(8000)
     X = np.linspace(0, 8000, 300).reshape(-1, 1)
     np.testing.assert_allclose(model.predict(X[:5]), np.ceil(X[:5, 0] - 0.5).clip(0, 8000))
-    with pytest.raises(TreePathUnavailable, match=f"over the exact tree path's limit of {MAX_PATH_CELLS:,}"):
-        extract_forest(model, make_adapter(model, "auto", None, probe=X[:3]))
+    adapter = make_adapter(model, "auto", None, probe=X[:3])
+    with pytest.raises(TreePathUnavailable, match=r"above max_batch_mb \(256 MB\); to use that path, raise it with "
+                                                  "--max-batch-mb"):
+        extract_forest(model, adapter)
+    # the table is leaves x depth = 8,001 x 8,000 cells: a limit raised past it keeps the row kernel
+    forest, _ = extract_forest(model, adapter, max_bytes=8001 * 8000 * CELL_BYTES)
+    with pytest.raises(TreePathUnavailable, match="64,008,000 cells"):
+        check_forest_size(forest, max_bytes=8001 * 8000 * CELL_BYTES - 1)
     proc = subprocess.run([sys.executable, "-c", _CHAIN_AUDIT.format(tests=os.path.dirname(__file__))],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path, env=ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -196,7 +242,7 @@ def test_the_forest_bound_counts_a_shared_child_once_and_stops_on_a_cycle():
     """The level walk of :func:`check_forest_size` on crafted node arrays (LightGBM/XGBoost models are read from
     their own dumps): a DAG does not double the frontier at every level, and a cycle ends with a refusal."""
     from autopdp.pd.tree.errors import TreePathUnavailable
-    from autopdp.pd.tree.extract import NodeForest, check_forest_size
+    from autopdp.pd.tree.extract import CELL_BYTES, NodeForest, check_forest_size
 
     def forest(left, right, feature):
         n = len(left)
@@ -208,9 +254,9 @@ def test_the_forest_bound_counts_a_shared_child_once_and_stops_on_a_cycle():
     # 60 splits, each with both children on the next node: 2**60 paths if the frontier were not deduplicated
     n = 61
     left = list(range(1, n)) + [-1]
-    check_forest_size(forest(left, left, [0] * (n - 1) + [-1]), max_cells=10_000)
+    check_forest_size(forest(left, left, [0] * (n - 1) + [-1]), max_bytes=10_000 * CELL_BYTES)
     with pytest.raises(TreePathUnavailable):
-        check_forest_size(forest([1, 0, -1], [2, 2, -1], [0, 0, -1]), max_cells=10 ** 9)
+        check_forest_size(forest([1, 0, -1], [2, 2, -1], [0, 0, -1]), max_bytes=1e12)
 
 
 # ------------------------------------------------------------------ every input bounded before it allocates

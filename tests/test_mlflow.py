@@ -459,3 +459,38 @@ def test_a_crafted_xgboost_artifact_is_exit_2_not_a_crash(server, tmp_path):
     errors = [line for line in done.stderr.splitlines() if line.startswith("autopdp: error:")]
     assert len(errors) == 1 and "models:/crafted_xgb/1 holds a tree (#0) whose node 0 has left child 1000000" in errors[0]
     assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_a_crafted_lightgbm_artifact_is_exit_2_not_a_crash(server, tmp_path):
+    """Issue 57, case 3 for LightGBM: a run's artifact (an MLmodel of the lightgbm flavour and its text model) whose
+    first tree's root points to a child far outside the tree (same byte length, so ``tree_sizes`` still match).
+    LightGBM loads it and aborts on predict; ``python -m autopdp report`` on ``runs:/...`` exits 2 with one line."""
+    import lightgbm
+    import mlflow
+    import yaml
+
+    X, y = _data()
+    Xn = X[["a", "b"]]
+    text = lightgbm.train({"verbose": -1, "num_leaves": 4}, lightgbm.Dataset(Xn.to_numpy(), y.to_numpy()),
+                          num_boost_round=3).model_to_string()
+    first = text.index("left_child=", text.index("Tree=0"))
+    line = text[first:text.index("\n", first)]
+    width = len(line.split("=")[1].split()[0])
+    crafted = text[:first] + "left_child=" + "9" * width + line[len("left_child=") + width:] + text[first + len(line):]
+    folder = tmp_path / "crafted"
+    folder.mkdir()
+    (folder / "MLmodel").write_text(yaml.safe_dump(
+        {"flavors": {"lightgbm": {"data": "model.lgb", "model_class": "lightgbm.basic.Booster"}}}))
+    (folder / "model.lgb").write_text(crafted)
+    with mlflow.start_run() as run:
+        mlflow.log_artifacts(str(folder), "crafted")
+    Xn.assign(y=y).to_csv(tmp_path / "d.csv", index=False)
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(autopdp.__file__))}
+    uri = f"runs:/{run.info.run_id}/crafted"
+    done = subprocess.run([sys.executable, "-m", "autopdp", "report", "--model", uri, "--data",
+                           str(tmp_path / "d.csv"), "--target", "y", "--out", str(tmp_path / "o"), "--formats", "json"],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, cwd=tmp_path, env=env)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    errors = [line for line in done.stderr.splitlines() if line.startswith("autopdp: error:")]
+    assert len(errors) == 1 and f"{uri} holds a tree (#0) whose node 0 has left child 9" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "o" / "results.json").exists()

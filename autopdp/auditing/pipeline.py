@@ -88,7 +88,7 @@ def _tree_reason(model, adapter, frame, config: AuditConfig) -> str:
     if config.method not in ("auto", "tree"):
         return f"method={config.method!r}"
     try:
-        plan_tree_path(model, adapter, frame).prepare(np.ones(frame.n_rows))
+        plan_tree_path(model, adapter, frame, config.max_batch_mb * 1e6).prepare(np.ones(frame.n_rows))
     except TreePathUnavailable as exc:
         return str(exc)
     return ""

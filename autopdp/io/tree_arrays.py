@@ -11,7 +11,9 @@ of this for ``TreePredictor``.  :func:`check_tree_arrays` walks the loaded model
 * every split's feature is one of the columns the tree will see: the width its estimator declares
   (``n_features_in_``, capped by an ensemble's that holds it), else the data's width (checked again once the audit
   has read the data), and, for ``Tree``, within its own ``n_features``;
-* a categorical split's bitset row exists; ``Tree``'s values have one row per node.
+* a categorical split's bitset row exists and is 8 words wide, and (HistGradientBoosting) its feature is one the
+  bin mapper flags as categorical, over as many columns as the model declares; ``Tree``'s values have one row per
+  node.
 """
 
 from __future__ import annotations
@@ -59,6 +61,37 @@ def _check_predictor(p, n_features, label) -> None:
             raise _refuse(label, f"categorical node {i} reads bitset {int(nodes['bitset_idx'][i])} of {rows}")
 
 
+def _check_hgb_categories(est, label) -> None:
+    """HistGradientBoosting's predict looks a categorical split's feature up in its bin mapper's categorical flags
+    (``_bin_mapper.is_categorical_``) and reads 256-bit bitsets: a split on a feature the mapper does not flag, or a
+    bitset narrower than 8 words, reads outside those arrays."""
+    predictors = est.__dict__.get("_predictors")
+    if not isinstance(predictors, (list, tuple)):
+        return
+    mapper = est.__dict__.get("_bin_mapper")
+    flags = getattr(mapper, "__dict__", {}).get("is_categorical_")
+    is_cat = np.asarray(flags if flags is not None else [], dtype=bool).ravel()
+    declared = _declared(est.__dict__)
+    if flags is not None and declared is not None and is_cat.size != declared:
+        raise _refuse(label, f"bin mapper flags {is_cat.size} columns as categorical or not, of a model with "
+                             f"{declared} columns")
+    for p in (p for row in predictors if isinstance(row, (list, tuple)) for p in row):
+        nodes = getattr(p, "nodes", None)
+        if not isinstance(nodes, np.ndarray) or nodes.dtype.names is None or "is_categorical" not in nodes.dtype.names:
+            continue
+        for name in ("raw_left_cat_bitsets", "binned_left_cat_bitsets"):
+            bits = np.asarray(getattr(p, name, np.zeros((0, 8), np.uint32)))
+            if bits.ndim != 2 or bits.shape[1] != 8:
+                raise _refuse(label, f"categorical bitsets have shape {bits.shape}, not (n, 8)")
+        cat = (nodes["is_categorical"].astype(bool)) & ~nodes["is_leaf"].astype(bool)
+        feats = nodes["feature_idx"][cat].astype(np.int64)
+        bad = (feats < 0) | (feats >= is_cat.size)
+        bad[~bad] = ~is_cat[feats[~bad]]
+        if bad.any():
+            raise _refuse(label, f"categorical node {int(np.flatnonzero(cat)[bad][0])} splits on feature "
+                                 f"{int(feats[bad][0])}, which its bin mapper does not flag as categorical")
+
+
 def _check_tree(t, n_features, label) -> None:
     """``n_features``: the columns the tree will see (None: not known yet; its own ``n_features`` bounds it)."""
     state = t.__getstate__()
@@ -85,6 +118,12 @@ def _passes_width(obj) -> bool:
 
     return isinstance(obj, (BaseDecisionTree, BaseForest, BaseGradientBoosting, BaseHistGradientBoosting,
                             AdaBoostClassifier, AdaBoostRegressor))
+
+
+def _is_hgb(obj) -> bool:
+    from sklearn.ensemble._hist_gradient_boosting.gradient_boosting import BaseHistGradientBoosting
+
+    return isinstance(obj, BaseHistGradientBoosting)
 
 
 def _booster_kind(obj) -> str:
@@ -163,5 +202,7 @@ def check_tree_arrays(model, label: str = "the model", n_columns: int | None = N
             continue
         attrs = getattr(obj, "__dict__", None)
         if isinstance(attrs, dict):
+            if _is_hgb(obj):
+                _check_hgb_categories(obj, label)
             stack.extend(_children(obj, attrs, width))
     return checked

@@ -182,7 +182,7 @@ class _Setup:
             self._plan_done = True
             if self.method in ("auto", "tree"):
                 try:
-                    self._plan = plan_tree_path(self.adapter.model, self.adapter, self.frame)
+                    self._plan = plan_tree_path(self.adapter.model, self.adapter, self.frame, self.max_batch_bytes)
                     self.tree_unavailable = ""
                 except TreePathUnavailable as exc:
                     self.tree_unavailable = str(exc)

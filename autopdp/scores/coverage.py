@@ -135,7 +135,7 @@ def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
     if exact:
         try:
             source = ExactICE(model, frame, response=pd_kwargs.get("response", "auto"),
-                              target=pd_kwargs.get("target"))
+                              target=pd_kwargs.get("target"), max_batch_mb=pd_kwargs.get("max_batch_mb", 256.0))
         except TreePathUnavailable:
             exact = False
     if not exact:

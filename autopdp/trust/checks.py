@@ -128,9 +128,11 @@ def _exact_ale_curves(model, frame, results, config, frame_2d=None) -> dict:
         return {}
     frame_2d = frame if frame_2d is None else frame_2d
     try:
-        source = ExactICE(model, frame, response=config.response, target=config.target)
+        source = ExactICE(model, frame, response=config.response, target=config.target,
+                          max_batch_mb=config.max_batch_mb)
         source_2d = source if frame_2d is frame or not numeric_2d else \
-            ExactICE(model, frame_2d, response=config.response, target=config.target)
+            ExactICE(model, frame_2d, response=config.response, target=config.target,
+                     max_batch_mb=config.max_batch_mb)
     except TreePathUnavailable:
         return {}
     out = {}

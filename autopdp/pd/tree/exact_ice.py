@@ -25,11 +25,11 @@ class ExactICE:
         When the per-row tree path does not apply to the model (the reason says why).
     """
 
-    def __init__(self, model, X, *, response="auto", target=None):
+    def __init__(self, model, X, *, response="auto", target=None, max_batch_mb=256.0):
         self.setup = _Setup(
             model, X, response=response, grid_resolution=2, percentiles=(0.05, 0.95), custom_values=None,
             categorical_features=None, sample_weight=None, kind="individual",
-            options=PDOptions(target=target, random_state=0, std=False),
+            options=PDOptions(target=target, random_state=0, std=False, max_batch_mb=max_batch_mb),
         )
         plan = self.setup.tree_plan()
         if plan is None:

@@ -196,31 +196,39 @@ def _bits_to_list(words) -> list[int]:
     return out
 
 
-#: Most nodes of all trees together that the exact tree path reads (each node costs its kernels' tables ~100 bytes).
-MAX_FOREST_NODES = 5_000_000
-#: Most cells of the root-to-leaf table (leaves x the deepest leaf's depth; ~33 bytes each at its peak while it is
-#: built) the ICE kernels build: about 1 GB.
-MAX_PATH_CELLS = 30_000_000
+#: Bytes each node of the trees costs the exact tree path's tables (its kernels' arrays).
+NODE_BYTES = 100
+#: Bytes each cell of the root-to-leaf table (leaves x the deepest leaf's depth) costs at its peak while it is built.
+CELL_BYTES = 33
+#: The tables' default bound: ``max_batch_mb``'s default (:class:`autopdp.PDOptions`, :class:`autopdp.AuditConfig`).
+MAX_TREE_BYTES = 256e6
 
 
-def extract_forest(model, adapter) -> tuple[NodeForest, int]:
+def extract_forest(model, adapter, max_bytes: float = MAX_TREE_BYTES) -> tuple[NodeForest, int]:
     """The node arrays of a supported fitted tree model and its number of response columns.
 
-    Raises :class:`TreePathUnavailable` with the reason when the model is not supported, or when its trees are
-    larger than the exact path's tables are allowed to be (:data:`MAX_FOREST_NODES`, :data:`MAX_PATH_CELLS`: a
-    crafted 16,001-node chain would ask for gigabytes); the audit then predicts with the model itself.
+    Raises :class:`TreePathUnavailable` with the reason when the model is not supported, or when the exact path's
+    tables for its trees would exceed ``max_bytes`` (``max_batch_mb``, the largest array an audit step builds: a
+    crafted 16,001-node chain would ask for gigabytes); the audit then takes another exact path (leaf counting, or
+    the model's own predictions) and notes why.
     """
     forest, n_out = _extract_forest(model, adapter)
-    check_forest_size(forest)
+    check_forest_size(forest, max_bytes)
     return forest, n_out
 
 
-def check_forest_size(forest: NodeForest, max_nodes: int = MAX_FOREST_NODES, max_cells: int = MAX_PATH_CELLS) -> None:
-    """:class:`TreePathUnavailable` when the forest has more than ``max_nodes`` nodes or its root-to-leaf table
-    (leaves x the deepest leaf's depth) more than ``max_cells`` cells; found level by level, before any table."""
+def _too_large(what: str, mb: float, max_bytes: float) -> TreePathUnavailable:
+    return TreePathUnavailable(f"{what}: over {mb:,.0f} MB for the exact tree path's tables, above max_batch_mb "
+                               f"({max_bytes / 1e6:g} MB); to use that path, raise it with --max-batch-mb")
+
+
+def check_forest_size(forest: NodeForest, max_bytes: float = MAX_TREE_BYTES) -> None:
+    """:class:`TreePathUnavailable` when the forest's nodes (:data:`NODE_BYTES` each) or its root-to-leaf table
+    (leaves x the deepest leaf's depth, :data:`CELL_BYTES` a cell) would take more than ``max_bytes``; found level
+    by level, before any table."""
     n = int(forest.feature.size)
-    if n > max_nodes:
-        raise TreePathUnavailable(f"the trees hold {n:,} nodes, over the exact tree path's limit of {max_nodes:,}")
+    if n * NODE_BYTES > max_bytes:
+        raise _too_large(f"the trees hold {n:,} nodes", n * NODE_BYTES / 1e6, max_bytes)
     split = forest.feature >= 0
     leaves = int(n - split.sum())
     level, depth = np.asarray(forest.roots, dtype=np.int64), 0
@@ -229,10 +237,9 @@ def check_forest_size(forest: NodeForest, max_nodes: int = MAX_FOREST_NODES, max
         if not level.size:
             break
         depth += 1
-        if leaves * depth > max_cells or depth > n:
-            raise TreePathUnavailable(f"the trees' root-to-leaf table would hold over {leaves * depth:,} cells "
-                                      f"({leaves:,} leaves, depth {depth} and more), over the exact tree path's "
-                                      f"limit of {max_cells:,}")
+        if leaves * depth * CELL_BYTES > max_bytes or depth > n:
+            raise _too_large(f"the trees' root-to-leaf table would hold over {leaves * depth:,} cells ({leaves:,} "
+                             f"leaves, depth {depth} and more)", leaves * depth * CELL_BYTES / 1e6, max_bytes)
         level = np.unique(np.concatenate([forest.left[level], forest.right[level]]))  # a shared child counts once
 
 

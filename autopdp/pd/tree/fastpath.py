@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..data import Frame
 from ..engine import Augmenter
-from .extract import extract_forest
+from .extract import MAX_TREE_BYTES, extract_forest
 from .ice import RowKernel
 from .exact_pd import TreePathUnavailable, TreePD, boosting_offset, extract_ensemble
 
@@ -84,7 +84,7 @@ class TreePlan:
     splits, missing values).  At least one applies, or construction fails.
     """
 
-    def __init__(self, model, adapter, frame: Frame):
+    def __init__(self, model, adapter, frame: Frame, max_bytes: float = MAX_TREE_BYTES):
         self.pre, self.final = _split(model)
         self.adapter = adapter
         self.frame = frame
@@ -103,7 +103,7 @@ class TreePlan:
         self.rows_unavailable = ""
         self.forest = None
         try:
-            self.forest, self.n_out = extract_forest(self.final, adapter)
+            self.forest, self.n_out = extract_forest(self.final, adapter, max_bytes)
         except TreePathUnavailable as exc:
             self.rows_unavailable = str(exc)
         if self.forest is None and self.ensemble is None:
@@ -455,13 +455,13 @@ def shared_adapter(model, response, target, make):
 
 def model_response(model, adapter, frame: Frame):
     """Within :func:`shared_plans`: the model's own response on every row of ``frame`` (as ``adapter`` gives it,
-    predicted in row chunks) when a plan of ``model`` on ``frame`` for ``adapter`` checked its trees against it;
-    else None."""
+    predicted in row chunks) when a plan of ``model`` on ``frame`` for ``adapter`` (of any table bound) checked its
+    trees against it; else None."""
     if _SHARED is None or adapter.response in ("crisp", "callable"):
         return None
     key = (adapter.response, None if adapter.columns is None else tuple(np.asarray(adapter.columns).tolist()))
     for k, m, data, plan in _SHARED:
-        if k == key and m is model and data is frame.data and isinstance(plan, TreePlan) \
+        if k[:2] == key and m is model and data is frame.data and isinstance(plan, TreePlan) \
                 and plan.adapter is adapter and plan.model_response is not None:
             return plan.model_response
     return None
@@ -478,20 +478,22 @@ def _same_weights(a, b) -> bool:
     return a is b or (np.shape(a) == np.shape(b) and np.array_equal(a, b))
 
 
-def plan_tree_path(model, adapter, frame: Frame) -> TreePlan:
-    """A :class:`TreePlan`, or :class:`TreePathUnavailable` with the reason."""
+def plan_tree_path(model, adapter, frame: Frame, max_bytes: float = MAX_TREE_BYTES) -> TreePlan:
+    """A :class:`TreePlan` whose tables stay within ``max_bytes`` (``max_batch_mb``), or :class:`TreePathUnavailable`
+    with the reason."""
     if adapter.response in ("crisp", "callable"):
         raise TreePathUnavailable(f"response {adapter.response!r}")
     if _SHARED is None:
-        return TreePlan(model, adapter, frame)
-    key = (adapter.response, None if adapter.columns is None else tuple(np.asarray(adapter.columns).tolist()))
+        return TreePlan(model, adapter, frame, max_bytes)
+    key = (adapter.response, None if adapter.columns is None else tuple(np.asarray(adapter.columns).tolist()),
+           float(max_bytes))
     for k, m, data, plan in _SHARED:
         if k == key and m is model and data is frame.data:
             if isinstance(plan, str):
                 raise TreePathUnavailable(plan)
             return plan
     try:
-        plan = TreePlan(model, adapter, frame)
+        plan = TreePlan(model, adapter, frame, max_bytes)
     except TreePathUnavailable as exc:
         _SHARED.append((key, model, frame.data, str(exc)))
         raise
