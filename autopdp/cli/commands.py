@@ -396,7 +396,7 @@ def _model_data_args(p, data_help="data: .csv or .parquet, with the target colum
     p.add_argument("--train", default=None, metavar="TRAIN",
                    help="training data (.csv or .parquet, same target, weights and loading options as --data): "
                         "with --refits K the learner is refitted K times on half-samples of it and each finding "
-                        "says whether it is robust (issue 31)")
+                        "says whether it is robust")
     p.add_argument("--refits", type=int, default=None, metavar="K",
                    help="refits of the learner on half-samples of --train (config key refits; e.g. 10)")
     p.add_argument("--trust-model", action="store_true", help=argparse.SUPPRESS)  # removed: exit 2 says what replaces it

@@ -203,6 +203,14 @@ def _shade_ood(ax, x, ood, levels):
             labelled = True
 
 
+def _band(result, f, spread):
+    """(low, high) of ``f`` +- ``spread``, clipped to [0, 1] where the response is a probability."""
+    low, high = f - spread, f + spread
+    if result.response == "predict_proba":
+        low, high = np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+    return low, high
+
+
 def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None, extra_curves=(),
                distribution=None, ice_curves=ICE_CURVES, title=None, ood=None, width=5.2, height=3.2, refits=None) -> str:
     """PD line, a sample of ICE curves, +-1 std band, the comparison curve g, the data distribution
@@ -231,9 +239,11 @@ def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None
                 ax.update_datalim(np.column_stack([np.tile(x, len(curves)), curves.ravel()]))
                 ax.autoscale_view()
             if not crisp and np.isfinite(std).all():
-                ax.fill_between(x, f - std, f + std, color=BAND_COLOR, alpha=0.35, linewidth=0, label="PD ± 1 std of ICE")
+                ax.fill_between(x, *_band(result, f, std), color=BAND_COLOR, alpha=0.35, linewidth=0,
+                                label="PD ± 1 std of ICE")
             if refits is not None and not crisp:
-                _refit_bands(ax, x, f, np.asarray(result.stderr[target_index], dtype=float), refits)
+                _refit_bands(ax, x, _band(result, f, 1.96 * np.asarray(result.stderr[target_index], dtype=float)),
+                             refits)
             if crisp:
                 for t in range(result.n_targets):
                     ax.plot(x, result.average[t], linewidth=1.8, label=f"share predicted {text(result.targets[t])}")
@@ -250,7 +260,8 @@ def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None
                     ax.bar(x, result.average[t], bottom=bottom, width=0.6, label=f"share predicted {text(result.targets[t])}")
                     bottom += np.asarray(result.average[t])
             else:
-                ax.errorbar(x, f, yerr=std, fmt="o", color=PD_COLOR, ecolor=BAND_COLOR, elinewidth=3, capsize=0,
+                low, high = _band(result, f, std)
+                ax.errorbar(x, f, yerr=np.vstack([f - low, high - f]), fmt="o", color=PD_COLOR, ecolor=BAND_COLOR, elinewidth=3, capsize=0,
                             markersize=6, label="partial dependence ± 1 std")
             if comparison is not None:
                 ax.plot(x, comparison, "D", color=G_COLOR, markersize=5, label=text(comparison_label or "comparison"))
@@ -266,13 +277,12 @@ def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None
         return svg_of(fig)
 
 
-def _refit_bands(ax, x, f, stderr, refits):
-    """The PD's Monte-Carlo 95% band (± 1.96 standard errors of averaging over the rows) and, beside it, the range
-    of the K refits' PDs (hatched) with their mean, the learner-PD (dotted)."""
+def _refit_bands(ax, x, band, refits):
+    """The PD's Monte-Carlo 95% band (``band``: low and high, ± 1.96 standard errors of averaging over the rows)
+    and, beside it, the range of the K refits' PDs (hatched) with their mean, the learner-PD (dotted)."""
     refits = np.asarray(refits, dtype=float)
-    if np.isfinite(stderr).all():
-        ax.fill_between(x, f - 1.96 * stderr, f + 1.96 * stderr, color=PD_COLOR, alpha=0.25, linewidth=0,
-                        label="Monte-Carlo 95% band")
+    if np.isfinite(band[0]).all() and np.isfinite(band[1]).all():
+        ax.fill_between(x, *band, color=PD_COLOR, alpha=0.25, linewidth=0, label="Monte-Carlo 95% band")
     ax.fill_between(x, refits.min(axis=0), refits.max(axis=0), facecolor="none", edgecolor=G_COLOR, hatch="///",
                     linewidth=0.4, label=f"range of {refits.shape[0]} refits' PDs")
     ax.plot(x, refits.mean(axis=0), color=G_COLOR, linewidth=1.2, linestyle=":", label="learner-PD (mean of refits)")

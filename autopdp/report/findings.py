@@ -211,6 +211,12 @@ def _slope_sentence(name, d, avg, scale) -> str:
             f"{verb}{size}{rate}{whole}.")
 
 
+def _mean_of(d: dict) -> str:
+    """How a gap of ``loss`` l2 (a root mean square over the grid, weighted by its rows) or l1 (a weighted mean of
+    the absolute differences) is read: "on average" only for a mean."""
+    return "on average" if d.get("loss") == "l1" else "in root mean square"
+
+
 def _incidence_sentence(name: str, score, evidence, outcome, scale) -> str:
     """An incidence finding: the model against the data (calibration), the PD against the data's trend
     (dependence), or the paper's gap."""
@@ -225,17 +231,17 @@ def _incidence_sentence(name: str, score, evidence, outcome, scale) -> str:
         gap = evidence.value
         mean = f"mean {outcome}" if outcome else "mean prediction"
         return (f"{name}: the model misses the data here: among the rows of each {name} bin, the observed {what} "
-                f"differs from the model's own {mean} for those rows by {fmt(gap)} on average"
+                f"differs from the model's own {mean} for those rows by {fmt(gap)} {_mean_of(d)}"
                 f"{_scaled(gap, scale)}.")
     if kind == "dependence":
         gap = evidence.value
         mean = f"mean {outcome}" if outcome else "mean prediction"
-        return (f"{name}: {avg} differs by {fmt(gap)} on average{_scaled(gap, scale)} from the model's {mean} "
+        return (f"{name}: {avg} differs by {fmt(gap)} {_mean_of(d)}{_scaled(gap, scale)} from the model's {mean} "
                 f"for the rows near each {name} value, with {name} set to that value: those rows' other features "
                 f"are unlike everyone's ({name} is not independent of the other features). The PD averages over "
                 f"every row's other features, so it departs from the data's trend ({what}) here; this is not a "
                 f"fault of the model.")
-    return f"{name}: {avg} departs from the data's {what} by {v} on average{rel}."
+    return f"{name}: {avg} departs from the data's {what} by {v} {_mean_of(d)}{rel}."
 
 
 def _similarity_sentence(name: str, uid: str, d: dict, evidence, outcome, scale, value: tuple) -> str:
@@ -254,7 +260,7 @@ def _similarity_sentence(name: str, uid: str, d: dict, evidence, outcome, scale,
         return (f"{name}: the shapes of the PDs{of} of this model and {other} differ by {fmt(shape)}"
                 f"{_scaled(shape, scale)} once a constant shift of {fmt(level)} between them (the models' "
                 f"overall level difference, stated once in the notes) is set aside.")
-    return f"{name}: the PDs{of} of this model and {other} differ by {v} on average{rel}."
+    return f"{name}: the PDs{of} of this model and {other} differ by {v} {_mean_of(d)}{rel}."
 
 
 def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None = None, scale=None,

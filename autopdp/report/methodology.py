@@ -270,7 +270,8 @@ def method_context(audit) -> dict:
         "ice_variance_centering": cfg.ice_variance_centering, "top_k": cfg.top_k,
         "response": audit.metadata.get("response"),
         "pd_method": audit.metadata.get("pd_method", first.method if first is not None else "brute"),
-        "tree_path": audit.metadata.get("tree_path", ""),
+        # why the exact tree path was not used ("" when it was: the metadata then reads "used")
+        "tree_path": "" if audit.metadata.get("tree_path", "") == "used" else audit.metadata.get("tree_path", ""),
         "max_rows_2d": cfg.max_rows_2d, "max_rows_2d_tree": cfg.max_rows_2d_tree, "subsample": cfg.subsample,
         "grid_1d_example": audit.results_1d[0].grid_shape if audit.results_1d else (),
         "pd_text": pd_method_text(audit),

@@ -129,4 +129,4 @@ def gap_score(utility: str, f: np.ndarray, g: np.ndarray, weights: np.ndarray, l
     if not np.isfinite(value):
         return not_applicable(utility, "no data near any grid point.", target)
     return UtilityScore(utility=utility, value=value, target=target, comparison=g,
-                        details={"relative": relative_to_range(value, f), **details})
+                        details={"relative": relative_to_range(value, f), "loss": loss, **details})
