@@ -102,3 +102,50 @@ def test_a_probability_band_is_clipped_to_zero_and_one():
 def test_an_older_record_without_its_loss_reads_as_the_default_root_mean_square():
     old = UtilityScore(utility="similarity:b", value=0.1, target=None, details={"model": "b"})
     assert "in root mean square" in finding_sentence(("x",), "similarity:b", old)
+
+
+def test_an_interaction_sentence_names_the_log_odds_scale_it_was_measured_on():
+    """Before: "Greenwell interaction 0.305 on P(default = 1)" for a value on the log-odds.  The interaction of a
+    classifier is measured on its log-odds surface; the sentence names that scale, from the evidence's record, and
+    its number is that surface's, not the probability surface's."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures
+
+    from autopdp.scores.importance import pd_interaction
+
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame({"a": rng.normal(size=600), "b": rng.normal(size=600)})
+    y = (X.a + X.b + 1.5 * X.a * X.b + rng.logistic(size=600) > 0).astype(int)
+    model = make_pipeline(PolynomialFeatures(2, interaction_only=True, include_bias=False),
+                          LogisticRegression(C=100)).fit(X, y)
+    a = audit(model, X, y, config=AuditConfig(grid_resolution=8, grid_resolution_2d=6, noise_draws=50))
+    e = a.evidence["interaction"][("a", "b")]
+    assert e.details["scale"].startswith("log-odds")
+    on_probability = float(pd_interaction(a.pd(("a", "b")))[0][0])
+    assert abs(e.value - on_probability) > 0.1  # the two scales give different numbers
+    text = finding_sentence(("a", "b"), "interaction", None, criteria={"interaction": e.value}, outcome="P(y = 1)",
+                            evidence=e)
+    assert f"(Greenwell interaction {fmt(e.value)} on the log-odds scale of P(y = 1))" in text
+    plain = finding_sentence(("a", "b"), "interaction", None, criteria={"interaction": 0.2}, outcome="predicted y",
+                             evidence=SimpleNamespace(details={"scale": "prediction"}))
+    assert "(Greenwell interaction 0.2 on predicted y)" in plain
+
+
+def test_the_pred_sd_column_holds_only_gaps_on_the_response_scale(tree_audit):
+    """Before: the "× pred. sd" column divided a slope (a rate), an OOD share and a log-odds ICE spread by the
+    probability's sd.  Now only criteria whose score is a gap on the response scale have the column."""
+    from autopdp.report.writer import report_context
+
+    model, X = tree_audit
+    a = audit(model, X, config=AuditConfig(pairs=False, grid_resolution=6, noise_draws=50))
+    tables = {t["uid"]: t for t in report_context(a, formats=("html",))["rankings"]}
+    assert {"slope", "monotonicity", "ood_share"} <= set(tables)
+    assert not tables["slope"]["in_sd"] and not tables["ood_share"]["in_sd"]
+    assert all(r["scaled"] == "" for r in tables["slope"]["rows"])
+    assert tables["monotonicity"]["in_sd"]
+    sd = a.metadata["prediction_std"][0]
+    for r in tables["monotonicity"]["rows"]:
+        assert r["scaled"] == ("" if not sd else f"{float(r['score_v']) / sd:.2g}")
+    html = _text(a.to_html())
+    assert "× pred. sd" in html

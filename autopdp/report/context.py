@@ -240,6 +240,19 @@ def trust_text(audit, features) -> str:
     return " · ".join(parts) + (" — caution: " + ", ".join(caution) if caution else " — ok")
 
 
+#: Criteria whose score is a gap on the model's response scale, in the same unit as its predictions' sd.
+_RESPONSE_GAPS = ("monotonicity", "lipschitz", "incidence", "stratpd", "ale_divergence", "similarity")
+
+
+def _in_response_units(uid: str, score) -> bool:
+    """Whether ``score`` is on the response scale, so a multiple of the predictions' sd means something: not a
+    slope (a rate), a share (ood_share) or an ICE spread on the link scale (log-odds)."""
+    base = uid.split(":", 1)[0]
+    if base == "ice_variance":
+        return ((score.details or {}).get("scale") or "prediction") == "prediction"
+    return base in _RESPONSE_GAPS
+
+
 def _score_rows(audit, uid):
     ranked = audit.ranking(uid, kind="1d") if uid in audit.scores.columns else pd.DataFrame()
     rows = []
@@ -251,7 +264,7 @@ def _score_rows(audit, uid):
         value = shown_score(audit, uid, feats)
         rows.append({
             "rank": int(row["rank"]), "feature": _label(feats), "features": feats, "value": fmt(value),
-            "scaled": "" if not sd else f"{value / sd:.2g}", "_v": value,
+            "scaled": "" if not sd or not _in_response_units(uid, s) else f"{value / sd:.2g}", "_v": value,
             "p": "" if e is None else p_text(e.adjusted_p),
             "finding": "" if e is None else ("yes" if e.passed else ("not material" if not e.material else
                                                                   ("untested" if e.untested else "noise"))),

@@ -105,7 +105,8 @@ def criterion_tables(audit, utilities) -> list[dict]:
                 "trust": r["trust"], "kind": "1d",
             })
         tables.append({"id": u["id"], "uid": uid, "title": u["title"], "definition": u["definition"], "kind": "1d",
-                       "tested": u["tested"], "rows": rows, "n": len(rows)})
+                       "tested": u["tested"], "rows": rows, "n": len(rows),
+                       "in_sd": any(r["scaled"] for r in rows)})  # a "× pred. sd" column: response-scale gaps only
     two = audit.scores[audit.scores["kind"] == "2d"]
     if two.empty:
         return tables
@@ -127,7 +128,7 @@ def criterion_tables(audit, utilities) -> list[dict]:
             })
         tables.append({"id": f"pair-{c}", "uid": c, "title": title_of(c),
                        "definition": UTILITY_DEFINITIONS.get(c, ""), "kind": "2d", "tested": bool(by),
-                       "rows": rows, "n": len(rows)})
+                       "rows": rows, "n": len(rows), "in_sd": False})
     return tables
 
 

@@ -162,7 +162,13 @@ def _pair_importance(name, c, outcome, evidence):
 
 
 def _pair_interaction(name, c, outcome, evidence):
-    on = f" on {outcome}" if outcome else ""
+    """The interaction is measured on the scale its evidence records (a classifier's log-odds, a log-link
+    regressor's log), not necessarily on the response the outcome names."""
+    scale = str((getattr(evidence, "details", None) or {}).get("scale") or "").split(" (")[0]
+    if scale and scale not in ("probability", "prediction", "decision function", "share of predicted class"):
+        on = f" on the {scale} scale" + (f" of {outcome}" if outcome else "")
+    else:
+        on = f" on {outcome}" if outcome else ""
     return (f"{name}: the effect of one feature depends on the other (Greenwell interaction "
             f"{fmt(c.get('interaction'))}{on}); a 1D PD of either alone hides this.")
 

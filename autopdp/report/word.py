@@ -248,9 +248,9 @@ def _rankings(w, ctx):
         w.table([t["index"], *t["columns"]], [[r["label"], *r["values"]] for r in t["rows"][:n]], size=7.5)
     for tab in ctx.get("rankings") or []:
         w.heading(f"{tab['title']} ({tab['uid']}, {tab['kind'].upper()}: top {min(n, tab['n'])} of {tab['n']})", 2)
-        header = ["rank", "PDP", "score"] + (["× pred. sd"] if tab["kind"] == "1d" else []) \
+        header = ["rank", "PDP", "score"] + (["× pred. sd"] if tab.get("in_sd") else []) \
             + (["adjusted p", "finding?"] if tab["tested"] else [])
-        rows = [[r["rank"], r["label"], r["score"]] + ([r["scaled"]] if tab["kind"] == "1d" else [])
+        rows = [[r["rank"], r["label"], r["score"]] + ([r["scaled"]] if tab.get("in_sd") else [])
                 + ([r["p"], r.get("finding_text") or r["finding"]] if tab["tested"] else []) for r in tab["rows"][:n]]
         w.table(header, rows, size=7.5)
 
