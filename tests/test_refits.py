@@ -250,7 +250,7 @@ def test_the_report_says_which_findings_are_robust(refitted):
     import re
 
     from autopdp.report.context import findings_context
-    from autopdp.report.findings import robust_kind
+    from autopdp.report.findings import criterion_word, robust_kind
     from autopdp.report.methodology import robustness_counts
 
     a = refitted[0]
@@ -258,20 +258,40 @@ def test_the_report_says_which_findings_are_robust(refitted):
     by_label = {f["label"]: f["sentence"] for f in found}
     for sel in a.selection:
         crit = sel.reasons[0][0]
+        which = f"The {criterion_word(crit)} finding"
         e = a.evidence[crit][sel.features]
         s = by_label[sel.label]
         held = int(round(e.stability * a.refits.fitted)) if np.isfinite(e.stability) else None
         if e.robust is True:
-            assert f"Holds in {held} of 6 refits; robust at the learner level (adjusted p" in s, s
+            assert f"{which} holds in {held} of 6 refits; robust at the learner level (adjusted p" in s, s
         elif robust_kind(e) == "specific":
-            assert "Specific to this fit" in s and "Recommendation: regularise or constrain the learner" in s, s
+            assert f"{which} is specific to this fit" in s and "Recommendation: regularise or constrain the learner" in s, s
             assert f"found by {held} of 6 refits' own tests" in s, s
             lv = e.details["learner"]["value"]
             assert lv <= e.details["learner"]["threshold"] or lv < 0.5 * e.value
         elif e.robust is False:
-            assert "Not shown to be robust: the learner-PD (the mean of 6 refits' PDs) has it too" in s, s
+            assert f"{which} is not shown to be robust: the learner-PD (the mean of 6 refits' PDs) has it too" in s, s
         else:
-            assert "Robustness not assessed (" in s, s
+            assert f"Robustness of the {criterion_word(crit)} finding not assessed (" in s, s
+    from autopdp.findings.words import FITTED_TEST
+
+    assessed = [e for by in a.evidence.values() for e in by.values() if e.robust is not None]
+    assert assessed
+    for e in assessed:  # a learner-level verdict's sentence says what its own test is of
+        assert FITTED_TEST not in e.robust_why, e.robust_why
+        if e.robust:  # a significant learner-level test says what it was of
+            assert "the test is of the learner: the learner-PD (the mean of 6 refits' PDs)" in e.robust_why, e.robust_why
+    from autopdp.report.explore import robust_label
+    from autopdp.report.writer import report_context
+
+    pages = report_context(a, formats=("html",))["finding_pages"]
+    labels = []
+    for sel, page in zip(a.selection, pages):  # each reason on a finding's page carries its own criterion's verdict
+        for (c, _), r in zip(sel.reasons, page["reason_list"]):
+            label = robust_label(sel.evidence_for(c))
+            labels.append(label)
+            assert r["evidence"].endswith(f"; learner level: {label}") if label else "learner level" not in r["evidence"]
+    assert "robust" in labels and "specific to this fit" in labels
     c = robustness_counts(a)
     assert c["robust"] >= 1 and c["specific"] >= 1
     assert c["findings"] == c["robust"] + c["specific"] + c["unconfirmed"] + c["not_assessed"]
@@ -286,7 +306,7 @@ def test_the_report_says_which_findings_are_robust(refitted):
     docx = pytest.importorskip("docx")
     d = docx.Document(io.BytesIO(a.to_docx()))
     text = re.sub(r"\s+", " ", " ".join(p.text for p in d.paragraphs))
-    assert "robust at the learner level" in text and "Specific to this fit" in text
+    assert "robust at the learner level" in text and "is specific to this fit" in text
     assert f"Of the {c['findings']} findings" in text  # the summary's counts
     assert "The learner. Tested with 6 refits" in text
 

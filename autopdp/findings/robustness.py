@@ -41,6 +41,7 @@ from ..pd.sampling import ht_weights
 from .evidence import assess
 from ..scores.scoring import ScoringInputs, _score_utility, _weights, grid_cells, importance_table
 from .significance import Evidence
+from .words import for_learner
 
 __all__ = ["LEARNER_UTILITIES", "NOT_ASSESSED", "learner_level", "with_robustness"]
 
@@ -302,4 +303,5 @@ def _one(e: Evidence, crit: str, base: str, le: Evidence | None, stab, refits) -
                                    details={**e.details, "learner": learner})
     return dataclasses.replace(e, robust=bool(le.passed), robust_p=float(le.p_value),
                                robust_adjusted_p=float(le.adjusted_p), stability=stability_value,
-                               robust_why=le.why, details={**e.details, "learner": learner})
+                               robust_why=for_learner(le.why, int(refits.fitted)),
+                               details={**e.details, "learner": learner})

@@ -29,6 +29,17 @@ def _p_is(p) -> str:
     return text if text.startswith("<") else f"= {text}"
 
 
+#: What a fitted-model test is of; a learner-level item's sentence says what its own test is of (:func:`for_learner`).
+FITTED_TEST = "the test is of this fitted model, against the Monte-Carlo error of averaging over the audit rows"
+
+
+def for_learner(why: str, k: int) -> str:
+    """A learner-level item's :func:`why_sentence` (its statistic is the learner-PD's, the mean of ``k`` refits'
+    PDs), saying what that test is of instead of the fitted model's."""
+    return why.replace(FITTED_TEST, f"the test is of the learner: the learner-PD (the mean of {k} refits' PDs) "
+                                    "against the spread between refits and the Monte-Carlo error of averaging")
+
+
 def why_sentence(e: Evidence, adjusted: float, significant: bool, config, *, reason: str = "") -> str:
     """The one sentence that explains ``e``'s decision, from the same facts that made it.
 
@@ -57,14 +68,13 @@ def why_sentence(e: Evidence, adjusted: float, significant: bool, config, *, rea
             return (f"not distinguishable from noise: the {stat} {fmt(e.value)} has {tested} > "
                     f"{config.significance:g}{noise}{test}.")
         return (f"clear of noise (the {stat} {fmt(e.value)}; {tested} <= {config.significance:g}{noise}{test}); "
-                "the test is of this fitted model, against the Monte-Carlo error of averaging over the audit rows.")
+                f"{FITTED_TEST}.")
     if not significant:
         return (f"not shown to be material: the {stat} {fmt(e.value)} is at or above the threshold "
                 f"{fmt(e.threshold)}, but not with {conf} confidence (test of 'at most the threshold': {tested} > "
                 f"{config.significance:g}{noise}{test}).")
     return (f"material with {conf} confidence: the {stat} {fmt(e.value)} exceeds the threshold {fmt(e.threshold)} "
-            f"(test of 'at most the threshold': {tested} <= {config.significance:g}{noise}{test}); the test is of "
-            "this fitted model, against the Monte-Carlo error of averaging over the audit rows.")
+            f"(test of 'at most the threshold': {tested} <= {config.significance:g}{noise}{test}); {FITTED_TEST}.")
 
 
 _PAIR_UNTESTED = "one feature's importance could not be tested"

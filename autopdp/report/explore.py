@@ -190,9 +190,11 @@ def finding_pages(audit, findings, utilities, pairs, top_k, tables) -> list[dict
 
 
 def _evidence_line(e) -> str:
+    """The criterion's own evidence and, with refits, its own learner-level verdict (never another criterion's)."""
     from .findings import evidence_text
 
-    return evidence_text(e)
+    label = robust_label(e)
+    return evidence_text(e) + (f"; learner level: {label}" if label else "")
 
 
 def top_importance(importance: pd.DataFrame, n: int) -> pd.DataFrame:

@@ -136,6 +136,18 @@ def evidence_text(e, *, with_test: bool = True) -> str:
     return ", ".join(parts).strip().rstrip(".")
 
 
+#: a criterion's name inside a sentence ("the interaction finding is specific to this fit")
+_CRITERION_WORDS = {"lipschitz": "Lipschitz", "ice_variance": "ICE-variance", "importance": "pair-importance",
+                    "surrogate_importance": "surrogate-importance", "ale_divergence": "ALE", "stratpd": "StratPD",
+                    "ood_share": "out-of-distribution"}
+
+
+def criterion_word(uid: str) -> str:
+    if uid.startswith("similarity:"):
+        return f"similarity-to-{uid.split(':', 1)[1]}"
+    return _CRITERION_WORDS.get(uid, uid)
+
+
 def title_of(uid: str) -> str:
     if uid.startswith("similarity:"):
         return f"Most different from {uid.split(':', 1)[1]}"
@@ -355,17 +367,19 @@ def robust_kind(e) -> str:
 
 
 def robustness_sentence(e, refits, name: str) -> str:
-    """Whether finding ``e`` (of ``name``) holds at the learner level (issue 31), one to three sentences; "" without
+    """Whether finding ``e`` (of ``name``) holds at the learner level, one to three sentences naming ``e``'s own
+    criterion (a page selected by several criteria states the verdict of the one its sentence is about); "" without
     refits.  Built from the item's own ``robust``, ``robust_adjusted_p``, ``stability`` and learner-level statistic
     (``details["learner"]``) and the refits' count."""
     if refits is None or e is None:
         return ""
+    which = f"The {criterion_word(e.criterion)} finding"
     if not refits.assessed:
-        return f"Robustness not assessed: {refits.reason}."
+        return f"Robustness of {which[4:]} not assessed: {refits.reason}."
     kind = robust_kind(e)
     if kind == "not assessed":
         why = (e.robust_why or "not assessed").removeprefix("not assessed: ").rstrip(".")
-        return f"Robustness not assessed ({why})."
+        return f"Robustness of {which[4:]} not assessed ({why})."
     k = int(refits.fitted)
     stab = getattr(e, "stability", float("nan"))
     held = int(round(stab * k)) if np.isfinite(stab) else None
@@ -373,19 +387,19 @@ def robustness_sentence(e, refits, name: str) -> str:
     q = e.robust_adjusted_p
     p = f"adjusted p {'= ' if np.isfinite(q) and q >= 1e-4 else ''}{p_text(q)}"
     if kind == "robust":
-        return f"Holds in {count} refits; robust at the learner level ({p})."
+        return f"{which} holds in {count} refits; robust at the learner level ({p})."
     learner = (e.details or {}).get("learner") or {}
     stat = (e.statistic or e.criterion).split(" (")[0]
     values = f"{stat} {fmt(learner.get('value'))} against this fit's {fmt(e.value)}"
     if kind == "unconfirmed":
-        return (f"Not shown to be robust: the learner-PD (the mean of {k} refits' PDs) has it too ({values}), but "
+        return (f"{which} is not shown to be robust: the learner-PD (the mean of {k} refits' PDs) has it too ({values}), but "
                 f"not clear of the spread between refits ({p}; found by {count} refits' own tests). "
                 f"Recommendation: treat it as uncertain; more training data would pin the learner down.")
     if held is not None and held * 2 >= k:
-        return (f"Specific to this fit: each refit of the same learner on another sample has a pattern of its own "
+        return (f"{which} is specific to this fit: each refit of the same learner on another sample has a pattern of its own "
                 f"here (found by {count} refits' own tests), but their mean, the learner-PD, shows much less "
                 f"({values}; {p}). Recommendation: regularise or constrain the learner, or drop {name} if it "
                 f"should not matter.")
-    return (f"Specific to this fit: the model has it, refits of the same learner on other samples do not (found by "
+    return (f"{which} is specific to this fit: the model has it, refits of the same learner on other samples do not (found by "
             f"{count} refits' own tests; learner-PD {values}; {p}). Recommendation: regularise or constrain the "
             f"learner, or drop {name} if it should not matter.")
