@@ -55,8 +55,11 @@ def test_the_issue_construction_scores_the_shape_and_the_level_apart(compared):
     assert level.details["mean_difference"] == pytest.approx(-0.3 * p, abs=1e-9)
     for f in ("age", "kids", "city"):
         assert e[(f,)].value < 1e-9 and not e[(f,)].material
-        # the utility score (paper eq. 10) is still the total gap: the level
-        assert a.score(f, UID).value == pytest.approx(0.3 * p, abs=1e-9)
+        # the utility score ranks and selects on the shape (issue 52): 0 here; the paper's eq. 10 gap, the level,
+        # is kept as total_gap
+        assert a.score(f, UID).value == pytest.approx(0.0, abs=1e-9)
+        assert a.score(f, UID).details["total_gap"] == pytest.approx(0.3 * p, abs=1e-9)
+    assert a.score("educ", UID).value == pytest.approx(0.3 * np.sqrt(p * (1 - p)), abs=1e-9)
 
 
 def test_comparison_tables_show_the_shape_gap(compared):

@@ -149,3 +149,41 @@ def test_the_pred_sd_column_holds_only_gaps_on_the_response_scale(tree_audit):
         assert r["scaled"] == ("" if not sd else f"{float(r['score_v']) / sd:.2g}")
     html = _text(a.to_html())
     assert "× pred. sd" in html
+
+
+def test_similarity_scores_ranks_and_selects_on_the_shape_gap_not_the_level():
+    """A challenger that adds 0.7 everywhere and changes x3's shape: before, every feature scored about 0.7 (the
+    level) and an unchanged one could be selected.  Now the unchanged features score 0 (the level is set aside), x3
+    scores its shape gap, the same as against the challenger without the shift, and no unchanged feature is
+    selected by similarity."""
+    rng = np.random.default_rng(2)
+    U = pd.DataFrame(rng.uniform(size=(400, 3)), columns=["x1", "x2", "x3"])
+
+    def model(d):
+        d = np.asarray(d, dtype=float)
+        return np.sin(3 * d[:, 0]) + d[:, 1] ** 2 + d[:, 2]
+
+    def reshaped(d):
+        d = np.asarray(d, dtype=float)
+        return np.sin(3 * d[:, 0]) + d[:, 1] ** 2 + (1 - d[:, 2]) ** 3
+
+    def shifted(d):
+        return reshaped(d) + 0.7
+
+    a = audit(model, U, compare={"shifted": shifted, "reshaped": reshaped},
+              config=AuditConfig(grid_resolution=9, pairs=False, noise_draws=50))
+    one = a.scores[a.scores["kind"] == "1d"].set_index("features")
+    for f in (("x1",), ("x2",)):
+        assert one.loc[[f], "similarity:shifted"].iloc[0] == pytest.approx(0.0, abs=1e-12)
+        # f - g is constant over x1's (x2's) grid: the rows' mean of the x3 terms' difference, less 0.7
+        level = float(np.mean(U.x3 - (1 - U.x3) ** 3)) - 0.7
+        assert a.score(f, "similarity:shifted").details["level_shift"] == pytest.approx(level, abs=1e-12)
+    s, r = a.score(("x3",), "similarity:shifted"), a.score(("x3",), "similarity:reshaped")
+    x = np.asarray(a.pd(("x3",)).grid[0], dtype=float)
+    np.testing.assert_allclose(np.asarray(a.pd(("x3",)).average[0]) - s.comparison, x - (1 - x) ** 3 - 0.7, atol=1e-12)
+    assert s.value == pytest.approx(r.value, abs=1e-12) and s.value > 0.1
+    assert s.value == s.details["shape_gap"] and s.details["total_gap"] > s.value  # the paper's gap counts the level
+    assert s.details["level_shift"] == pytest.approx(r.details["level_shift"] - 0.7, abs=1e-12)
+    assert a.ranking("similarity:shifted", kind="1d")["features"].iloc[0] == ("x3",)
+    chosen = {sel.features for sel in a.selection for c, _ in sel.reasons if c.startswith("similarity:")}
+    assert chosen <= {("x3",)}
