@@ -48,7 +48,8 @@ AUDIT_CASES = [
     ("target of wrong length", lambda X, y, m: audit(m, X, y.iloc[:10], config=SMALL),
      "y has 10 values but X has 120 rows; give one target per row."),
     ("missing model columns", lambda X, y, m: audit(m, X[["a", "b"]], y, config=SMALL),
-     "X lacks 1 column(s) the model was fitted on: ['c']; pass the data with every feature the model needs."),
+     "X lacks 1 column(s) the model was fitted on: 'c'; pass the data with every feature the model needs, named as "
+     "in training."),
     ("comparison on other columns",
      lambda X, y, m: audit(m, X, y, compare={"other": LogisticRegression().fit(X[["a", "b"]], y)}, config=SMALL),
      "comparison model 'other' was trained on other columns than the audited model (missing ['c'], extra []); "

@@ -187,3 +187,46 @@ def test_similarity_scores_ranks_and_selects_on_the_shape_gap_not_the_level():
     assert a.ranking("similarity:shifted", kind="1d")["features"].iloc[0] == ("x3",)
     chosen = {sel.features for sel in a.selection for c, _ in sel.reasons if c.startswith("similarity:")}
     assert chosen <= {("x3",)}
+
+
+def test_a_model_column_the_data_names_otherwise_gets_a_suggestion():
+    from sklearn.linear_model import LinearRegression
+
+    from autopdp import InputError
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"Age": rng.normal(size=50), "income": rng.normal(size=50)})
+    model = LinearRegression().fit(X, X.Age + X.income)
+    with pytest.raises(InputError, match=r"X lacks 1 column\(s\) the model was fitted on: 'Age' \(did you mean "
+                                         r"'AGE'\?\); pass the data with every feature the model needs, named as in "
+                                         r"training\."):
+        audit(model, X.rename(columns={"Age": "AGE"}), config=AuditConfig(pairs=False))
+
+
+def test_target_map_replaces_the_labels_and_refuses_an_unmapped_one(tmp_path, capsys):
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    from autopdp.cli.commands import main
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    y = (X.a + rng.normal(size=200) > 0).astype(int)
+    sio.dump(LogisticRegression().fit(X, y), tmp_path / "m.skops")
+    X.assign(y=np.where(y == 1, "Yes", "No")).to_csv(tmp_path / "d.csv", index=False)
+    args = ["report", "--model", str(tmp_path / "m.skops"), "--data", str(tmp_path / "d.csv"), "--target", "y",
+            "--formats", "json"]
+    assert main([*args, "--out", str(tmp_path / "o0")]) == 2  # the labels are not the model's classes
+    assert "on the command line --target-map" in capsys.readouterr().err
+    assert main([*args, "--out", str(tmp_path / "o"), "--target-map", "Yes=1, No=0"]) == 0
+    import autopdp
+
+    back = autopdp.Audit.from_json(tmp_path / "o" / "results.json")
+    assert back.metadata["targets"] == [1]  # P(y = 1): the labels were mapped to the model's classes
+    capsys.readouterr()
+    assert main([*args, "--out", str(tmp_path / "o2"), "--target-map", "Yes=1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["autopdp: error: --target-map does not map the target's label(s) 'No'; map every label of column "
+                   "'y' (e.g. --target-map Yes=1,No=0)."]
+    assert main([*args, "--out", str(tmp_path / "o3"), "--target-map", "Yes:1"]) == 2
+    assert "takes LABEL=VALUE pairs" in capsys.readouterr().err

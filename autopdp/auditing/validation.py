@@ -17,7 +17,7 @@ from ..io.tree_arrays import check_tree_arrays
 from ..pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, sample_rows
 from ..errors import InputError, InputTypeError
 from ..pd.grids import is_effectively_constant, resolve_categorical
-from ..io.loading import column_error
+from ..io.loading import column_error, did_you_mean
 from .summary import target_name_of
 from ..pd.setup import _reject_infinite
 from ..pd.response import make_adapter
@@ -174,7 +174,7 @@ def _check_labels(y: np.ndarray | None, model, adapter) -> None:
         raise InputError(
             f"the target y holds values that are not classes of the model: {shown}. The model's classes are "
             f"{', '.join(repr(json_scalar(c)) for c in classes)}{source}; y holds {observed}. Encode y the way the "
-            "model was trained (e.g. map '>50K' to 1)"
+            "model was trained (e.g. map '>50K' to 1; on the command line --target-map '>50K=1,<=50K=0')"
             + (", give the model a classes_ attribute" if adapter.inferred_classes else "")
             + " or pass the matching target column."
         )
@@ -224,9 +224,13 @@ def _align_columns(model, frame: Frame, notes: list) -> Frame:
     have = list(frame.names)
     missing = [c for c in needed if c not in have]
     if missing:
+        spare = [c for c in have if c not in needed]  # a near match among the columns the model does not know
+        named = ", ".join(f"{c!r}" + (f" ({hint.strip().rstrip('?').replace('Did you mean', 'did you mean')}?)"
+                                      if (hint := did_you_mean(c, spare)) else "") for c in missing[:10])
         raise InputError(
-            f"X lacks {len(missing)} column(s) the model was fitted on: {missing[:10]}; pass the data with every "
-            "feature the model needs."
+            f"X lacks {len(missing)} column(s) the model was fitted on: {named}"
+            f"{' and more' if len(missing) > 10 else ''}; pass the data with every feature the model needs, named "
+            "as in training."
         )
     extra = [c for c in have if c not in needed]
     if not extra and have == needed:

@@ -379,6 +379,8 @@ def _report_text_args(p):
 def _model_data_args(p, data_help="data: .csv or .parquet, with the target column"):
     p.add_argument("--data", required=True, help=data_help)
     p.add_argument("--target", required=True, help="name of the target column in the data")
+    p.add_argument("--target-map", default=None, metavar="LABEL=VALUE,...",
+                   help="replace the target's labels before the audit, e.g. Yes=1,No=0 (every label mapped)")
     p.add_argument("--weights", default=None, metavar="COLUMN",
                    help="column of row weights (e.g. survey weights); it is not a feature")
     p.add_argument("--sep", default=None, help="CSV field separator (default ','; 'tab' for tabs)")

@@ -67,6 +67,8 @@ def _load_data(args, path=None):
     df = load_data(path or args.data, sep=args.sep, na_values=args.na_values, decimal=args.decimal,
                    max_mb=_limit(args, "max_data_mb", MAX_DATA_MB))
     X, y = split_target(df, args.target)
+    if getattr(args, "target_map", None):
+        y = map_target(y, args.target_map)
     weights = None
     if args.weights is not None:
         if args.weights == args.target:
@@ -90,6 +92,40 @@ def _load_data(args, path=None):
                              "negative value(s); weights must be finite and >= 0.")
         weights = numeric
     return X, y, weights
+
+
+def parse_target_map(text: str) -> dict:
+    """``{"Yes": 1, "No": 0}`` from ``--target-map Yes=1,No=0`` (values that read as numbers become numbers)."""
+    out = {}
+    for part in str(text).split(","):
+        label, eq, value = part.partition("=")
+        label, value = label.strip(), value.strip()
+        if not eq or not label or not value:
+            raise InputError(f"--target-map takes LABEL=VALUE pairs separated by commas (e.g. Yes=1,No=0); "
+                             f"{part.strip()[:40]!r} is not one.")
+        if label in out:
+            raise InputError(f"--target-map names the label {label[:40]!r} twice.")
+        for kind in (int, float):
+            try:
+                value = kind(value)
+                break
+            except ValueError:
+                continue
+        out[label] = value
+    return out
+
+
+def map_target(y, text: str):
+    """The target column with its labels replaced as ``--target-map`` says; every label must be mapped."""
+    mapping = parse_target_map(text)
+    labels = y.astype(str).where(y.notna(), None)
+    unmapped = sorted({str(v) for v in labels.dropna().unique()} - set(mapping))
+    if unmapped or labels.isna().any():
+        shown = ", ".join(repr(v[:40]) for v in unmapped[:10]) + (" and more" if len(unmapped) > 10 else "")
+        missing = " and missing values" if labels.isna().any() else ""
+        raise InputError(f"--target-map does not map the target's label(s) {shown or '(none)'}{missing}; map every "
+                         f"label of column {str(y.name)[:40]!r} (e.g. --target-map Yes=1,No=0).")
+    return labels.map(mapping).rename(y.name)
 
 
 def pd_numeric(values):
