@@ -230,3 +230,31 @@ def test_target_map_replaces_the_labels_and_refuses_an_unmapped_one(tmp_path, ca
                    "'y' (e.g. --target-map Yes=1,No=0)."]
     assert main([*args, "--out", str(tmp_path / "o3"), "--target-map", "Yes:1"]) == 2
     assert "takes LABEL=VALUE pairs" in capsys.readouterr().err
+
+
+def test_compare_refuses_every_untrusted_model_in_one_message(tmp_path, capsys):
+    """Before: one model's trust refusal per run.  Now both models' refusals come in one line, each naming its
+    file and the --trust-type flags it needs."""
+    import functools
+
+    import skops.io as sio
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from autopdp.cli.commands import main
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=100), "b": rng.normal(size=100)})
+    y = X.a + X.b
+    for name in ("one", "two"):
+        pipe = make_pipeline(FunctionTransformer(functools.partial(np.multiply, 2.0)), LinearRegression()).fit(X, y)
+        sio.dump(pipe, tmp_path / f"{name}.skops")
+    X.assign(y=y).to_csv(tmp_path / "d.csv", index=False)
+    code = main(["compare", "--model", f"one={tmp_path / 'one.skops'}", "--model", f"two={tmp_path / 'two.skops'}",
+                 "--data", str(tmp_path / "d.csv"), "--target", "y", "--out", str(tmp_path / "o")])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("autopdp: error:")]
+    assert code == 2 and len(err) == 1, err
+    assert "2 of the 2 models were refused" in err[0]
+    assert err[0].count("contains types skops does not trust") == 2
+    assert "one.skops" in err[0] and "two.skops" in err[0] and "--trust-type functools.partial" in err[0]

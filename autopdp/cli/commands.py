@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .inputs import (
-    StageError, _check_allow_pickle, _check_signatures, _display_name, _inputs, _load_data, _load_model, _loading,
+    StageError, _check_allow_pickle, _check_signatures, _display_name, _inputs, _load_data, _load_models, _loading,
     _log_mlflow, _mlflow_target, _model_label, _one_line, _train, _with_notes, _with_provenance, stage)
 from ..errors import InputError, command_line_interface
 from .settings import SIGN_OFF_FLAGS, _config, _raised, _with_cover_flags, _with_flags  # noqa: F401
@@ -228,8 +228,8 @@ def _cmd_report(args) -> int:
     templates = _templates(args, formats)
     load_notes: list = []
     with _loading(load_notes):
-        model = _load_model(args, args.model)
-        compare = {name: _load_model(args, p) for name, p in compare_paths.items()}
+        loaded = _load_models(args, {None: args.model, **{f"compare:{n}": p for n, p in compare_paths.items()}})
+        model, compare = loaded[None], {n: loaded[f"compare:{n}"] for n in compare_paths}
         X, y, weights = _load_data(args)
         _check_signatures(args, X)
         cfg, train = _train(args, cfg)
@@ -267,8 +267,8 @@ def _cmd_gate(args) -> int:
     templates = _templates(args, formats)
     load_notes: list = []
     with _loading(load_notes):
-        model = _load_model(args, args.model)
-        champion = _load_model(args, args.champion) if args.champion else None
+        loaded = _load_models(args, {"model": args.model, **({"champion": args.champion} if args.champion else {})})
+        model, champion = loaded["model"], loaded.get("champion")
         X, y, weights = _load_data(args)
         _check_signatures(args, X)
         cfg, train = _train(args, cfg)
@@ -306,7 +306,7 @@ def _cmd_compare(args) -> int:
     templates = _templates(args, formats)
     load_notes: list = []
     with _loading(load_notes):
-        models = {n: _load_model(args, p) for n, p in paths.items()}
+        models = _load_models(args, paths)
         X, y, weights = _load_data(args)
         _check_signatures(args, X)
         cfg, train = _train(args, cfg)  # the refits are of the first model's learner

@@ -191,6 +191,23 @@ def _load_model(args, path):
     return model
 
 
+def _load_models(args, paths: dict) -> dict:
+    """``{name: model}`` for ``{name: path}``: every model is tried, and the refusals of all of them (types to
+    trust, pickles, bounds) come in one message, so one rerun can fix them all."""
+    out, errors = {}, []
+    for name, path in paths.items():
+        try:
+            out[name] = _load_model(args, path)
+        except InputError as exc:
+            errors.append(exc)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputError(f"{len(errors)} of the {len(paths)} models were refused: "
+                         + " Also: ".join(str(e).strip() for e in errors))
+    return out
+
+
 def _check_signatures(args, X) -> None:
     """The data against the input schema logged with each MLflow model (exit 2 naming the mismatch)."""
     from ..io.mlflow_models import check_signature
