@@ -258,3 +258,18 @@ def test_compare_refuses_every_untrusted_model_in_one_message(tmp_path, capsys):
     assert "2 of the 2 models were refused" in err[0]
     assert err[0].count("contains types skops does not trust") == 2
     assert "one.skops" in err[0] and "two.skops" in err[0] and "--trust-type functools.partial" in err[0]
+
+
+def test_on_a_terminal_every_stage_has_its_own_line_and_its_time(tree_audit, capsys):
+    """Before: two stages printed on one line (the scores' thread beside the trust checks) and the PD stages never
+    said "done in".  Now (progress=True, as on a terminal) every stage's start line has its own "done in" line, and
+    no line holds two stages."""
+    model, X = tree_audit
+    audit(model, X, config=AuditConfig(grid_resolution=5, grid_resolution_2d=3, noise_draws=50), progress=True)
+    err = capsys.readouterr().err
+    lines = [part for line in err.split("\n") for part in line.split("\r") if "autopdp:" in part]
+    assert lines and all(part.count("autopdp:") == 1 for part in lines), lines
+    starts = [m.group(1) for part in lines if (m := re.search(r"autopdp: (.+) \.\.\.$", part.strip()))]
+    ends = [m.group(1) for part in lines if (m := re.search(r"autopdp: (.+) done in \d+\.\d s$", part.strip()))]
+    assert any("1D partial dependence" in s for s in starts) and any("2D partial dependence" in s for s in starts)
+    assert sorted(starts) == sorted(ends), (starts, ends)

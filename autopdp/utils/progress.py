@@ -67,16 +67,32 @@ def progress_bar(*, total: int, desc: str, enabled=None):
     return tqdm(total=total, desc=desc, unit="PD", leave=False, file=sys.stderr)
 
 
+_WRITE = threading.Lock()  # one stage line at a time: two threads' lines never share a line
+
+
+def _emit(text: str) -> None:
+    with _WRITE:
+        sys.stderr.write(text + "\n")  # one write: the line and its end together
+        sys.stderr.flush()
+
+
 def _line(name: str, seconds: float) -> None:
-    print(f"autopdp: {name}: {seconds:.1f} s", file=sys.stderr, flush=True)
+    _emit(f"autopdp: {name}: {seconds:.1f} s")
 
 
-def _close_said() -> None:
-    """End the stage :func:`say` opened in "lines" mode (one line with its time)."""
+def _done(name: str, seconds: float, mode: str) -> None:
+    if mode == "bars":
+        _emit(f"autopdp: {name} done in {seconds:.1f} s")
+    elif mode == "lines":
+        _line(name, seconds)
+
+
+def _close_said(mode: str = "lines") -> None:
+    """End the stage :func:`say` opened (one line with its time)."""
     with _LOCK:
         opened = _OPEN.pop() if _OPEN else None
     if opened is not None:
-        _line(opened[0], time.perf_counter() - opened[1])
+        _done(opened[0], time.perf_counter() - opened[1], mode)
 
 
 @contextmanager
@@ -84,29 +100,27 @@ def announce(name: str, enabled=None):
     """A long stage: on a terminal named when it starts and ends; in a log one line with its time at its end."""
     mode = progress_mode(enabled)
     t0 = time.perf_counter()
+    if mode != "off":
+        _close_said(mode)  # a stage :func:`say` opened ends where the next one starts
     if mode == "bars":
-        print(f"autopdp: {name} ...", file=sys.stderr, flush=True)
-    elif mode == "lines":
-        _close_said()
+        _emit(f"autopdp: {name} ...")
     try:
         yield
     finally:
-        if mode == "lines":
-            _close_said()  # a stage named inside this one ends with it
-    if mode == "bars":
-        print(f"autopdp: {name} done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
-    elif mode == "lines":
-        _line(name, time.perf_counter() - t0)
+        if mode != "off":
+            _close_said(mode)  # a stage named inside this one ends with it
+    _done(name, time.perf_counter() - t0, mode)
 
 
 def say(name: str, enabled=None) -> None:
     """A stage that runs until the next one (the PD computations, which show their own bar on a terminal):
-    named when it starts on a terminal; in a log, one line with its time when the next stage starts or the
-    stage around it ends."""
+    named when it starts on a terminal; its time is given (on a terminal "... done in", in a log one line) when
+    the next stage starts or the stage around it ends."""
     mode = progress_mode(enabled)
+    if mode == "off":
+        return
+    _close_said(mode)
     if mode == "bars":
-        print(f"autopdp: {name} ...", file=sys.stderr, flush=True)
-    elif mode == "lines":
-        _close_said()
-        with _LOCK:
-            _OPEN.append((name, time.perf_counter()))
+        _emit(f"autopdp: {name} ...")
+    with _LOCK:
+        _OPEN.append((name, time.perf_counter()))
