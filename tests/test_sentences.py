@@ -50,7 +50,7 @@ def test_multiclass_summary_names_every_class_and_each_finding_its_own(wine):
             assert "class" in f["sentence"] or "cultivar = " in f["sentence"], f["sentence"]
     # the importance chart is the largest across the classes, and says so; tables name each class
     assert "largest across classes 0, 1, 2" in ctx["importance_svg"]
-    assert ctx["importance_table"]["columns"] == [f"P(cultivar = {c})" for c in (0, 1, 2)]
+    assert ctx["importance_table"]["columns"] == ["rank", *(f"P(cultivar = {c})" for c in (0, 1, 2)), "finding?"]
     assert all("P(cultivar = " in s["caption"] for s in ctx["small_multiples"])
 
 

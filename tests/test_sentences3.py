@@ -273,3 +273,25 @@ def test_on_a_terminal_every_stage_has_its_own_line_and_its_time(tree_audit, cap
     ends = [m.group(1) for part in lines if (m := re.search(r"autopdp: (.+) done in \d+\.\d s$", part.strip()))]
     assert any("1D partial dependence" in s for s in starts) and any("2D partial dependence" in s for s in starts)
     assert sorted(starts) == sorted(ends), (starts, ends)
+
+
+def test_the_importance_table_is_ranked_named_by_class_and_says_which_are_findings():
+    """Before: an unranked table whose column header was "1".  Now: rank, the class's name, and the finding state of
+    each feature's importance (from its own evidence)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from autopdp.report.writer import report_context
+
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame({"weak": rng.normal(size=400), "strong": rng.normal(size=400), "none": rng.normal(size=400)})
+    y = (2 * X.strong + 0.3 * X.weak + rng.logistic(size=400) > 0).astype(int).rename("y")
+    a = audit(LogisticRegression().fit(X, y), X, y, config=AuditConfig(pairs=False, noise_draws=50))
+    ctx = report_context(a, formats=("html", "pdf"))
+    for t in (ctx["importance_top"], ctx["importance_table"]):
+        assert t["columns"] == ["rank", "P(y = 1)", "finding?"]
+        assert [r["values"][0] for r in t["rows"]] == ["1", "2", "3"]
+        assert [r["label"] for r in t["rows"]] == ["strong", "weak", "none"]
+        for r in t["rows"]:
+            e = a.evidence["importance_1d"][(r["label"],)]
+            assert r["values"][2] == ("yes" if e.passed else ("not material" if not e.material else "noise"))
+    assert ctx["importance_table"]["rows"][0]["values"][2] == "yes"

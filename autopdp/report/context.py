@@ -416,6 +416,19 @@ def _table(df: pd.DataFrame, index_name: str, columns: list | None = None):
     return {"index": index_name, "columns": columns or [str(c) for c in df.columns], "rows": rows}
 
 
+def _importance_table(audit, df: pd.DataFrame):
+    """The importance ranked, largest first: rank, one column per class (named by its class, not a bare "1") and
+    whether the feature's importance is a finding (with its learner-level verdict when refits were run)."""
+    from .explore import _state, finding_text
+
+    table = _table(_ranked(df), "feature", ["rank", *_class_columns(audit, df), "finding?"])
+    by = (audit.evidence or {}).get("importance_1d", {})
+    for rank, row in enumerate(table["rows"], 1):
+        e = by.get((row["label"],))
+        row["values"] = [str(rank), *row["values"], finding_text(_state(e), e) if e is not None else ""]
+    return table
+
+
 def _class_columns(audit, df: pd.DataFrame) -> list:
     """The columns of a per-target table named by their class ('P(cultivar = 1)'), not a bare '1'."""
     targets = {str(t): t for t in _targets(audit)}
@@ -480,9 +493,9 @@ def _tables(audit) -> dict:
 
     imp, inter = audit.importance, audit.interaction
     return {
-        "importance_top": _table(top_importance(imp, IMPORTANCE_BARS), "feature") if not imp.empty else None,
+        "importance_top": _importance_table(audit, top_importance(imp, IMPORTANCE_BARS)) if not imp.empty else None,
         # ranked like the importance chart: most important (largest over the classes) first
-        "importance_table": _table(_ranked(imp), "feature", _class_columns(audit, imp)) if not imp.empty else None,
+        "importance_table": _importance_table(audit, imp) if not imp.empty else None,
         "interaction_table": _table(inter.loc[inter.max(axis=1).sort_values(ascending=False, kind="stable").index].head(20),
                                     "pair", [f"{c}: {_interaction_scale(audit)} scale" for c in _class_columns(audit, inter)])
         if not inter.empty else None,
