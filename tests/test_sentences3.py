@@ -295,3 +295,27 @@ def test_the_importance_table_is_ranked_named_by_class_and_says_which_are_findin
             e = a.evidence["importance_1d"][(r["label"],)]
             assert r["values"][2] == ("yes" if e.passed else ("not material" if not e.material else "noise"))
     assert ctx["importance_table"]["rows"][0]["values"][2] == "yes"
+
+
+def test_a_boolean_feature_is_ordered_and_reads_true_and_false():
+    """Before: a boolean was an unordered categorical (no monotonicity, no slope) and the text said "= 1" where the
+    axis said True.  Now it is ordered False < True (positions 0 and 1): its monotonicity gap is 0 and its slope is
+    the PD's change from False to True, stated with the levels' own names."""
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"flag": rng.random(300) < 0.4, "x": rng.normal(size=300)})
+    y = 2.5 * X.flag + X.x + rng.normal(scale=0.1, size=300)
+    model = LinearRegression().fit(X, y)
+    a = audit(model, X, config=AuditConfig(pairs=False, noise_draws=50, utilities=("monotonicity", "slope")))
+    r = a.pd(("flag",))
+    assert list(r.grid[0]) == [False, True] and r.ordered[0]
+    coef = model.coef_[0]
+    np.testing.assert_allclose(np.diff(np.asarray(r.average[0], dtype=float)), [coef], atol=1e-12)
+    mono = a.score(("flag",), "monotonicity")
+    assert mono.available and mono.value == pytest.approx(0.0, abs=1e-12)
+    slope = a.score(("flag",), "slope")
+    assert slope.available and slope.details["change"] == pytest.approx(coef, abs=1e-12)
+    text = finding_sentence(("flag",), "slope", slope)
+    assert "False" in text and "True" in text and " 0 and 1" not in text, text
+    assert fmt(True) == "True" and fmt(np.bool_(False)) == "False"

@@ -282,7 +282,9 @@ def _categorical_grid(frame: Frame, position: int, max_levels: int | None = None
         out = np.empty(len(levels), dtype=object)
         out[:] = levels
         return out, bool(dtype.ordered), note
-    return _sorted_levels(observed.tolist()), False, note
+    # a boolean is ordered, False < True (0 < 1): monotonicity and slope apply to it
+    booleans = pd.api.types.is_bool_dtype(dtype) or all(isinstance(v, (bool, np.bool_)) for v in observed.tolist())
+    return _sorted_levels(observed.tolist()), bool(booleans), note
 
 
 def _custom_grid(values, name: str, kind: str, frame: Frame, position: int) -> np.ndarray:

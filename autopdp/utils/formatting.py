@@ -13,6 +13,8 @@ def fmt(v, digits: int = 3, *, grouped: bool = True, missing: str = "n/a") -> st
     significant digits (1234.57 with 6), as a script or a machine reader takes it."""
     if v is None:
         return missing
+    if isinstance(v, (bool, np.bool_)):  # a level of a boolean feature reads as the axis shows it
+        return str(bool(v))
     try:
         x = float(v)
     except (TypeError, ValueError):
