@@ -119,9 +119,12 @@ class AuditConfig:
         false/"none", "top:N" (the N pairs whose features have the largest
         geometric mean of 1D PD importance, screened before any 2D PD is
         computed) or a list of pairs (``[["age", "hours"]]`` or
-        ``"age:hours,a:b"``).  ``max_pairs`` (default 1000): the most 2D PDs a
-        run computes; more (e.g. ``pairs = "all"`` on 50 or more features) is an
-        error before any work, naming the count and suggesting ``top:N``.  ``features`` (restrict to these columns),
+        ``"age:hours,a:b"``).  The pairs are bounded by their cost: ``max_pair_cells``
+        (default 2e9) bounds rows x pairs x grid cells of all 2D PDs together (the rows a
+        2D PD uses: ``max_rows_2d`` or ``max_rows_2d_tree``) and ``max_pairs`` (default 5000)
+        their count; every pair or ``top:N`` above either is audited on the top pairs of
+        the ``top:N`` screen with a note saying so; a list of pairs above them is an error.
+        ``features`` (restrict to these columns),
         ``max_rows`` (row subsample for every PD; None = all rows),
         ``max_rows_2d`` (row subsample for the 2D PDs on the brute-force path,
         default 500; the report gives their Monte-Carlo error), ``max_rows_2d_tree``
@@ -195,7 +198,8 @@ class AuditConfig:
     percentiles: tuple = (0.05, 0.95)
     grid_method: str = "quantile"
     pairs: Any = True
-    max_pairs: int = 1000
+    max_pairs: int = 5000
+    max_pair_cells: int = 2_000_000_000
     features: tuple | None = None
     max_rows: int | None = None
     max_rows_2d: int | None = 500
@@ -275,6 +279,7 @@ class AuditConfig:
         _positive_int(self, "grid_resolution", minimum=2, maximum=MAX_GRID_RESOLUTION)
         _positive_int(self, "grid_resolution_2d", minimum=2, maximum=MAX_GRID_RESOLUTION_2D)
         _positive_int(self, "max_pairs")
+        _positive_int(self, "max_pair_cells")
         _positive_int(self, "top_k")
         _positive_int(self, "noise_draws", minimum=20)
         _positive_int(self, "max_noise_draws", minimum=20)
@@ -469,6 +474,8 @@ FILE_LIMITS = {
     "max_batch_mb": ("--max-batch-mb", AuditConfig.max_batch_mb, "largest array an audit step builds, in MB"),
     "max_noise_draws": ("--max-noise-draws", AuditConfig.max_noise_draws, "most Monte-Carlo draws of a noise test"),
     "max_pairs": ("--max-pairs", AuditConfig.max_pairs, "most 2D PDs an audit computes"),
+    "max_pair_cells": ("--max-pair-cells", AuditConfig.max_pair_cells,
+                       "most cells the 2D PDs evaluate together (rows x pairs x grid cells)"),
 }
 
 

@@ -319,3 +319,28 @@ def test_a_boolean_feature_is_ordered_and_reads_true_and_false():
     text = finding_sentence(("flag",), "slope", slope)
     assert "False" in text and "True" in text and " 0 and 1" not in text, text
     assert fmt(True) == "True" and fmt(np.bool_(False)) == "False"
+
+
+def test_the_pairs_are_bounded_by_their_cost_and_the_top_ones_audited_with_a_note():
+    """Before: a count (max_pairs 1,000) refused a 60-feature model with exit 2.  Now rows x pairs x grid cells is
+    bounded by max_pair_cells: here 200 rows (under max_rows_2d 500) x 16 cells = 3,200 cells a pair, so 10,000
+    allows 3 of the 10 pairs; the audit computes the screen's top 3 and says why."""
+    from autopdp.scores.importance import pd_importance
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(200, 5)), columns=list("abcde"))
+
+    def f(d):
+        d = np.asarray(d, dtype=float)
+        return d @ np.array([5.0, 4.0, 3.0, 0.2, 0.1])
+
+    cfg = AuditConfig(grid_resolution=5, grid_resolution_2d=4, noise_draws=50, max_pair_cells=10_000,
+                      utilities=("monotonicity",), criteria_2d=("importance",))
+    a = audit(f, X, config=cfg)
+    assert [r.features for r in a.results_2d] == [("a", "b"), ("a", "c"), ("b", "c")]
+    note = ("2D PDs computed for 3 of the 10 pairs asked for (a pair of 200 rows x 16 grid cells evaluates 3,200 "
+            "cells, and max_pair_cells (10,000) allows 3 of them; raise it with --max-pair-cells)")
+    assert any(n.startswith(note) for n in a.notes), a.notes
+    imp = {r.features[0]: float(pd_importance(r)[0]) for r in a.results_1d}
+    assert sorted(imp, key=imp.get, reverse=True)[:3] == ["a", "b", "c"]
+    assert len(audit(f, X, config=cfg.replace(max_pair_cells=32_000)).results_2d) == 10  # all 10 fit

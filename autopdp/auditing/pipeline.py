@@ -44,7 +44,8 @@ from ..scores.scoring import ScoringInputs, importance_table, interaction_table,
 from ..scores.selection import intersection_scores, score_columns
 from ..scores.failures import StageFailureWarning, collect_stage_failures
 from .record import Audit
-from .validation import _comparison_predictions, _Inputs, _predictions, _resolved, _validated_inputs, choose_pairs
+from .validation import (_comparison_predictions, _Inputs, _predictions, _resolved, _validated_inputs, choose_pairs,
+                         pair_limit)
 
 __all__ = ["audit"]
 
@@ -160,9 +161,10 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
 
     # ---- 2D PDs (on a row subsample, grids from all rows)
     res2: list[PDResult] = []
-    pairs = choose_pairs(config.pairs, features, res1, names, notes)
     # brute force: max_rows_2d rows; the tree path: every row up to max_rows_2d_tree (its cost grows with the rows)
     cap_key, cap = ("max_rows_2d_tree", config.max_rows_2d_tree) if fast_2d else ("max_rows_2d", config.max_rows_2d)
+    limit = pair_limit(config, frame.n_rows if cap is None else min(cap, frame.n_rows), config.grid_resolution_2d ** 2)
+    pairs = choose_pairs(config.pairs, features, res1, names, notes, limit)
     rows_2d = sample_rows(frame.n_rows, cap, rng) if pairs else None
     frame_2d = frame if rows_2d is None else frame.take_rows(rows_2d)
     if rows_2d is not None and fast_2d:

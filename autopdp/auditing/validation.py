@@ -98,18 +98,28 @@ def _check_weights(sample_weight, n: int):
     return w
 
 
-def choose_pairs(spec, features: list, res1, names: list, notes: list) -> list:
+def choose_pairs(spec, features: list, res1, names: list, notes: list, limit: tuple = (None, "")) -> list:
     """The 2D pairs to compute: every pair, none, the top N by a cheap screen, or a given list.
 
     ``top:N`` ranks every pair by the geometric mean of its two features' 1D PD
     importance (Greenwell's spread of the 1D PD, already computed), so no 2D PD
-    is computed to choose them.
+    is computed to choose them.  ``limit``: (the most pairs, why) from :func:`pair_limit`: every pair or
+    ``top:N`` above it is the top pairs of the same screen, with a note.
     """
     all_pairs = list(itertools.combinations(features, 2))
-    if spec is True:
-        return all_pairs
     if spec is False or len(features) < 2:
         return []
+    most, why = limit
+    asked = len(all_pairs) if spec is True else (min(int(spec[4:]), len(all_pairs))
+                                                   if isinstance(spec, str) and spec.startswith("top:") else None)
+    if asked is not None and most is not None and asked > most:
+        chosen = choose_pairs(f"top:{most}", features, res1, names, [])
+        notes.append(f"2D PDs computed for {most:,} of the {asked:,} pairs asked for ({why}): the pairs whose two "
+                     "features have the largest geometric mean of 1D PD importance, a screen that needs no 2D PD; "
+                     "interactions between less important features are not examined.")
+        return chosen
+    if spec is True:
+        return all_pairs
     if isinstance(spec, str) and spec.startswith("top:"):
         n = int(spec[4:])
         if n >= len(all_pairs):
@@ -415,14 +425,27 @@ def pair_count(pairs, n_features: int) -> int:
 
 
 def _check_pair_count(config: AuditConfig, features: list) -> None:
-    """More 2D PDs than ``max_pairs`` is an error before any PD is computed, naming the count."""
+    """A list of pairs longer than ``max_pairs`` is an error before any PD is computed, naming the count (every
+    pair, or ``top:N``, above the bounds is audited on the top pairs instead: :func:`pair_limit`)."""
+    if not isinstance(config.pairs, (tuple, list)):
+        return
     count = pair_count(config.pairs, len(features))
     if count > config.max_pairs:
-        what = {True: f"every pair of the {len(features):,} features"}.get(config.pairs, "the pairs asked for")
         raise InputError(
-            f"pairs (--pairs) asks for {count:,} 2D PDs ({what}), above max_pairs ({config.max_pairs:,}); "
-            f"use --pairs top:N (pairs = \"top:N\") with N at most {config.max_pairs:,}, e.g. top:"
-            f"{min(config.max_pairs, 20)}, name the pairs, or raise max_pairs.")
+            f"pairs (--pairs) lists {count:,} 2D PDs, above max_pairs ({config.max_pairs:,}); list fewer, use "
+            f"--pairs top:N (pairs = \"top:N\"), or raise max_pairs (--max-pairs).")
+
+
+def pair_limit(config: AuditConfig, rows: int, cells: int) -> tuple[int, str]:
+    """The most 2D PDs an audit computes, of ``rows`` rows and ``cells`` grid cells each, and why (for the note):
+    ``max_pair_cells`` bounds rows x pairs x cells, ``max_pairs`` the count."""
+    per_pair = max(1, int(rows) * int(cells))
+    by_cost = max(1, int(config.max_pair_cells) // per_pair)
+    if by_cost < config.max_pairs:
+        return by_cost, (f"a pair of {rows:,} rows x {cells:,} grid cells evaluates {per_pair:,} cells, and "
+                         f"max_pair_cells ({config.max_pair_cells:,}) allows {by_cost:,} of them; raise it with "
+                         "--max-pair-cells")
+    return config.max_pairs, f"more than max_pairs ({config.max_pairs:,}; raise it with --max-pairs)"
 
 
 def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dict, n_targets: int) -> None:
@@ -448,7 +471,7 @@ def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dic
                 f"the ICE curves of the {len(features):,} 1D PDs ({ice_rows:,} rows x {cells:,} grid points in all x "
                 f"{n_targets} target(s)) need {need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); "
                 f"lower subsample or grid_resolution, audit fewer features, {hint}.")
-    n_pairs = pair_count(config.pairs, len(features))
+    n_pairs = min(pair_count(config.pairs, len(features)), config.max_pairs)
     if n_pairs:  # the 2D PDs' ICE surfaces (std_rows rows; every row when std_rows = 0), held until the noise tests ran
         sizes = sorted((axis(f, config.grid_resolution_2d) for f in features), reverse=True)[:2]
         cells = sizes[0] * sizes[-1]
