@@ -344,3 +344,53 @@ def test_the_pairs_are_bounded_by_their_cost_and_the_top_ones_audited_with_a_not
     imp = {r.features[0]: float(pd_importance(r)[0]) for r in a.results_1d}
     assert sorted(imp, key=imp.get, reverse=True)[:3] == ["a", "b", "c"]
     assert len(audit(f, X, config=cfg.replace(max_pair_cells=32_000)).results_2d) == 10  # all 10 fit
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")  # the refits' configs were copied through the deprecated keys
+def test_refit_fits_use_the_threads_the_user_allows_and_each_refit_reports_its_time(tmp_path, capsys, monkeypatch):
+    """Before: each refit's HistGradientBoosting fit used every core (OpenMP) on top of autopdp's own threads.  Now
+    the fits share the cores --n-jobs allows (one thread each at the default --n-jobs 1), and a log gets one line
+    per refit with its fit and PD times."""
+    import threadpoolctl
+    import skops.io as sio
+    from sklearn.base import BaseEstimator, RegressorMixin
+    from sklearn.linear_model import LinearRegression
+
+    from autopdp.cli.commands import main
+    from autopdp.pd.refits import fit_threads
+
+    assert fit_threads(1, 10) == 1 and fit_threads(4, 10) == 1 and fit_threads(4, 2) == 2 and fit_threads(8, 3) == 2
+    seen = []
+
+    class Recording(RegressorMixin, BaseEstimator):
+        def fit(self, X, y):
+            seen.append({d["user_api"]: d["num_threads"] for d in threadpoolctl.threadpool_info()})
+            self.inner_ = LinearRegression().fit(X, y)
+            self.n_features_in_ = self.inner_.n_features_in_
+            return self
+
+        def predict(self, X):
+            return self.inner_.predict(X)
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 2)), columns=["a", "b"])
+    y = X.a + rng.normal(scale=0.1, size=300)
+    model = Recording().fit(X, y)
+    seen.clear()
+    a = audit(model, X, y, train=(X, y), config=AuditConfig(refits=2, pairs=False, noise_draws=50,
+                                                            utilities=("monotonicity",)))
+    assert a.refits.assessed and len(seen) == 2
+    assert all(threads["openmp"] == 1 and threads["blas"] == 1 for threads in seen), seen  # 2 cores here: 2 before
+    # a log's line per refit (the command line off a terminal)
+    monkeypatch.delenv("AUTOPDP_NO_PROGRESS", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    model = LinearRegression().fit(X, y)
+    sio.dump(model, tmp_path / "m.skops")
+    X.assign(y=y).to_csv(tmp_path / "d.csv", index=False)
+    code = main(["report", "--model", str(tmp_path / "m.skops"), "--data", str(tmp_path / "d.csv"), "--target", "y",
+                 "--train", str(tmp_path / "d.csv"), "--refits", "3", "--pairs", "none", "--formats", "json",
+                 "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    for i in (1, 2, 3):
+        assert re.search(rf"^autopdp: refit {i} of 3: fit \d+\.\d s, PDs \d+\.\d s$", err, re.M), err

@@ -225,8 +225,7 @@ def learner_level(inputs: ScoringInputs, results, refits) -> tuple[dict, dict]:
     PDP the share of refits whose own test finds the pattern.  Both empty when the refits are not assessed."""
     if refits is None or not refits.assessed:
         return {}, {}
-    cfg = dataclasses.replace(inputs.config, utilities=tuple(u for u in inputs.config.utilities
-                                                             if u in LEARNER_UTILITIES))
+    cfg = inputs.config.replace(utilities=tuple(u for u in inputs.config.utilities if u in LEARNER_UTILITIES))
     k, c = refits.fitted, refits.correction
     per_refit = [(*p.res1, *p.res2) for p in refits.pds]
     learner_results = [_mean_result(r, [rr[i] for rr in per_refit]) for i, r in enumerate(results)]
@@ -248,7 +247,7 @@ def learner_level(inputs: ScoringInputs, results, refits) -> tuple[dict, dict]:
                           adjust=_jackknife_ice(learner_inputs, learner_results, refits, inputs.link, c))
     found: dict = {}
     # the refits' own tests (stability, descriptive): the audit's tests with at most STABILITY_DRAWS draws
-    own_cfg = dataclasses.replace(cfg, max_noise_draws=max(cfg.noise_draws, min(cfg.max_noise_draws, STABILITY_DRAWS)))
+    own_cfg = cfg.replace(max_noise_draws=max(cfg.noise_draws, min(cfg.max_noise_draws, STABILITY_DRAWS)))
     for j, p in enumerate(refits.pds):
         refit_link = None if inputs.link is None or p.link is None else \
             dataclasses.replace(p.link, predictions=inputs.link.predictions)

@@ -18,7 +18,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-__all__ = ["progress_bar", "progress_enabled", "progress_mode", "announce", "say"]
+__all__ = ["progress_bar", "progress_enabled", "progress_mode", "announce", "say", "progress_line"]
 
 #: The stage named by :func:`say` that is still running in "lines" mode: ``[name, start]``.
 _OPEN: list = []
@@ -52,6 +52,9 @@ def progress_enabled(enabled=None) -> bool:
 
 class _NoBar:
     def update(self, n=1):
+        pass
+
+    def set_postfix_str(self, text):
         pass
 
     def close(self):
@@ -124,3 +127,9 @@ def say(name: str, enabled=None) -> None:
         _emit(f"autopdp: {name} ...")
     with _LOCK:
         _OPEN.append((name, time.perf_counter()))
+
+
+def progress_line(text: str, enabled=None) -> None:
+    """One step of a stage (a refit and its time): a line in a log; on a terminal its bar shows it instead."""
+    if progress_mode(enabled) == "lines":
+        _emit(f"autopdp: {text}")
