@@ -394,3 +394,56 @@ def test_refit_fits_use_the_threads_the_user_allows_and_each_refit_reports_its_t
     assert code == 0, err
     for i in (1, 2, 3):
         assert re.search(rf"^autopdp: refit {i} of 3: fit \d+\.\d s, PDs \d+\.\d s$", err, re.M), err
+
+
+def _dip_model(d):
+    """Increasing in x except a fall of exactly 1.0 from x = 4 to x = 6 (linear in between): a glass box whose
+    violation is known."""
+    x = np.asarray(d, dtype=float)[:, 0]
+    return x - 1.5 * np.clip(x - 4.0, 0.0, 2.0) + np.asarray(d, dtype=float)[:, 1] * 0.0
+
+
+def test_every_violation_says_where_with_its_move_and_rows(tmp_path):
+    """Before: "gap 0.0164".  Now a monotonicity, Lipschitz or slope finding, results.json and a failed gate check
+    name the stretch of the grid, the PD's move across it and the rows there (the PD's own counts)."""
+    from autopdp import gate
+
+    X = pd.DataFrame({"x": np.repeat(np.arange(11.0), 30), "z": np.zeros(330)})
+    cfg = AuditConfig(pairs=False, noise_draws=50, percentiles=(0.0, 1.0), grid_resolution=11,
+                      utilities=("monotonicity", "lipschitz", "slope"), lipschitz={"x": 0.5})
+    a = audit(_dip_model, X, config=cfg)
+    assert list(a.pd(("x",)).grid[0]) == list(np.arange(11.0))
+    m = a.score(("x",), "monotonicity")
+    assert m.details["direction"] == "increasing"
+    # from x = 4 (f = 4) to x = 6 (f = 6 - 3 = 3): the largest fall, 1.0; rows nearest 4, 5 and 6: 3 x 30
+    assert m.details["where"] == {"from": 4.0, "to": 6.0, "change": pytest.approx(-1.0), "rows": 90}
+    text = finding_sentence(("x",), "monotonicity", m)
+    assert "against its increasing trend it falls 1 between x 4 and 6 (90 rows nearest that stretch of the grid)" in text
+    lip = a.score(("x",), "lipschitz")
+    # the steps rise 1 per unit, or fall 0.5 from 4 to 6: the first step of slope 1 exceeds the bound 0.5 most
+    assert lip.details["bound"] == [0.5]
+    assert lip.details["where"] == {"from": 0.0, "to": 1.0, "change": pytest.approx(1.0), "rows": 60,
+                                    "slope": pytest.approx(1.0)}
+    assert "at its steepest (1 per unit) it rises 1 between x 0 and 1 (60 rows" in finding_sentence(
+        ("x",), "lipschitz", lip)
+    s = a.score(("x",), "slope")
+    assert s.details["where"]["rows"] == 60 and "(60 rows nearest that stretch of the grid)" in finding_sentence(
+        ("x",), "slope", s)
+    # results.json keeps it
+    a.to_json(tmp_path / "r.json")
+    back = autopdp_from_json(tmp_path / "r.json")
+    assert back.score(("x",), "monotonicity").details["where"] == m.details["where"]
+    # a failed gate check says where, in its message, gate.json and the JUnit text
+    verdict = gate(a, {"features": {"x": {"monotonic": "increasing", "max_monotonicity": 0.01}}, "gate": {"decide": "limits"}})
+    (check,) = [c for c in verdict.checks if c.check == "monotonicity"]
+    assert not check.passed and check.where["rows"] == 90
+    assert check.message.endswith("Against the direction it falls 1 between x 4 and 6 (90 rows nearest that "
+                                  "stretch of the grid).")
+    assert check.to_dict()["where"] == {"from": 4.0, "to": 6.0, "change": pytest.approx(-1.0), "rows": 90}
+    assert "it falls 1 between x 4 and 6" in verdict.to_junit_xml()
+
+
+def autopdp_from_json(path):
+    from autopdp import Audit
+
+    return Audit.from_json(path)

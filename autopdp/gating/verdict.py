@@ -59,7 +59,7 @@ import numpy as np
 from ..utils.atomic import atomic_write_text
 from ..config import AuditConfig
 from ..errors import InputError
-from ..utils.formatting import fmt
+from ..utils.formatting import fmt, where_text
 from ..utils.jsonable import jsonable
 from .robust import robust_verdicts
 from .limits import default_bound, lipschitz_test, monotonicity_test, run_limit_tests, similarity_test, slope_test
@@ -86,6 +86,8 @@ class GateCheck:
     evidence: str | None = None  # the utility whose plot shows it
     #: the noise evidence behind a shape rule's verdict (decide="evidence"): p-value, test, materiality
     proof: Mapping[str, Any] | None = None
+    #: where the PD breaks the rule: {from, to, change, rows} (monotonicity, Lipschitz, slope; None otherwise)
+    where: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -95,6 +97,7 @@ class GateCheck:
             "message": self.message, "evidence": self.evidence,
             "proof": None if self.proof is None else {
                 k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in self.proof.items()},
+            "where": None if self.where is None else dict(self.where),
         }
 
 
@@ -336,6 +339,9 @@ def _held(limits: list, kind, name, s, bound, source, rule, test, label, t) -> N
             f"{name}: {label} {_fmt(s.value)}, but its default limit ({rule}) could not be computed; "
             "the gate fails closed."))
         test = None
+    where = (s.details or {}).get("where") if s is not None and s.available else None
+    if where:
+        check = dataclasses.replace(check, where=dict(where))
     limits.append((check, test if check.measured is not None else None, source, rule, t))
 
 
@@ -410,8 +416,20 @@ def _decided_limits(audit, policy, limits: list) -> list:
             proof = {"untested": not check.passed, "test": "none: no noise model for this PD",
                      "exceeds": not check.passed, "p_value": 1.0 if check.passed else float("nan"),
                      "adjusted_p": 1.0 if check.passed else float("nan"), "significance": audit.config.significance}
-        out.append(_decided(check, proof, policy.decide, source, rule, default_bound(audit, t)[0]))
+        out.append(_located(_decided(check, proof, policy.decide, source, rule, default_bound(audit, t)[0])))
     return out
+
+
+#: how each rule's ``where`` reads in a failed check's message
+_WHERE_HOW = {"monotonicity": "Against the direction", "lipschitz": "At its steepest", "slope": "At its steepest"}
+
+
+def _located(check: GateCheck) -> GateCheck:
+    """A failed check's message with where its PD breaks the rule: the stretch, the move and the rows."""
+    if check.passed or not check.where or check.check not in _WHERE_HOW:
+        return check
+    text = where_text(check.feature, check.where, _WHERE_HOW[check.check]).lstrip("; ")
+    return dataclasses.replace(check, message=f"{check.message} {text[0].upper()}{text[1:]}.")
 
 
 def _rank_checks(audit, policy) -> list:

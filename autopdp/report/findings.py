@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..utils.formatting import fmt
+from ..utils.formatting import fmt, where_text
 from ..trust.ood import OOD_MOSTLY, OOD_OK
 
 __all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "PAIR_SENTENCES", "fmt", "p_text", "evidence_text",
@@ -225,8 +225,10 @@ def _slope_sentence(name, d, avg, scale) -> str:
     at = (" (at " + ", ".join(f"{k} = {fmt(v)}" for k, v in d["at"].items()) + ")") if d.get("at") else ""
     total = d.get("pd_range")
     whole = f"; over its whole grid it moves {fmt(total)}" if total is not None and np.isfinite(total) else ""
-    return (f"{name}: {avg} changes most steeply between {fmt(between[0])} and {fmt(between[1])}{at}, where it "
-            f"{verb}{size}{rate}{whole}.")
+    w = d.get("where") or {}
+    rows = f" ({int(w['rows']):,} rows nearest that stretch of the grid)" if w.get("rows") is not None else ""
+    return (f"{name}: {avg} changes most steeply between {fmt(between[0])} and {fmt(between[1])}{at}{rows}, where "
+            f"it {verb}{size}{rate}{whole}.")
 
 
 def _mean_of(d: dict) -> str:
@@ -306,19 +308,22 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
     rel = _scaled(score.value, scale)
     of = f" of {outcome}" if outcome else ""
     if uid == "monotonicity":
+        at = where_text(name, d.get("where"), f"against its {d.get('direction')} trend")
         if d.get("declared"):
             return (
                 f"{name}: expected to be {d.get('direction')}, but the best {d.get('direction')} curve misses "
-                f"{avg} by {v}{rel}."
+                f"{avg} by {v}{rel}{at}."
             )
         if score.value < 1e-9:
             return f"{name}: {avg} is monotone ({d.get('direction')})."
-        return f"{name}: {avg} is non-monotonic; the best monotone curve misses it by {v}{rel}."
+        return f"{name}: {avg} is non-monotonic; the best monotone curve misses it by {v}{rel}{at}."
     if uid == "lipschitz":
         bound = d.get("bound") or [None]
+        w = d.get("where")
+        steep = f"at its steepest ({fmt(w.get('slope'))} per unit)" if w else ""
         return (
             f"{name}: {avg} changes more abruptly than the slope bound ({fmt(bound[0])} per unit) allows; "
-            f"the closest bounded curve misses it by {v}{rel}."
+            f"the closest bounded curve misses it by {v}{rel}{where_text(name, w, steep)}."
         )
     if uid == "incidence":
         return _incidence_sentence(name, score, evidence, outcome, scale)

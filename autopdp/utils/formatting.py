@@ -26,3 +26,16 @@ def fmt(v, digits: int = 3, *, grouped: bool = True, missing: str = "n/a") -> st
     if grouped and abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.{digits}g}"
+
+
+def where_text(name: str, where, how: str) -> str:
+    """"; against its increasing trend it falls 0.092 between balance 1,488 and 1,678 (312 rows nearest that
+    stretch of the grid)": where a finding's PD breaks its criterion (a score's ``where``), or "" without one."""
+    if not where:
+        return ""
+    change = float(where.get("change", 0.0))
+    verb = "rises" if change > 0 else "falls"
+    rows = where.get("rows")
+    there = f" ({int(rows):,} rows nearest that stretch of the grid)" if rows is not None else ""
+    return (f"; {how} it {verb} {fmt(abs(change))} between {name} {fmt(where.get('from'))} and "
+            f"{fmt(where.get('to'))}{there}")

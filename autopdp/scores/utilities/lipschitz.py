@@ -43,6 +43,7 @@ import numpy as np
 from scipy.optimize import lsq_linear
 
 from .base import UtilityScore, axis_positions, not_applicable, relative_to_range, standard_utility
+from .where import steepest_step
 
 __all__ = ["LipschitzSolveError", "lipschitz_fit", "score_lipschitz", "default_bound", "fit_weights",
            "fast_lipschitz_fit_1d"]
@@ -225,10 +226,11 @@ def score_lipschitz(result, *, target_index: int, weights: np.ndarray, slopes: l
     value = standard_utility(f, g, weights, loss)
     if not np.isfinite(value):
         return not_applicable(UTILITY, "no data near any grid point.", target)
-    return UtilityScore(
-        utility=UTILITY, value=value, target=target, comparison=g,
-        details={"bound": [float(s) for s in slopes], "solved_by": how, "relative": relative_to_range(value, f)},
-    )
+    details = {"bound": [float(s) for s in slopes], "solved_by": how, "relative": relative_to_range(value, f)}
+    where = steepest_step(result, f, positions[0], float(slopes[0])) if result.ndim == 1 and value > 0 else None
+    if where is not None:
+        details["where"] = where  # the step whose slope most exceeds the bound (1D)
+    return UtilityScore(utility=UTILITY, value=value, target=target, comparison=g, details=details)
 
 
 def fast_lipschitz_fit_1d(f: np.ndarray, x: np.ndarray, bound: float, w: np.ndarray | None = None,

@@ -30,6 +30,7 @@ from ...config import DIRECTIONS
 from ...errors import InputError
 from .base import LOSSES, UtilityScore, axis_positions, not_applicable, relative_to_range, standard_utility
 from .monotone_fit import monotone_fit
+from .where import against_trend
 
 __all__ = ["isotonic_fit", "score_monotonicity", "DIRECTIONS"]
 
@@ -111,10 +112,9 @@ def score_monotonicity(result, *, target_index: int, weights: np.ndarray, direct
     if not np.isfinite(value):
         return not_applicable(UTILITY, "no data near any grid point.", target)
     declared = directions[axis] not in (None, "none")
-    return UtilityScore(
-        utility=UTILITY, value=value, target=target, comparison=g,
-        details={
-            "direction": chosen, "declared": declared, "axis": result.features[axis],
-            "relative": relative_to_range(value, f),
-        },
-    )
+    details = {"direction": chosen, "declared": declared, "axis": result.features[axis],
+               "relative": relative_to_range(value, f)}
+    where = against_trend(result, f, chosen == "increasing") if value > 0 else None
+    if where is not None:
+        details["where"] = where  # the largest move against the direction (1D)
+    return UtilityScore(utility=UTILITY, value=value, target=target, comparison=g, details=details)

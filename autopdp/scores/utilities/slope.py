@@ -38,6 +38,7 @@ import numpy as np
 
 from ...utils.jsonable import json_scalar
 from .base import UtilityScore, axis_positions, not_applicable
+from .where import stretch
 
 __all__ = ["score_slope"]
 
@@ -109,4 +110,6 @@ def _interval_details(result, f: np.ndarray, ax: int, idx: tuple) -> dict:
     if result.ndim == 2:
         other = 1 - ax
         out["at"] = {result.features[other]: json_scalar(result.grid[other][idx[other]])}
+    else:
+        out["where"] = stretch(result, f, lo, hi)
     return out
