@@ -447,3 +447,78 @@ def autopdp_from_json(path):
     from autopdp import Audit
 
     return Audit.from_json(path)
+
+
+@pytest.mark.parametrize("kind", ["classifier", "log-link regressor", "regressor"])
+def test_every_sentence_names_the_scale_its_number_is_on(kind):
+    """Each sentence kind, rendered for every PDP it scores, names the scale of the score's own record: an ICE
+    spread or an interaction on a link scale (log-odds, log) names it; a criterion on the response names the
+    response (P(y = 1), predicted y); never the response's name for a link-scale number."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+
+    from autopdp.report.context import outcome_label
+
+    rng = np.random.default_rng(11)
+    X = pd.DataFrame({"a": rng.normal(size=500), "b": rng.normal(size=500), "c": rng.uniform(size=500)})
+    if kind == "classifier":
+        y = (X.a * X.b + X.c + rng.logistic(size=500) > 0.5).astype(int).rename("y")
+        model = LogisticRegression().fit(X.assign(ab=X.a * X.b), y)
+        model = _Interacting(model)
+        link, response = "log-odds", "P(y = 1)"
+    elif kind == "log-link regressor":
+        y = pd.Series(rng.poisson(np.exp(0.5 * X.a + 0.5 * X.a * X.b)), name="y").astype(float)
+        model = HistGradientBoostingRegressor(loss="poisson", max_iter=40, random_state=0).fit(X, y)
+        link, response = "log", "predicted y"
+    else:
+        y = (X.a + X.a * X.b + rng.normal(size=500)).rename("y")
+        model = HistGradientBoostingRegressor(max_iter=40, random_state=0).fit(X, y)
+        link, response = None, "predicted y"
+    a = audit(model, X, y, config=AuditConfig(grid_resolution=8, grid_resolution_2d=5, noise_draws=50))
+    checked = 0
+    for feats, by in a.utility_scores.items():
+        for uid, s in by.items():
+            if not s.available or len(feats) != 1:
+                continue
+            text = finding_sentence(feats, uid, s, outcome=outcome_label(a, s.target))
+            scale = str((s.details or {}).get("scale") or "").split(" (")[0]
+            if uid == "ice_variance" and (s.details or {}).get("centering", "mean") != "none":
+                assert f"on the {scale or 'prediction'} scale" in text, text
+                if link is not None:
+                    assert scale == link, (uid, scale)
+            elif uid in ("monotonicity", "lipschitz", "incidence", "slope"):
+                assert response in text, text
+            checked += 1
+    for feats, e in a.evidence["interaction"].items():
+        text = finding_sentence(feats, "interaction", None, criteria={"interaction": e.value},
+                                outcome=response, evidence=e)
+        scale = e.details["scale"].split(" (")[0]
+        if link is None:
+            assert scale == "prediction" and f"on {response})" in text, text
+        else:
+            assert scale == link and f"on the {link} scale of {response})" in text, text
+        checked += 1
+    assert checked >= 12
+
+
+class _Interacting:
+    """A logistic regression on a, b, c and a x b, as a model of a, b, c (a glass box with a log-odds interaction)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.classes_ = inner.classes_
+        self.n_features_in_ = 3
+        self.feature_names_in_ = np.array(["a", "b", "c"], dtype=object)
+
+    def _design(self, X):
+        X = pd.DataFrame(np.asarray(X, dtype=float), columns=["a", "b", "c"])
+        return X.assign(ab=X.a * X.b)
+
+    def predict_proba(self, X):
+        return self.inner.predict_proba(self._design(X))
+
+    def decision_function(self, X):
+        return self.inner.decision_function(self._design(X))
+
+    def predict(self, X):
+        return self.inner.predict(self._design(X))
