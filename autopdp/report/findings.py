@@ -48,7 +48,8 @@ UTILITY_DEFINITIONS = {
     ),
     "slope": (
         "The steepest change of the PD between neighbouring grid values (paper eq. 11). The ranking value is that "
-        "slope per full range of the feature; the findings state what it does in the feature's units: the change of "
+        "slope per grid range of the feature (its grid's span, the 5th to 95th percentile by default, not the data's "
+        "whole range); the findings state what it does in the feature's units: the change of "
         "the prediction across the steepest interval and the slope per unit. It is material when that change is at "
         "least the materiality fraction × the prediction standard deviation. A PD that is a straight line has no "
         "steepest interval and is described as linear (its change over the whole grid)."
@@ -122,7 +123,7 @@ def evidence_text(e, *, with_test: bool = True) -> str:
     if e.criterion == "slope" and "change" in d:
         # materiality is judged on the change across the interval, on the prediction scale
         where = "over the grid" if d.get("linear") else "across the interval"
-        parts = [f"slope {fmt(e.value)} per full range; change {where} {fmt(abs(d['change']))}"]
+        parts = [f"slope {fmt(e.value)} per grid range; change {where} {fmt(abs(d['change']))}"]
         if np.isfinite(d.get("change_threshold", np.nan)):
             parts.append(f"threshold {fmt(d['change_threshold'])}")
     elif np.isfinite(e.threshold):
@@ -335,7 +336,7 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
             return text
         between = d.get("between")
         where = f" between {fmt(between[0])} and {fmt(between[1])}" if between else ""
-        return f"{name}: the steepest change of {avg} is{where}: {v} per full feature range{rel}."
+        return f"{name}: the steepest change of {avg} is{where}: {v} per grid range of {name}{rel}."
     if uid == "ood_share":
         return (f"{name}: {score.value:.0%} of the rows behind this PD are out of distribution in {name} "
                 f"(verdict: ok up to {OOD_OK:.0%}, mostly unrealistic above {OOD_MOSTLY:.0%}); read it as extrapolation.")
