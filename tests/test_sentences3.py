@@ -522,3 +522,16 @@ class _Interacting:
 
     def predict(self, X):
         return self.inner.predict(self._design(X))
+
+
+def test_a_pair_specific_to_this_fit_is_named_as_two_features():
+    from autopdp.report.findings import robustness_sentence
+
+    refits = SimpleNamespace(assessed=True, fitted=5, reason="")
+    e = SimpleNamespace(criterion="interaction", robust=False, robust_adjusted_p=0.4, stability=0.2, value=0.3,
+                        statistic="Greenwell interaction", robust_why="", details={"learner": {"value": 0.01,
+                                                                                             "threshold": 0.1}})
+    pair = robustness_sentence(e, refits, "a and b")
+    assert pair.startswith("The interaction finding is specific to this fit") and "drop a and b if they should" in pair
+    one = robustness_sentence(e, refits, "a")
+    assert "drop a if it should not matter" in one

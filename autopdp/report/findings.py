@@ -397,6 +397,7 @@ def robustness_sentence(e, refits, name: str) -> str:
     learner = (e.details or {}).get("learner") or {}
     stat = (e.statistic or e.criterion).split(" (")[0]
     values = f"{stat} {fmt(learner.get('value'))} against this fit's {fmt(e.value)}"
+    it = "they" if " and " in name else "it"  # a pair's two features
     if kind == "unconfirmed":
         return (f"{which} is not shown to be robust: the learner-PD (the mean of {k} refits' PDs) has it too ({values}), but "
                 f"not clear of the spread between refits ({p}; found by {count} refits' own tests). "
@@ -404,8 +405,8 @@ def robustness_sentence(e, refits, name: str) -> str:
     if held is not None and held * 2 >= k:
         return (f"{which} is specific to this fit: each refit of the same learner on another sample has a pattern of its own "
                 f"here (found by {count} refits' own tests), but their mean, the learner-PD, shows much less "
-                f"({values}; {p}). Recommendation: regularise or constrain the learner, or drop {name} if it "
+                f"({values}; {p}). Recommendation: regularise or constrain the learner, or drop {name} if {it} "
                 f"should not matter.")
     return (f"{which} is specific to this fit: the model has it, refits of the same learner on other samples do not (found by "
             f"{count} refits' own tests; learner-PD {values}; {p}). Recommendation: regularise or constrain the "
-            f"learner, or drop {name} if it should not matter.")
+            f"learner, or drop {name} if {it} should not matter.")
