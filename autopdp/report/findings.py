@@ -198,8 +198,10 @@ def _pair_intersection(name, c, outcome, evidence):
         each = " and ".join(k if fmt(c.get(k)) == "n/a" else f"{k} {fmt(c.get(k), 2 if k == 'correlation' else 3)}"
                             for k in passed)
         return (f"{name}: a finding under {len(passed)} criteria at once ({each}); mean percentile "
-                f"{fmt(c.get('intersection'), 2)} across the pair criteria.")
-    return f"{name}: ranks high across the pair criteria (mean percentile {fmt(c.get('intersection'), 2)})."
+                f"{fmt(c.get('intersection'), 2)} across every score of the 2D PDs (the pair criteria and the "
+                "utilities scored on them).")
+    return (f"{name}: ranks high across every score of the 2D PDs (the pair criteria and the utilities scored on "
+            f"them; mean percentile {fmt(c.get('intersection'), 2)}).")
 
 
 PAIR_SENTENCES = {
