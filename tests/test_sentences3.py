@@ -535,3 +535,38 @@ def test_a_pair_specific_to_this_fit_is_named_as_two_features():
     assert pair.startswith("The interaction finding is specific to this fit") and "drop a and b if they should" in pair
     one = robustness_sentence(e, refits, "a")
     assert "drop a if it should not matter" in one
+
+
+def test_the_gate_tests_the_similarity_shape_gap_it_reports():
+    """The gate's minimum-effect test of max_similarity draws the same statistic as the score, the shape gap.  A
+    champion that shifts every prediction by 3 and reshapes x3: with the limit at 0.8 x the observed shape gap, the
+    shape is clearly above it and the check fails with confidence.  Before, the draws were of the total gap (shift
+    included, over 3 x the shape here) while the observed value was the shape's, so it passed as "within noise";
+    a champion that only shifts passes (observed 0)."""
+    from autopdp import gate
+
+    rng = np.random.default_rng(4)
+    U = pd.DataFrame(rng.uniform(size=(400, 3)), columns=["x1", "x2", "x3"])
+
+    def model(d):
+        d = np.asarray(d, dtype=float)
+        return np.sin(3 * d[:, 0]) + d[:, 1] ** 2 + d[:, 2]
+
+    def shifted(d):
+        return model(d) + 0.7
+
+    def champion(d):
+        d = np.asarray(d, dtype=float)
+        return np.sin(3 * d[:, 0]) + d[:, 1] ** 2 + (1 - d[:, 2]) ** 3 + 3.0
+
+    cfg = AuditConfig(grid_resolution=9, pairs=False, noise_draws=100)
+    a = audit(model, U, compare={"champion": champion}, config=cfg)
+    s = a.score(("x3",), "similarity:champion")
+    assert s.details["total_gap"] > 3 * s.value  # the shift dominates the total gap
+    verdict = gate(a, {"features": {"x3": {"max_similarity": 0.8 * s.value}}})
+    (c,) = [c for c in verdict.checks if c.check == "similarity"]
+    assert c.measured == pytest.approx(s.value)
+    assert not c.passed and c.proof["significant"] and c.proof["p_value"] < 0.05, (c.message, c.proof)
+    a = audit(model, U, compare={"champion": shifted}, config=cfg)
+    verdict = gate(a, {"champion": {"max_similarity": 0.02}})
+    assert all(c.passed for c in verdict.checks if c.check == "similarity")

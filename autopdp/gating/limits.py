@@ -239,8 +239,16 @@ def _paired_noise(r, t: int, other, t2: int, sample_weight):
             "unpaired: the two PDs' noise taken as independent")
 
 
+def _centred(d: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``d`` (last axis: the grid) less its density-weighted mean: the shape of a difference of two PDs."""
+    ok = w > 0
+    level = np.sum(np.where(ok, d * w, 0.0), axis=-1, keepdims=True) / max(float(w[ok].sum()), 1e-300)
+    return d - level
+
+
 def similarity_test(audit, r, t: int, other, s, bound: float, sample_weight=None) -> LimitTest:
-    """The similarity score (the gap between the model's and the champion's PDs, ``other``)."""
+    """The similarity score (the shape gap between the model's and the champion's PDs, ``other``: their difference
+    less its density-weighted mean), tested against its own statistic on each draw."""
     test = LimitTest("similarity", r.features[0], float(s.value), float(bound), None, tol=_scale_tol(audit, t))
     if not test.exceeds or other is None:
         return test
@@ -251,13 +259,13 @@ def similarity_test(audit, r, t: int, other, s, bound: float, sample_weight=None
     noise, how = _paired_noise(r, t, other, t2, sample_weight)
     if noise is None:
         return test
-    d = (np.asarray(r.average[t], dtype=float) - np.asarray(other.average[t2], dtype=float)).ravel()
-    null = d * (test.bound / test.observed)
     w = np.asarray(r.density, dtype=float).ravel()
+    d = _centred((np.asarray(r.average[t], dtype=float) - np.asarray(other.average[t2], dtype=float)).ravel(), w)
+    null = d * (test.bound / test.observed)  # the shape gap (the score) shrunk to the bound
     loss, rng = audit.config.loss, _rng("similarity", test.feature, t)
 
-    def draw(n):
-        return gap_of_draws(null + noise.draw(n, rng).reshape(n, -1), w, loss)
+    def draw(n):  # each draw's shape gap: its own constant shift set aside, as the score does
+        return gap_of_draws(_centred(null + noise.draw(n, rng).reshape(n, -1), w), w, loss)
 
     test.draw, test.noise = draw, how
     return test

@@ -397,7 +397,7 @@ def _champion_limits(audit, policy, names: list, champ, limits: list) -> None:
         other = next((o for o in audit.comparisons.get(champ, ()) if tuple(o.features) == (name,)), None)
         t = r.target_index(s.target) if s is not None and s.available else r.target_index(None)
         test = similarity_test(audit, r, t, other, s, limit, sw) if s is not None and s.available else None
-        label = f"gap to the champion's PD ({champ})" if champ else "gap to the champion's PD"
+        label = f"shape gap to the champion's PD ({champ})" if champ else "shape gap to the champion's PD"
         check = _limit_check("similarity", name, s.value if s else None, limit,
                              reason=s.reason if s else "no champion model was given", evidence=uid, what=label,
                              note="the policy's limit")
