@@ -105,12 +105,14 @@ def test_demo_docx_tables_figures_and_alt_text(demo_docx):
     assert px / shapes[0].width.inches >= 190
     captions = [t for s, t in _paragraphs(d) if s == "Caption"]
     assert len(captions) == len(shapes) and all(len(c) > 10 for c in captions)
-    # each finding page's figure is the report's figure of that finding, with the same caption as in the HTML
+    # each finding page's figure is the report's figure of that finding, captioned by what it draws (its alt
+    # text in the HTML): the sentence and the evidence stand above it on the page, not again under it
     html = html_lib.unescape((demo_docx / "report.html").read_text())
-    html_captions = [" ".join(c.split()) for c in re.findall(r"<figcaption>(#\d+ — .*?)</figcaption>", html, flags=re.S)]
-    finding_captions = [" ".join(c.split()) for c in captions if re.match(r"(Figure \d*\s*[.:] )?#\d+ — ", c)]
+    html_alts = {" ".join(a.split()) for a in re.findall(r'aria-label="(Partial dependence of .*?)"', html, flags=re.S)}
+    finding_captions = [" ".join(c.split()) for c in captions if re.match(r"(Figure \d*\s*[.:] )?Partial dependence of ", c)]
     assert len(finding_captions) >= 5
-    assert all(any(c.endswith(h) for h in html_captions) for c in finding_captions)
+    assert all(any(c.endswith(a) for a in html_alts) for c in finding_captions)
+    assert not any(re.match(r"(Figure \d*\s*[.:] )?#\d+ — ", c) for c in captions)
 
 
 def test_demo_docx_provenance(demo_docx):

@@ -157,8 +157,9 @@ def all_pdps(audit, figure_keys) -> dict:
 
 def finding_pages(audit, findings, utilities, pairs, top_k, tables) -> list[dict]:
     """One entry per selected PDP (the order of ``findings``): its figure, taken from the utility
-    section of its first criterion or from the pair section (the same figure object, drawn once),
-    and its row under every criterion."""
+    section of its first criterion or from the pair section (the same drawing, made once; a 1D page's
+    caption is the figure's description, as the sentence and evidence stand above it), and its row under
+    every criterion."""
     figures = {}
     for u in utilities:
         passed = [tuple(r["features"]) for r in u["rows"] if r["passed"]][:top_k]
@@ -179,6 +180,8 @@ def finding_pages(audit, findings, utilities, pairs, top_k, tables) -> list[dict
             fig = pair_figures.get(sel.label)
         else:
             fig = next((figures[(c, sel.features)] for c, _ in sel.reasons if (c, sel.features) in figures), None)
+            # the page prints the sentence and each criterion's evidence above it: the caption says what is drawn
+            fig = None if fig is None else {**fig, "caption": fig["alt"]}
         key = pdp_key(sel.features)
         pages.append({
             **f, "pdp": key, "anchor": f"finding-{i + 1}", "figure": fig,
