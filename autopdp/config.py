@@ -148,7 +148,9 @@ class AuditConfig:
         ``monotonic`` rules apply to that categorical feature), ``integer_as_categorical``, ``max_levels``
         (categorical features with more levels keep the most frequent ones, in
         the grids and in the out-of-distribution check, which pools the rest as
-        one level; default 50, at most 1000, noted in the report).
+        one level; default 50, at most 1000, noted in the report), ``groups``
+        ({name: [one-hot columns] or "prefix*"}: audited as one categorical
+        feature, exactly one dummy set per level; :mod:`autopdp.auditing.groups`).
     Scoring
         ``utilities`` (ids to run), ``loss`` ("l2" or "l1"),
         ``expected_monotonic`` ({feature: "increasing"|"decreasing"|"none"}),
@@ -212,6 +214,8 @@ class AuditConfig:
     target: Any = None
     categorical_features: tuple | None = None
     categories: Mapping = field(default_factory=dict)
+    #: one-hot columns audited as one categorical feature: {name: [columns] or "prefix*"} (autopdp.auditing.groups)
+    groups: Mapping = field(default_factory=dict)
     integer_as_categorical: int = 0
     max_levels: int = 50
     utilities: tuple = UTILITY_IDS
@@ -263,6 +267,7 @@ class AuditConfig:
                 raise InputError(f"config key 'categories.{feat}' lists a level twice: {list(levels)!r}.")
             cats[str(feat)] = tuple(levels)
         set_("categories", types.MappingProxyType(cats))
+        set_("groups", _groups(self.groups))
         for key in ("percentiles", "utilities", "criteria_2d"):
             set_(key, tuple(getattr(self, key)))
         for key in ("features", "categorical_features"):
@@ -489,6 +494,20 @@ def check_file_limits(values: Mapping, where: str, raised: Mapping | None = None
         if isinstance(v, numbers.Real) and not isinstance(v, bool) and v > cap:
             raise InputError(f"{where} key {key!r} = {v:g} raises a limit ({what}: {cap:g}); a file can only lower "
                              f"it. To raise it, pass {flag} {v:g} on the command line.")
+
+
+def _groups(value) -> Mapping:
+    """``groups``: a read-only table of name -> a tuple of column names, or a prefix text ending in ``*``."""
+    if not isinstance(value, Mapping):
+        raise InputError(f"config key 'groups' must be a table of name = [one-hot columns] or \"prefix*\", got {value!r}.")
+    out = {}
+    for name, cols in value.items():
+        if not (isinstance(cols, str) and cols.endswith("*") and len(cols) > 1) and not (
+                isinstance(cols, (list, tuple)) and cols and all(isinstance(c, str) for c in cols)):
+            raise InputError(f"config key 'groups.{name}' must list the group's columns or give a prefix ending in "
+                             f"'*' (e.g. \"{name}_*\"), got {cols!r}.")
+        out[str(name)] = cols if isinstance(cols, str) else tuple(cols)
+    return types.MappingProxyType(out)
 
 
 def _deprecated_cover_key(key):

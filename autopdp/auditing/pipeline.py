@@ -43,6 +43,7 @@ from ..pd.refits import checked_train, refit_curves, refit_spec, run_refits
 from ..scores.scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from ..scores.selection import intersection_scores, score_columns
 from ..scores.failures import StageFailureWarning, collect_stage_failures
+from .groups import apply_groups
 from .record import Audit
 from .validation import (_comparison_predictions, _Inputs, _predictions, _resolved, _validated_inputs, choose_pairs,
                          pair_limit)
@@ -88,6 +89,9 @@ def _tree_reason(model, adapter, frame, config: AuditConfig) -> str:
     """Why the exact tree path does not apply to this model ("" when it does)."""
     if config.method not in ("auto", "tree"):
         return f"method={config.method!r}"
+    if config.groups:
+        return ("with feature groups (groups, --group) the model is called through a Pipeline that writes its one-hot "
+                "columns back; the tree path reads the model's own columns")
     try:
         plan_tree_path(model, adapter, frame, config.max_batch_mb * 1e6).prepare(np.ones(frame.n_rows))
     except TreePathUnavailable as exc:
@@ -425,10 +429,12 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
 
     model, source = model_argument(model, X)  # an MLflow URI, or a model autopdp.load_model read from one
     config, compare, report = _resolved(config, compare, report)
+    model, X, compare, train, grouped = apply_groups(config.groups, model, X, compare, train)
     train = checked_train(train, config.refits, X)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     data = _validated_inputs(model, X, y, sample_weight, config, compare, random_state)
+    data = dataclasses.replace(data, notes=(*grouped, *data.notes))
     timings["validate"] = time.perf_counter() - t0
     pds = _partial_dependences(model, data, config, compare, n_jobs=n_jobs, random_state=random_state,
                                progress=progress, scheduler=scheduler, timings=timings)

@@ -356,6 +356,10 @@ def _common_args(p):
     p.add_argument("--pairs", default=None, metavar="all|none|top:N|a:b,c:d",
                    help="2D PDs to compute: every pair (default), none, the N pairs whose features have the largest "
                         "geometric mean of 1D PD importance (a screen that needs no 2D PD), or the pairs listed")
+    p.add_argument("--group", action="append", default=None, metavar="NAME=COLS",
+                   help="one-hot columns audited as one categorical feature NAME (repeatable): NAME=col1,col2,... or "
+                        "NAME=prefix* (e.g. state=state_*); its PD sets exactly one of them per level (config key "
+                        "groups)")
     p.add_argument("--keep-points", action="store_true", default=None,
                    help="write a sample of up to 400 raw data rows into results.json and draw them on the 2D "
                         "PDs (config key keep_points; default: only binned counts, no row of the data)")

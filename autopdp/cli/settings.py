@@ -45,6 +45,15 @@ def _with_flags(cfg, args):
         changes["pairs"] = args.pairs
     if getattr(args, "keep_points", None):
         changes["keep_points"] = True
+    if getattr(args, "group", None):
+        from ..auditing.groups import parse_group
+
+        given = [parse_group(text) for text in args.group]
+        names = [name for name, _ in given]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError(f"--group names the group {twice[0]!r} twice; give each group once.")
+        changes["groups"] = {**dict(cfg.groups), **dict(given)}
     return cfg.replace(**changes) if changes else cfg
 
 
