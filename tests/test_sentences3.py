@@ -126,7 +126,10 @@ def test_an_interaction_sentence_names_the_log_odds_scale_it_was_measured_on():
     assert abs(e.value - on_probability) > 0.1  # the two scales give different numbers
     text = finding_sentence(("a", "b"), "interaction", None, criteria={"interaction": e.value}, outcome="P(y = 1)",
                             evidence=e)
-    assert f"(Greenwell interaction {fmt(e.value)} on the log-odds scale of P(y = 1))" in text
+    # that surface is the mean of the kept rows' ICE surfaces on the log-odds: the sentence says how many rows
+    assert e.details["link_rows"] == 128  # the 2D ICE rows kept (std_rows) of the 500 the 2D PDs average over
+    assert (f"(Greenwell interaction {fmt(e.value)} on the log-odds scale of P(y = 1), from the 128 sampled rows' "
+            "ICE surfaces)") in text
     plain = finding_sentence(("a", "b"), "interaction", None, criteria={"interaction": 0.2}, outcome="predicted y",
                              evidence=SimpleNamespace(details={"scale": "prediction"}))
     assert "(Greenwell interaction 0.2 on predicted y)" in plain
@@ -496,7 +499,8 @@ def test_every_sentence_names_the_scale_its_number_is_on(kind):
         if link is None:
             assert scale == "prediction" and f"on {response})" in text, text
         else:
-            assert scale == link and f"on the {link} scale of {response})" in text, text
+            assert scale == link and (f"on the {link} scale of {response}, from the {e.details['link_rows']:,} "
+                                      "sampled rows' ICE surfaces)") in text, text
         checked += 1
     assert checked >= 12
 
@@ -570,3 +574,38 @@ def test_the_gate_tests_the_similarity_shape_gap_it_reports():
     a = audit(model, U, compare={"champion": shifted}, config=cfg)
     verdict = gate(a, {"champion": {"max_similarity": 0.02}})
     assert all(c.passed for c in verdict.checks if c.check == "similarity")
+
+
+def test_a_share_beside_its_bound_is_never_rounded_onto_it():
+    from autopdp.utils.formatting import share
+
+    assert share(0.502, 0.1, 0.5) == "50.2%"  # before: "50% (above 50%)"
+    assert share(0.4996, 0.1, 0.5) == "49.96%"
+    assert share(0.5, 0.1, 0.5) == "50%" and share(0.24, 0.1, 0.5) == "24%" and share(0.104, 0.1, 0.5) == "10.4%"
+
+
+def test_slope_evidence_gives_every_number_on_one_scale_and_the_pair_importance_names_its_scale(tree_audit):
+    """The slope's evidence line: slope, threshold and noise level all per grid range, the change beside the first
+    two (before: a noise level per range beside a threshold on the change).  The pair importance names its scale."""
+    from autopdp.report.findings import evidence_text
+
+    model, X = tree_audit
+    tree_audit = audit(model, X, X.a + 0.5 * X.b, config=AuditConfig(grid_resolution=10, noise_draws=50))
+    e = tree_audit.evidence["slope"][("a",)]
+    assert e.passed
+    d = e.details
+    text = evidence_text(e)
+    assert text.startswith(f"slope {fmt(e.value)} per grid range (a change of {fmt(abs(d['change']))} across the "
+                           f"interval), threshold {fmt(e.threshold)} per grid range (a change of "
+                           f"{fmt(d['change_threshold'])})"), text
+    assert f"noise level {fmt(e.noise_level)} per grid range" in text
+    # threshold on the slope's scale = the change threshold over the interval's share of the grid range
+    assert e.threshold * abs(d["change"]) / e.value == pytest.approx(d["change_threshold"], rel=1e-9)
+    s = tree_audit.score(("a",), "slope")
+    sentence = finding_sentence(("a",), "slope", s, outcome="predicted y")
+    assert "over the whole grid its highest and lowest values differ by" in sentence
+    curve = tree_audit.pd(("a",)).average[0]
+    assert f"differ by {fmt(curve.max() - curve.min())}" in sentence
+    assert f"({fmt(abs(s.details['per_unit']))} per unit of a" in sentence  # the verb carries the sign
+    pair = finding_sentence(("a", "b"), "importance", None, criteria={"importance": 0.07}, outcome="P(y = 1)")
+    assert "(pair importance 0.07 on P(y = 1): the geometric mean of the two features' importances" in pair

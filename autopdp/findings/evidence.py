@@ -212,8 +212,8 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evid
     if uid.startswith("similarity:"):
         return _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget)
     statistic = {"monotonicity": "gap to the best monotone curve", "lipschitz": "gap to the closest slope-bounded curve",
-                 "slope": "steepest slope per full feature range (its threshold: materiality × prediction sd "
-                          "across the steepest interval)"}.get(uid, uid)
+                 "slope": "steepest slope per grid range (its threshold: materiality × prediction sd "
+                          "as the change across the steepest interval)"}.get(uid, uid)
     details, reason = None, ""
     if uid == "slope":
         thr, material, details, reason = _slope_materiality(s, thr)

@@ -66,7 +66,8 @@ def _interaction(inputs, r, tests: tuple, extra_noise, budget: _Budget):
     scale_name = response_scale_name(r.response) if surface is None else surface.name
     thr = threshold(t) if surface is None else _link_threshold(inputs, r, t, scale_name)
     statistic = f"Greenwell interaction on the {_short(scale_name)} scale"
-    scale = {"scale": scale_name, **({"link_rows": int(rs.n_rows)} if surface is not None else {})}
+    # on a link scale the surface is the mean of the kept rows' ICE surfaces on that scale: those rows are its sample
+    scale = {"scale": scale_name, **({"link_rows": int(np.shape(rs.individual)[1])} if surface is not None else {})}
     if not (np.isfinite(thr) and stat[t] >= thr):
         return _item("interaction", r.features, stat[t], thr, details=scale,
                      p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)

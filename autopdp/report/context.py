@@ -12,6 +12,7 @@ from ..config import config_record
 from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
 from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
+from ..utils.formatting import share
 from .figure_queue import _figures_drawn_together, _plot
 from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d
 from .methodology import adjustment_name, confidence_text, finding_definition, method_context, tested_text
@@ -213,7 +214,7 @@ def trust_text(audit, features) -> str:
     s = by.get("ood_share")
     if s is not None and s.available:
         # the verdict's thresholds stand beside the share, so the reader sees why it is ok or not
-        parts.append(f"OOD {s.value:.0%} (ok ≤ {OOD_OK:.0%}, mostly unrealistic > {OOD_MOSTLY:.0%})")
+        parts.append(f"OOD {share(s.value, OOD_OK, OOD_MOSTLY)} (ok ≤ {OOD_OK:.0%}, mostly unrealistic > {OOD_MOSTLY:.0%})")
         verdict = ood_verdict(s.value)
         if verdict == "mostly unrealistic":
             caution.append("mostly unrealistic rows")

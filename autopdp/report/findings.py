@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..utils.formatting import fmt, where_text
+from ..utils.formatting import fmt, share, where_text
 from ..trust.ood import OOD_MOSTLY, OOD_OK
 
 __all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "PAIR_SENTENCES", "fmt", "p_text", "evidence_text",
@@ -120,18 +120,20 @@ def evidence_text(e, *, with_test: bool = True) -> str:
         return (e.why or "").strip().rstrip(".")
     parts = [f"{e.criterion} {fmt(e.value)}"]
     d = getattr(e, "details", None) or {}
+    unit = ""
     if e.criterion == "slope" and "change" in d:
-        # materiality is judged on the change across the interval, on the prediction scale
+        # every number on the slope's scale (per grid range); materiality is the change across the interval
+        unit = " per grid range"
         where = "over the grid" if d.get("linear") else "across the interval"
-        parts = [f"slope {fmt(e.value)} per grid range; change {where} {fmt(abs(d['change']))}"]
-        if np.isfinite(d.get("change_threshold", np.nan)):
-            parts.append(f"threshold {fmt(d['change_threshold'])}")
+        parts = [f"slope {fmt(e.value)}{unit} (a change of {fmt(abs(d['change']))} {where})"]
+        if np.isfinite(e.threshold) and np.isfinite(d.get("change_threshold", np.nan)):
+            parts.append(f"threshold {fmt(e.threshold)}{unit} (a change of {fmt(d['change_threshold'])})")
     elif np.isfinite(e.threshold):
         parts.append(f"threshold {fmt(e.threshold)}")
     if np.isfinite(e.adjusted_p):
         parts.append(f"adjusted p {p_text(e.adjusted_p)}")
     if np.isfinite(e.noise_level):
-        parts.append(f"noise level {fmt(e.noise_level)}")
+        parts.append(f"noise level {fmt(e.noise_level)}{unit}")
     if with_test and getattr(e, "test", ""):
         parts.append(f"test: {e.test}")
     return ", ".join(parts).strip().rstrip(".")
@@ -169,17 +171,24 @@ def _pair_correlation(name, c, outcome, evidence):
 
 
 def _pair_importance(name, c, outcome, evidence):
-    on = f", {outcome}" if outcome else ""
-    return (f"{name}: both features matter to the model (pair importance {fmt(c.get('importance'))}{on}); "
-            "the surface shows how they work together.")
+    """The pair importance is the geometric mean of the two features' importances, each the density-weighted
+    standard deviation of its 1D PD: on the scale of the PDs, the outcome's."""
+    on = f" on {outcome}" if outcome else " on the model's prediction"
+    return (f"{name}: both features matter to the model (pair importance {fmt(c.get('importance'))}{on}: the "
+            "geometric mean of the two features' importances, each the density-weighted standard deviation of its "
+            "1D PD); the surface shows how they work together.")
 
 
 def _pair_interaction(name, c, outcome, evidence):
     """The interaction is measured on the scale its evidence records (a classifier's log-odds, a log-link
     regressor's log), not necessarily on the response the outcome names."""
-    scale = str((getattr(evidence, "details", None) or {}).get("scale") or "").split(" (")[0]
+    details = getattr(evidence, "details", None) or {}
+    scale = str(details.get("scale") or "").split(" (")[0]
     if scale and scale not in ("probability", "prediction", "decision function", "share of predicted class"):
         on = f" on the {scale} scale" + (f" of {outcome}" if outcome else "")
+        rows = details.get("link_rows")
+        if rows:  # that surface is the mean of the sampled rows' ICE surfaces on the scale
+            on += f", from the {int(rows):,} sampled rows' ICE surfaces"
     else:
         on = f" on {outcome}" if outcome else ""
     return (f"{name}: the effect of one feature depends on the other (Greenwell interaction "
@@ -221,13 +230,14 @@ def _slope_sentence(name, d, avg, scale) -> str:
     unit = "per level" if d.get("unit") == "level" else f"per unit of {name}"
     size = f" by {fmt(abs(change))}" if change != 0 else ""
     rel = _scaled(abs(change), scale).strip(" ()")
-    rate = f" ({fmt(per_unit)} {unit}" + (f"; {rel}" if rel else "") + ")"
+    rate = f" ({fmt(abs(per_unit))} {unit}" + (f"; {rel}" if rel else "") + ")"  # the verb carries the sign
     if d.get("linear"):
         return (f"{name}: {avg} is linear in {name}: it {verb}{size} from {fmt(between[0])} to {fmt(between[1])}"
                 f"{rate}.")
     at = (" (at " + ", ".join(f"{k} = {fmt(v)}" for k, v in d["at"].items()) + ")") if d.get("at") else ""
     total = d.get("pd_range")
-    whole = f"; over its whole grid it moves {fmt(total)}" if total is not None and np.isfinite(total) else ""
+    whole = (f"; over the whole grid its highest and lowest values differ by {fmt(total)}"
+             if total is not None and np.isfinite(total) else "")
     w = d.get("where") or {}
     rows = f" ({int(w['rows']):,} rows nearest that stretch of the grid)" if w.get("rows") is not None else ""
     return (f"{name}: {avg} changes most steeply between {fmt(between[0])} and {fmt(between[1])}{at}{rows}, where "
@@ -340,7 +350,7 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
         where = f" between {fmt(between[0])} and {fmt(between[1])}" if between else ""
         return f"{name}: the steepest change of {avg} is{where}: {v} per grid range of {name}{rel}."
     if uid == "ood_share":
-        return (f"{name}: {score.value:.0%} of the rows behind this PD are out of distribution in {name} "
+        return (f"{name}: {share(score.value, OOD_OK, OOD_MOSTLY)} of the rows behind this PD are out of distribution in {name} "
                 f"(verdict: ok up to {OOD_OK:.0%}, mostly unrealistic above {OOD_MOSTLY:.0%}); read it as extrapolation.")
     if uid in ("stratpd", "ale_divergence"):
         what = "the data's own partial dependence (StratPD)" if uid == "stratpd" else "its accumulated local effects (ALE)"

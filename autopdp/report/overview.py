@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..scores.selection import PAIR_CRITERIA
-from ..trust.ood import OOD_MOSTLY, ood_verdict
+from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
+from ..utils.formatting import share
 
 __all__ = ["no_findings", "untested", "cautions"]
 
@@ -48,7 +49,7 @@ def cautions(audit):
     for _, row in rows.head(8).iterrows():
         moved = " and ".join(row["features"])
         out.append(
-            f"{' × '.join(row['features'])}: {row['ood_share']:.0%} of the rows this PD averages over are out of distribution "
+            f"{' × '.join(row['features'])}: {share(row['ood_share'], OOD_OK, OOD_MOSTLY)} of the rows this PD averages over are out of distribution "
             f"(above {OOD_MOSTLY:.0%}: mostly unrealistic): with {moved} set to the grid values, they fall outside the "
             f"data in the space of {moved} or are implausible given the rows' other values; read it as extrapolation."
         )

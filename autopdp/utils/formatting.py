@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fmt"]
+__all__ = ["fmt", "share"]
 
 
 def fmt(v, digits: int = 3, *, grouped: bool = True, missing: str = "n/a") -> str:
@@ -26,6 +26,16 @@ def fmt(v, digits: int = 3, *, grouped: bool = True, missing: str = "n/a") -> st
     if grouped and abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.{digits}g}"
+
+
+def share(v, *bounds) -> str:
+    """A share as a percentage, whole unless rounding would make it read as one of ``bounds`` it is not
+    (0.502 beside a 50% bound reads "50.2%", never "50% (above 50%)")."""
+    v = float(v)
+    for digits in (0, 1, 2, 3):
+        if not any(v != b and round(100 * v, digits) == round(100 * b, digits) for b in bounds):
+            break
+    return f"{v:.{digits}%}"
 
 
 def where_text(name: str, where, how: str) -> str:
