@@ -369,7 +369,12 @@ def test_a_results_json_of_the_record_layout_still_loads():
                 assert whole["why"].startswith(f"not material: the {stat} ") and "below the materiality threshold" \
                     in whole["why"], whole["why"]
     assert left_out > 0
-    assert [s["sentence"] for s in raw["selection"]] == [s["sentence"] for s in old.to_dict()["selection"]]
+    # the sentences are rebuilt from the record: the wording has moved on since (issue 52 names each number's
+    # scale), but each names the same PDP and every number the old sentence gave
+    for was, now in zip([s["sentence"] for s in raw["selection"]], [s["sentence"] for s in old.to_dict()["selection"]],
+                        strict=True):
+        assert now.split(":")[0] == was.split(":")[0]
+        assert set(re.findall(r"-?\d[\d,.]*\d|\d", was)) <= set(re.findall(r"-?\d[\d,.]*\d|\d", now)), (was, now)
     new = Audit.from_json(old.to_json())
     assert _text(new.to_html()) == _text(old.to_html())
     assert json.loads(new.to_json()) == json.loads(old.to_json())

@@ -16,6 +16,7 @@ from ..pd.data import Frame, sample_rows
 from ..pd.grids import bin_edges
 from ..utils.jsonable import json_scalar
 from ..io.provenance import content_sha256, library_versions, platform_info
+from ..scores.skill import model_skill
 
 __all__ = ["audit_metadata", "describe_model", "occupancy_2d", "summarise_data", "target_name_of"]
 
@@ -196,6 +197,8 @@ def audit_metadata(model, compare: dict, data, pds, scored, outside, config, ran
         "outside_grid": [o.to_dict() for o in outside],
         "is_classifier": adapter.is_classifier,
         "has_y": y is not None,
+        "skill": model_skill(inputs.predictions, data.y_pd, adapter, data.weights, getattr(model, "classes_", None),
+                             config.significance),
         "random_state": random_state,
         "versions": library_versions(),
         "provenance": {

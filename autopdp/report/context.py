@@ -18,7 +18,7 @@ from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d
 from .methodology import adjustment_name, confidence_text, finding_definition, method_context, tested_text
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, robustness_sentence, title_of
 from .cover import cover
-from .overview import cautions, no_findings, untested
+from .overview import cautions, no_findings, skill, untested
 from .explore import shown_score
 
 __all__ = ["build_context", "findings_context", "outcome_summary", "TRUST_GAP_CAUTION"]
@@ -396,6 +396,8 @@ def _findings(audit, selection=None):
         robust = robustness_sentence(_evidence(audit, criterion, sel.features), getattr(audit, "refits", None),
                                      " and ".join(sel.features))
         sentence = f"{sentence} {robust}" if robust else sentence
+        if ((audit.metadata or {}).get("skill") or {}).get("shows_skill") is False:
+            sentence += " (The model shows no skill on the audit data: a pattern of this fit, not evidence about the data.)"
         out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence,
                     "trust": trust_text(audit, sel.features),
                     "evidence": "; ".join(x for x in (evidence_text(e, with_test=False) for e in sel.evidence) if x)})
@@ -562,6 +564,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "untested": untested(audit),
         "outcome": outcome_summary(audit),
         "cautions": cautions(audit),
+        "skill": skill(audit),
         "surrogate": audit.metadata.get("surrogate"),
         "counts": {
             "pd_1d": len(audit.results_1d), "pd_2d": len(audit.results_2d), "selected": len(audit.selection),

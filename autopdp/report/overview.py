@@ -7,9 +7,9 @@ import numpy as np
 
 from ..scores.selection import PAIR_CRITERIA
 from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
-from ..utils.formatting import share
+from ..utils.formatting import fmt, share as share_text
 
-__all__ = ["no_findings", "untested", "cautions"]
+__all__ = ["no_findings", "untested", "cautions", "skill"]
 
 
 def no_findings(audit) -> list[str]:
@@ -49,7 +49,7 @@ def cautions(audit):
     for _, row in rows.head(8).iterrows():
         moved = " and ".join(row["features"])
         out.append(
-            f"{' × '.join(row['features'])}: {share(row['ood_share'], OOD_OK, OOD_MOSTLY)} of the rows this PD averages over are out of distribution "
+            f"{' × '.join(row['features'])}: {share_text(row['ood_share'], OOD_OK, OOD_MOSTLY)} of the rows this PD averages over are out of distribution "
             f"(above {OOD_MOSTLY:.0%}: mostly unrealistic): with {moved} set to the grid values, they fall outside the "
             f"data in the space of {moved} or are implausible given the rows' other values; read it as extrapolation."
         )
@@ -58,3 +58,66 @@ def cautions(audit):
         out.append(f"... and {n_more} more PDPs with more than {OOD_MOSTLY:.0%} of their rows out of distribution "
                    "(see the ood_share ranking).")
     return out
+
+
+def _p(p) -> str:
+    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
+
+
+def _range(iv, extra: str = "") -> str:
+    inside = "; ".join(x for x in ((f"95% interval {fmt(iv[0])} to {fmt(iv[1])}" if iv else ""), extra) if x)
+    return f" ({inside})" if inside else ""
+
+
+def _measures(k: dict, outcome: str) -> str:
+    """The skill measures of :func:`autopdp.scores.skill.model_skill`, in words."""
+    kind = k.get("kind")
+    if kind == "binary":
+        p = k.get("p_value", np.nan)
+        test = f"no skill is 0.5, {_p(p)}" if k.get("auc_interval") and np.isfinite(p) else ""
+        text = f"AUC {fmt(k['auc'])}{_range(k.get('auc_interval'), test)} separating {outcome} from the rest"
+        if "log_loss" in k:
+            text += (f"; log-loss {fmt(k['log_loss'])}{_range(k.get('log_loss_interval'))} against "
+                     f"{fmt(k['baseline_log_loss'])} for the base rate {fmt(k['base_rate'])} given to every row")
+        return text
+    if kind == "multiclass":
+        return (f"log-loss {fmt(k['log_loss'])}{_range(k.get('log_loss_interval'))} against "
+                f"{fmt(k['baseline_log_loss'])} for the class shares given to every row (improvement "
+                f"{fmt(k['improvement'])}, one-sided {_p(k['p_value'])})")
+    test = f"no skill is 0, one-sided {_p(k['p_value'])}"
+    return (f"R² {fmt(k['r2'])}{_range(k.get('r2_interval'), test)}; mean squared error {fmt(k['mse'])} against "
+            f"{fmt(k['baseline_mse'])} for the mean given to every row")
+
+
+def skill(audit) -> dict:
+    """The summary's first paragraph: the model's skill on the audit rows' target, and what chance alone gives.
+    ``no_skill`` is True when the primary test shows none (every finding then carries it)."""
+    k = (audit.metadata or {}).get("skill")
+    found = {c: sum(bool(e.passed) for e in by.values()) for c, by in (audit.evidence or {}).items()
+             if c != "intersection"}
+    total = sum(found.values())
+    q = float(audit.config.significance)
+    chance = ""
+    if audit.evidence:
+        listed = ", ".join(f"{c} {n}" for c, n in found.items() if n)
+        chance = (f"Chance: under each criterion Benjamini-Hochberg keeps the expected share of findings that are "
+                  f"noise of the audit rows at or below {q:.0%}, so of these {total} findings"
+                  + (f" ({listed})" if listed else "") + f" about {fmt(q * total, 2)} may be such noise.")
+    if not k or "shows_skill" not in k:
+        return {"sentence": "No target in the audit data: the model's skill is not measured, so the findings describe "
+                            "the fitted model only." if not k else f"The model's skill is not measured: {k.get('reason')}.",
+                "no_skill": False, "chance": chance}
+    rows = f"on the {k['rows']:,} audit rows" if k.get("rows") else "on the audit rows"
+    name = (audit.metadata or {}).get("target_name") or "the target"
+    measures = _measures(k, f"{name} = {fmt(k.get('target'))}") if "reason" not in k else k["reason"]
+    if k["shows_skill"]:
+        text = f"The model shows skill {rows}: {measures}. This is held-out skill if these rows were not used to fit it."
+    elif k["shows_skill"] is None:
+        text = f"The model's skill {rows} could not be tested: {measures}."
+    else:
+        robust = [e for by in (audit.evidence or {}).values() for e in by.values()
+                  if e.passed and getattr(e, "robust", None) is not None]
+        tail = (f", {sum(bool(e.robust) for e in robust)} of them robust at the learner level" if robust else "")
+        text = (f"The model shows no skill {rows}: {measures}. The {total} findings below are patterns of this fitted "
+                f"model{tail}, not evidence about the data.")
+    return {"sentence": text, "no_skill": k["shows_skill"] is False, "chance": chance}

@@ -159,6 +159,10 @@ def _stage_failures(w, failures):
 
 def _summary(w, ctx):
     w.heading("Executive summary", 1)
+    if ctx.get("skill"):
+        p = w.para()
+        w.run(p, "Skill on the audit data. ", bold=True)
+        w.run(p, ctx["skill"]["sentence"])
     n = ctx["counts"]
     w.para(f"{n['pd_1d']} 1D partial dependences · {n['pd_2d']} 2D partial dependences · {n['utilities']} utilities "
            f"scored · {n['selected']} plots selected for review", bold=True)
@@ -166,6 +170,8 @@ def _summary(w, ctx):
     m = ctx["materiality"]
     w.para(f"{m['definition']} Explained response: {ctx['outcome']}.")
     w.para(m["tested"])
+    if ctx.get("skill") and ctx["skill"].get("chance"):
+        w.para(ctx["skill"]["chance"])
     for f in ctx["findings"]:
         p = w.para()
         w.run(p, f"[{f['kind']}] ", bold=True)

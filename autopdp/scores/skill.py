@@ -1,0 +1,157 @@
+"""The model's skill on the audit rows' target: what every finding is read against.
+
+A PD finding is a fact about the fitted model.  Whether it says anything about the data depends first on whether
+the model predicts the target better than a model that knows nothing.  With a target, the audit measures on its
+rows (the same rows the PDs average over; held-out skill when they were not used to fit the model):
+
+* a classifier with one class's score (binary, or one class of several): the AUC of that class against the rest,
+  with DeLong's variance (the fast algorithm of Sun and Xu, 2014), tested one-sided against 0.5 (no skill); and,
+  for probabilities, the log-loss against predicting the rows' base rate to every row;
+* a classifier with every class's probability: the multiclass log-loss against the class shares (the primary
+  test: the per-row improvement over the baseline, one-sided, above 0);
+* a regressor: R^2 (1 - mean squared error / the target's variance about its mean) with a delta-method interval,
+  tested one-sided above 0 by the per-row improvement of the squared error over predicting the mean.
+
+The baseline is fitted to the audit rows themselves, which favours the baseline: a model that beats it shows skill.
+With sample weights every mean is weighted (a weighted AUC has no interval here: its point value is given).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["model_skill"]
+
+_EPS = 1e-15
+
+
+def _mean_and_se(values, w):
+    """The weighted mean of per-row values and its standard error (a sandwich over the rows)."""
+    w = w / w.sum()
+    m = float(w @ values)
+    return m, float(np.sqrt(np.sum(w * w * (values - m) ** 2)))
+
+
+def _delong(score, positive):
+    """AUC of ``score`` for ``positive`` rows against the rest, and DeLong's standard error."""
+    x, y = score[positive], score[~positive]
+    m, n = x.size, y.size
+    ranks = stats.rankdata(np.concatenate([x, y]))
+    auc = (ranks[:m].sum() - m * (m + 1) / 2) / (m * n)
+    v10 = (ranks[:m] - stats.rankdata(x)) / n  # each positive: the share of negatives below it (ties half)
+    v01 = 1.0 - (ranks[m:] - stats.rankdata(y)) / m  # each negative: the share of positives above it
+    se = np.sqrt(v10.var(ddof=1) / m + v01.var(ddof=1) / n) if m > 1 and n > 1 else np.nan
+    return float(auc), float(se)
+
+
+def _one_sided(estimate, null, se):
+    if not (np.isfinite(se) and se > 0):
+        return np.nan
+    return float(stats.norm.sf((estimate - null) / se))
+
+
+def _interval(estimate, se, lo=-np.inf, hi=np.inf):
+    z = stats.norm.ppf(0.975)
+    return [float(max(lo, estimate - z * se)), float(min(hi, estimate + z * se))] if np.isfinite(se) else None
+
+
+def _binary(score, positive, w, probabilities: bool) -> dict:
+    out: dict = {"kind": "binary", "rows": int(score.size), "positives": int(positive.sum())}
+    if positive.all() or not positive.any():
+        return {**out, "reason": "the target has one class only on these rows"}
+    if np.allclose(w, w[0]):
+        auc, se = _delong(score, positive)
+        out.update(auc=auc, auc_interval=_interval(auc, se, 0.0, 1.0), p_value=_one_sided(auc, 0.5, se),
+                   test="AUC against 0.5 (DeLong's variance), one-sided")
+    else:
+        from sklearn.metrics import roc_auc_score
+
+        out.update(auc=float(roc_auc_score(positive, score, sample_weight=w)), auc_interval=None)
+    if probabilities:
+        p = np.clip(score, _EPS, 1 - _EPS)
+        rate = float(np.clip(w @ positive / w.sum(), _EPS, 1 - _EPS))
+        loss = -np.where(positive, np.log(p), np.log1p(-p))
+        base = -np.where(positive, np.log(rate), np.log1p(-rate))
+        out.update(_improvement(loss, base, w, "log_loss"), base_rate=rate)
+        if "p_value" not in out:  # weighted: the log-loss improvement is the test
+            out.update(p_value=out["improvement_p"], test="log-loss improvement over the base rate, one-sided")
+    return out
+
+
+def _improvement(loss, base, w, name: str) -> dict:
+    """The model's mean loss and the baseline's, and the one-sided test of the per-row improvement above 0."""
+    m, se_m = _mean_and_se(loss, w)
+    b, _ = _mean_and_se(base, w)
+    d, se_d = _mean_and_se(base - loss, w)
+    return {name: m, f"{name}_interval": _interval(m, se_m, 0.0), f"baseline_{name}": b,
+            "improvement": d, "improvement_p": _one_sided(d, 0.0, se_d)}
+
+
+def _multiclass(proba, labels, classes, w) -> dict:
+    index = {c: i for i, c in enumerate(classes)}
+    known = np.array([v in index for v in labels.tolist()])
+    if not known.all():
+        return {"kind": "multiclass", "reason": "the target has labels the model's classes do not name"}
+    col = np.array([index[v] for v in labels.tolist()])
+    p = np.clip(proba[np.arange(col.size), col], _EPS, 1.0)
+    share = np.bincount(col, weights=w, minlength=len(classes)) / w.sum()
+    base = -np.log(np.clip(share[col], _EPS, 1.0))
+    out = {"kind": "multiclass", "rows": int(col.size), **_improvement(-np.log(p), base, w, "log_loss")}
+    out.update(p_value=out["improvement_p"], test="log-loss improvement over the class shares, one-sided")
+    return out
+
+
+def _regression(pred, y, w) -> dict:
+    wn = w / w.sum()
+    mean = float(wn @ y)
+    e, s = (y - pred) ** 2, (y - mean) ** 2
+    e_bar, s_bar = float(wn @ e), float(wn @ s)
+    if not s_bar > 0:
+        return {"kind": "regression", "reason": "the target is constant on these rows"}
+    r2 = 1.0 - e_bar / s_bar
+    phi = -(e - e_bar) / s_bar + e_bar * (s - s_bar) / s_bar ** 2  # the delta method's influence of each row
+    se = float(np.sqrt(np.sum(wn * wn * phi * phi)))
+    out = {"kind": "regression", "rows": int(y.size), "r2": r2, "r2_interval": _interval(r2, se, hi=1.0),
+           **_improvement(e, s, w, "mse")}
+    out.update(p_value=out["improvement_p"], test="squared-error improvement over the mean, one-sided")
+    return out
+
+
+def model_skill(predictions, y, adapter, weights=None, classes=None, significance: float = 0.05) -> dict | None:
+    """The model's skill on the rows' target (None without a target): the measures of the module's docstring, the
+    primary test's ``p_value`` and ``shows_skill`` (that p-value at most ``significance``)."""
+    if y is None:
+        return None
+    y = np.asarray(y)
+    pred = np.asarray(predictions, dtype=float).reshape(y.shape[0], -1)
+    ok = ~_isna(y) & np.isfinite(pred).all(axis=1)
+    w = np.ones(y.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    ok &= np.isfinite(w) & (w > 0)
+    y, pred, w = y[ok], pred[ok], w[ok]
+    if y.size < 3:
+        return {"reason": "fewer than 3 rows with a target", "shows_skill": None}
+    targets = list(getattr(adapter, "targets", ()))
+    response = getattr(adapter, "response", "")
+    if getattr(adapter, "is_classifier", False):
+        if classes is not None and len(targets) == len(classes) >= 3 and response == "predict_proba":
+            out = _multiclass(pred, y, list(classes), w)
+        elif pred.shape[1] == 1 and targets:
+            out = _binary(pred[:, 0], y == targets[0], w, response == "predict_proba")
+            out["target"] = targets[0]
+        else:
+            out = {"reason": "the model's scores do not give one class against the rest"}
+    else:
+        if pred.shape[1] != 1 or not np.issubdtype(y.dtype, np.number):
+            return {"reason": "a regressor with one numeric target is needed", "shows_skill": None}
+        out = _regression(pred[:, 0], y.astype(float), w)
+    p = out.get("p_value", np.nan)
+    out["shows_skill"] = None if not np.isfinite(p) else bool(p <= significance)
+    out["significance"] = significance
+    return out
+
+
+def _isna(values) -> np.ndarray:
+    import pandas as pd
+
+    return np.asarray(pd.isna(values), dtype=bool)
