@@ -212,7 +212,7 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evid
     if uid.startswith("similarity:"):
         return _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget)
     statistic = {"monotonicity": "gap to the best monotone curve", "lipschitz": "gap to the closest slope-bounded curve",
-                 "slope": "steepest slope per grid range (its threshold: materiality × prediction sd "
+                 "slope": "steepest slope per grid range (its threshold: 2 × materiality × prediction sd "
                           "as the change across the steepest interval)"}.get(uid, uid)
     details, reason = None, ""
     if uid == "slope":
@@ -252,9 +252,17 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evid
     return _Pending([test], build)
 
 
+#: The slope's materiality, on the importance's scale: a PD's importance is its density-weighted standard deviation,
+#: and a step of height h moves it by at most h / 2 (a step at the median).  So a change across the steepest interval
+#: is material from STEP_TO_IMPORTANCE x the materiality threshold: no smaller a move than the least that makes a
+#: feature an importance finding (issue 53: at 1 x, a pure-noise feature of a forest was a slope finding in most seeds).
+STEP_TO_IMPORTANCE = 2.0
+
+
 def _slope_materiality(s, thr: float):
     """The slope's materiality, judged on the prediction scale: the change of the PD across the steepest
-    interval (the whole grid for a linear PD) against ``thr`` (materiality x prediction sd).
+    interval (the whole grid for a linear PD) against ``STEP_TO_IMPORTANCE x thr`` (thr: materiality x prediction
+    sd), the move a step needs to make the feature an importance finding.
 
     Returns ``(threshold, material, details, reason)`` with the threshold on the statistic's scale (slope per
     full range): ``thr / share_of_range``, so "slope >= threshold" is "change across the interval >= thr".
@@ -264,6 +272,7 @@ def _slope_materiality(s, thr: float):
     change, share = float(d.get("change", np.nan)), float(d.get("share_of_range", np.nan))
     if not (np.isfinite(change) and np.isfinite(share) and share > 0 and np.isfinite(thr)):
         return thr, bool(np.isfinite(thr) and s.value >= thr), None, ""
+    thr = STEP_TO_IMPORTANCE * thr
     details = {"change": change, "change_threshold": thr, "between": d.get("between"), "linear": bool(d.get("linear")),
                "per_unit": d.get("per_unit")}
     material = abs(change) >= thr

@@ -51,7 +51,8 @@ UTILITY_DEFINITIONS = {
         "slope per grid range of the feature (its grid's span, the 5th to 95th percentile by default, not the data's "
         "whole range); the findings state what it does in the feature's units: the change of "
         "the prediction across the steepest interval and the slope per unit. It is material when that change is at "
-        "least the materiality fraction × the prediction standard deviation. A PD that is a straight line has no "
+        "least twice the materiality fraction × the prediction standard deviation: the least step that makes a "
+        "feature an importance finding (a step of height h moves the PD's standard deviation by at most h / 2). A PD that is a straight line has no "
         "steepest interval and is described as linear (its change over the whole grid)."
     ),
     "stratpd": (

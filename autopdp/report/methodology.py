@@ -50,7 +50,9 @@ def finding_definition(config) -> str:
     """
     return (f"A PDP is a finding under a criterion only when its effect exceeds the materiality threshold "
             f"({config.materiality:g} × the standard deviation of the model's predictions, on the criterion's scale; "
-            f"for the correlation criterion an association of {config.min_association:g} on its 0-1 scale) with "
+            f"for the slope a change of twice that across its steepest interval, the least step that makes a feature "
+            f"an importance finding; for the correlation criterion an association of {config.min_association:g} on its "
+            f"0-1 scale) with "
             f"{confidence_text(config.significance)} confidence after the {adjustment_name(config)} adjustment across "
             f"the PDPs of the criterion, conditional on the fitted model: a one-sided test rejects \"the effect is at "
             f"most the materiality threshold\" at adjusted p ≤ {config.significance:g}.")
