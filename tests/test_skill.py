@@ -117,3 +117,39 @@ def test_without_a_target_the_skill_is_not_measured_and_the_summary_says_so():
     a = autopdp.audit(model, X, config=autopdp.AuditConfig(noise_draws=50, pairs=False))
     assert a.metadata["skill"] is None
     assert "No target in the audit data: the model's skill is not measured" in _text(a)
+
+
+def test_permutation_importance_known_answer_and_multiple_testing():
+    """Permuting x in y = b x + e raises the expected squared error by 2 b^2 Var(x) (the permuted x' is independent:
+    E[b^2 (x - x')^2] = 2 b^2 Var(x)); a feature the model ignores raises it by 0 exactly."""
+    from sklearn.linear_model import LinearRegression
+
+    from autopdp.pd.data import as_frame
+    from autopdp.pd.response import make_adapter
+    from autopdp.scores.skill import permutation_importance
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"x": rng.normal(size=4000), "z": rng.normal(size=4000)})
+    y = 1.5 * X.x + rng.normal(size=4000)
+    model = LinearRegression().fit(X, y)
+    model.coef_[1] = 0.0  # z exactly ignored
+    adapter = make_adapter(model, "auto", None, probe=X[:5])
+    pfi = permutation_importance(adapter, as_frame(X), y.to_numpy(), model.predict(X)[:, None], ["x", "z"], repeats=5)
+    x, z = pfi["features"]["x"], pfi["features"]["z"]
+    truth = 2 * model.coef_[0] ** 2 * X.x.var()
+    assert x["interval"][0] < truth < x["interval"][1] and x["shown"]
+    assert z["value"] == 0.0 and not z["shown"] and pfi["loss"] == "squared error"
+
+
+def test_a_finding_on_a_feature_the_held_out_data_do_not_show_says_so(noise_and_signal):
+    a = noise_and_signal["signal"]
+    pfi = a.metadata["permutation_importance"]
+    assert pfi["loss"] == "log-loss" and pfi["features"]["a"]["shown"]
+    quiet = {f for f, v in pfi["features"].items() if not v["shown"]}
+    assert quiet and quiet <= {"b", "c", "d"}  # the noise features (one may pass by chance: BH at 5%)
+    for s in json.loads(a.to_json())["selection"]:
+        if len(s["features"]) == 1:
+            says = "(The held-out data do not show that" in s["sentence"]
+            assert says == (s["features"][0] in quiet), s["sentence"]
+    text = _text(a)
+    assert "held-out permutation importance (log-loss increase, 95% interval)" in text

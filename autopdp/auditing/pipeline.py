@@ -40,6 +40,7 @@ from ..scores.coverage import outside_grid
 from ..findings.evidence import assess
 from ..findings.robustness import learner_level, with_robustness
 from ..pd.refits import checked_train, refit_curves, refit_spec, run_refits
+from ..scores.skill import permutation_importance
 from ..scores.scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from ..scores.selection import intersection_scores, score_columns
 from ..scores.failures import StageFailureWarning, collect_stage_failures
@@ -499,7 +500,15 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
         )
     notes = list(dict.fromkeys(notes))  # one line per distinct note
     timings["total"] = time.perf_counter() - started
-    metadata = audit_metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight)
+    t0 = time.perf_counter()
+    with announce("held-out permutation importance", progress):  # the data's evidence beside the PD importance
+        pfi = permutation_importance(data.adapter, data.frame, data.y_pd, scored.inputs.predictions,
+                                     [f for f in data.features if f in data.frame.names], data.weights,
+                                     getattr(model, "classes_", None), seed=random_state,
+                                     significance=config.significance)
+    timings["permutation_importance"] = time.perf_counter() - t0
+    metadata = {**audit_metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight),
+                "permutation_importance": pfi}
     run = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "timings_s": timings}
     if self_checked is not None:
         run["self_check"] = self_checked

@@ -18,8 +18,8 @@ from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d
 from .methodology import adjustment_name, confidence_text, finding_definition, method_context, tested_text
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, robustness_sentence, title_of
 from .cover import cover
-from .overview import cautions, no_findings, skill, untested
-from .explore import shown_score
+from .overview import cautions, data_evidence, no_findings, pfi_text, skill, untested
+from .explore import all_scores, shown_score
 
 __all__ = ["build_context", "findings_context", "outcome_summary", "TRUST_GAP_CAUTION"]
 
@@ -180,7 +180,7 @@ def _pd_figure(audit, features, uid=None, target_index=None):
                     extra_curves=_overlays(audit, r, uid), refits=None if refits is None else refits[:, t])
         alt = f"Partial dependence of {what} on {name}"
         if refits is not None:
-            alt += f", its Monte-Carlo 95% band beside the range of {refits.shape[0]} refits' PDs and their mean"
+            alt += f", its pointwise Monte-Carlo 95% band (each grid value's own interval, not one for the whole curve) beside the range of {refits.shape[0]} refits' PDs and their mean"
         if g is not None:
             alt += f", with the {_g_label(uid, score)} overlaid"
         alt += ", grey ICE curves and the data distribution underneath."
@@ -396,6 +396,7 @@ def _findings(audit, selection=None):
         robust = robustness_sentence(_evidence(audit, criterion, sel.features), getattr(audit, "refits", None),
                                      " and ".join(sel.features))
         sentence = f"{sentence} {robust}" if robust else sentence
+        sentence += data_evidence(audit, sel.features)
         if ((audit.metadata or {}).get("skill") or {}).get("shows_skill") is False:
             sentence += " (The model shows no skill on the audit data: a pattern of this fit, not evidence about the data.)"
         out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence,
@@ -424,11 +425,17 @@ def _importance_table(audit, df: pd.DataFrame):
     whether the feature's importance is a finding (with its learner-level verdict when refits were run)."""
     from .explore import _state, finding_text
 
-    table = _table(_ranked(df), "feature", ["rank", *_class_columns(audit, df), "finding?"])
+    pfi = (audit.metadata or {}).get("permutation_importance") or {}
+    extra = [f"held-out permutation importance ({pfi['loss']} increase, 95% interval)", "the data show it?"] \
+        if pfi else []
+    table = _table(_ranked(df), "feature", ["rank", *_class_columns(audit, df), "finding?", *extra])
     by = (audit.evidence or {}).get("importance_1d", {})
     for rank, row in enumerate(table["rows"], 1):
         e = by.get((row["label"],))
         row["values"] = [str(rank), *row["values"], finding_text(_state(e), e) if e is not None else ""]
+        if pfi:
+            v = pfi["features"].get(row["label"])
+            row["values"] += [pfi_text(v), ("yes" if v["shown"] else "no") if v else ""]
     return table
 
 
@@ -436,14 +443,6 @@ def _class_columns(audit, df: pd.DataFrame) -> list:
     """The columns of a per-target table named by their class ('P(cultivar = 1)'), not a bare '1'."""
     targets = {str(t): t for t in _targets(audit)}
     return [outcome_label(audit, targets[str(c)]) if str(c) in targets else str(c) for c in df.columns]
-
-
-def _all_scores(audit):
-    cols = [c for c in audit.scores.columns if c not in ("features", "kind")]
-    rows = []
-    for _, row in audit.scores.iterrows():
-        rows.append({"label": _label(row["features"]), "kind": row["kind"], "values": [fmt(row[c]) for c in cols]})
-    return {"columns": cols, "rows": rows}
 
 
 def _small_target(audit, r) -> int:
@@ -502,7 +501,7 @@ def _tables(audit) -> dict:
         "interaction_table": _table(inter.loc[inter.max(axis=1).sort_values(ascending=False, kind="stable").index].head(20),
                                     "pair", [f"{c}: {_interaction_scale(audit)} scale" for c in _class_columns(audit, inter)])
         if not inter.empty else None,
-        "all_scores": _all_scores(audit),
+        "all_scores": all_scores(audit),
     }
 
 

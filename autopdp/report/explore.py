@@ -206,3 +206,12 @@ def top_importance(importance: pd.DataFrame, n: int) -> pd.DataFrame:
         return importance
     order = importance.max(axis=1).sort_values(ascending=False, kind="stable").index[:n]
     return importance.loc[order]
+
+
+def all_scores(audit):
+    """Every PDP's row of every score column, as text (the record's full table)."""
+    cols = [c for c in audit.scores.columns if c not in ("features", "kind")]
+    rows = []
+    for _, row in audit.scores.iterrows():
+        rows.append({"label": " × ".join(row["features"]), "kind": row["kind"], "values": [fmt(row[c]) for c in cols]})
+    return {"columns": cols, "rows": rows}

@@ -215,7 +215,7 @@ def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None
                distribution=None, ice_curves=ICE_CURVES, title=None, ood=None, width=5.2, height=3.2, refits=None) -> str:
     """PD line, a sample of ICE curves, +-1 std band, the comparison curve g, the data distribution
     and grey bands where most of the PD's augmented rows are unrealistic.  ``refits`` (K, grid): the refits'
-    PDs (issue 31): their range is drawn beside the PD's Monte-Carlo 95% band, with their mean (the learner-PD)."""
+    PDs (issue 31): their range is drawn beside the PD's pointwise Monte-Carlo 95% band, with their mean (the learner-PD)."""
     x, levels = _x_positions(result)
     f = np.asarray(result.average[target_index], dtype=float)
     std = np.asarray(result.std[target_index], dtype=float)
@@ -278,11 +278,11 @@ def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None
 
 
 def _refit_bands(ax, x, band, refits):
-    """The PD's Monte-Carlo 95% band (``band``: low and high, ± 1.96 standard errors of averaging over the rows)
+    """The PD's pointwise Monte-Carlo 95% band (``band``: low and high, ± 1.96 standard errors of averaging over the rows)
     and, beside it, the range of the K refits' PDs (hatched) with their mean, the learner-PD (dotted)."""
     refits = np.asarray(refits, dtype=float)
     if np.isfinite(band[0]).all() and np.isfinite(band[1]).all():
-        ax.fill_between(x, *band, color=PD_COLOR, alpha=0.25, linewidth=0, label="Monte-Carlo 95% band")
+        ax.fill_between(x, *band, color=PD_COLOR, alpha=0.25, linewidth=0, label="pointwise Monte-Carlo 95% band")
     ax.fill_between(x, refits.min(axis=0), refits.max(axis=0), facecolor="none", edgecolor=G_COLOR, hatch="///",
                     linewidth=0.4, label=f"range of {refits.shape[0]} refits' PDs")
     ax.plot(x, refits.mean(axis=0), color=G_COLOR, linewidth=1.2, linestyle=":", label="learner-PD (mean of refits)")

@@ -23,7 +23,8 @@ MEASURED_REFITS = ("measured on a boosted classifier trained on a target from x1
                    "(benchmarks/bench_calibration.py --refits): no noise pattern called robust in any seed; the "
                    "planted importances, interaction and ICE spread robust in every seed, the non-monotonicity in "
                    "85-92%; the steepest slope almost never (its local wiggles differ between refits); the "
-                   "learner-PD's 95% interval covers the PD of the true probability at 89-97% of the grid values; "
+                   "learner-PD's pointwise 95% interval covers the PD of the true probability at 89-97% of the grid values "
+                   "(each value on its own; whole curves less often); "
                    "docs/methodology.md has the rates")
 
 #: the criteria about structure (judged on the model's link scale, autopdp.pd.link); the others are about levels

@@ -9,7 +9,7 @@ from ..scores.selection import PAIR_CRITERIA
 from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
 from ..utils.formatting import fmt, share as share_text
 
-__all__ = ["no_findings", "untested", "cautions", "skill"]
+__all__ = ["no_findings", "untested", "cautions", "skill", "pfi_text", "data_evidence"]
 
 
 def no_findings(audit) -> list[str]:
@@ -121,3 +121,21 @@ def skill(audit) -> dict:
         text = (f"The model shows no skill {rows}: {measures}. The {total} findings below are patterns of this fitted "
                 f"model{tail}, not evidence about the data.")
     return {"sentence": text, "no_skill": k["shows_skill"] is False, "chance": chance}
+
+
+def pfi_text(v) -> str:
+    if not v:
+        return ""
+    iv = v.get("interval")
+    return fmt(v["value"]) + (f" ({fmt(iv[0])} to {fmt(iv[1])})" if iv else "")
+
+
+def data_evidence(audit, features) -> str:
+    """For a 1D finding whose feature the held-out permutation importance does not show to matter (when the model
+    shows skill: without skill every finding already says so): that sentence."""
+    pfi = (audit.metadata or {}).get("permutation_importance") or {}
+    v = pfi.get("features", {}).get(features[0]) if len(features) == 1 else None
+    if not v or v["shown"] or ((audit.metadata or {}).get("skill") or {}).get("shows_skill") is False:
+        return ""
+    return (f" (The held-out data do not show that {features[0]} matters to the predictions' accuracy: permuting it "
+            f"changes the {pfi['loss']} by {pfi_text(v)}, adjusted p = {fmt(v['adjusted_p'], 2)}.)")
