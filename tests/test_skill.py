@@ -153,3 +153,39 @@ def test_a_finding_on_a_feature_the_held_out_data_do_not_show_says_so(noise_and_
             assert says == (s["features"][0] in quiet), s["sentence"]
     text = _text(a)
     assert "held-out permutation importance (log-loss increase, 95% interval)" in text
+
+
+def test_a_finding_not_shown_robust_states_the_smallest_effect_the_refit_test_could_show():
+    """Issue 53: "not shown robust" says what the test could have shown: the learner-level test's 95% critical value
+    at its K refits (the Monte-Carlo draws' quantile, or the ICE spread's z-test boundary), from the record."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    from autopdp.report.findings import fmt, robust_kind, robustness_sentence
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.uniform(-1, 1, (900, 3)), columns=list("abc"))
+    y = X.a + 0.3 * np.sin(6 * X.b) + rng.normal(size=900)
+    model = HistGradientBoostingRegressor(max_iter=60, random_state=0).fit(X[:500], y[:500])
+    a = autopdp.audit(model, X[500:], y[500:], train=(X[:500], y[:500]),
+                      config=autopdp.AuditConfig(refits=5, pairs=False, noise_draws=100))
+    seen = {"robust": 0, "other": 0}
+    for crit, by in a.evidence.items():
+        for feats, e in by.items():
+            if not e.passed or e.robust is None:
+                continue
+            text = robustness_sentence(e, a.refits, " and ".join(feats))
+            crit_value = e.details["learner"]["critical"]
+            if robust_kind(e) == "robust":
+                assert "would go unseen" not in text
+                seen["robust"] += 1
+            elif crit_value is None:  # the learner-PD below the threshold: no test ran
+                learner = e.details["learner"]
+                assert learner["value"] <= learner["threshold"], (crit, learner)
+                assert f"is at most the materiality threshold {fmt(learner['threshold'])}, so no test" in text, text
+                seen["other"] += 1
+            else:
+                assert np.isfinite(crit_value) and crit_value > e.details["learner"]["threshold"]
+                assert "With 5 refits the test shows a learner-level " in text
+                assert f"only from about {fmt(crit_value)} (its 95% critical value" in text, text
+                seen["other"] += 1
+    assert seen["other"] >= 2 and seen["robust"] >= 1, seen

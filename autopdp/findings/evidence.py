@@ -313,7 +313,9 @@ def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
         p = analytic_p(stats.norm.sf((mean - thr * thr) / se))
     return _item("ice_variance", r.features, s.value, thr, p=p, statistic=statistic,
                  test=f"{TESTS['ice_variance'][1]} over {rows:,} ICE rows",
-                 details={**scale, "z": float((mean - thr * thr) / se) if se > 0 else None})
+                 details={**scale, "z": float((mean - thr * thr) / se) if se > 0 else None,
+                          # the spread the one-sided 95% test needs to reject: its critical value on the statistic
+                          "critical": float(np.sqrt(thr * thr + stats.norm.ppf(0.95) * se)) if se > 0 else None})
 
 
 def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evidence:

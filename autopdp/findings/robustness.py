@@ -294,8 +294,9 @@ def _one(e: Evidence, crit: str, base: str, le: Evidence | None, stab, refits) -
     if not np.isfinite(le.value):
         return dataclasses.replace(e, robust=None, robust_why="not assessed: the learner-PD has no value of this "
                                    "statistic", stability=stability_value)
+    critical = le.noise_level if np.isfinite(le.noise_level) else (le.details or {}).get("critical")
     learner = {"value": le.value, "threshold": le.threshold, "noise_level": le.noise_level, "test": le.test,
-               "refits": int(refits.fitted)}
+               "refits": int(refits.fitted), "critical": critical}
     if le.material and not np.isfinite(le.p_value):
         return dataclasses.replace(e, robust=None, robust_why=f"not assessed: the learner-level test could not be "
                                    f"run ({le.why})", stability=stability_value,

@@ -411,6 +411,24 @@ def robustness_sentence(e, refits, name: str) -> str:
     stat = (e.statistic or e.criterion).split(" (")[0]
     values = f"{stat} {fmt(learner.get('value'))} against this fit's {fmt(e.value)}"
     it = "they" if " and " in name else "it"  # a pair's two features
+    return _not_robust(which, kind, k, values, p, count, held, name, it) + _detectable(learner, stat, k)
+
+
+def _detectable(learner: dict, stat: str, k: int) -> str:
+    """The smallest learner-level effect the refit test could show at its K and rows: its critical value (the 95%
+    quantile of its draws at the threshold), before the adjustment across the PDPs."""
+    crit = learner.get("critical", learner.get("noise_level"))
+    value, thr = (float(learner[k]) if learner.get(k) is not None else np.nan for k in ("value", "threshold"))
+    if (crit is None or not np.isfinite(float(crit))) and np.isfinite(thr) and value <= thr:
+        return (f" The learner-PD's {stat} is at most the materiality threshold {fmt(thr)}, so no test at the "
+                "learner level could show it.")
+    if crit is None or not np.isfinite(float(crit)):
+        return ""
+    return (f" With {k} refits the test shows a learner-level {stat} only from about {fmt(crit)} (its 95% critical "
+            "value, before the adjustment across PDPs); a smaller effect of the learner would go unseen.")
+
+
+def _not_robust(which, kind, k, values, p, count, held, name, it) -> str:
     if kind == "unconfirmed":
         return (f"{which} is not shown to be robust: the learner-PD (the mean of {k} refits' PDs) has it too ({values}), but "
                 f"not clear of the spread between refits ({p}; found by {count} refits' own tests). "
