@@ -23,8 +23,9 @@ docx = pytest.importorskip("docx")
 
 DEFINITION = (
     "A PDP is a finding under a criterion only when its effect exceeds the materiality threshold "
-    "(0.07 × the standard deviation of the model's predictions, on the criterion's scale; for the correlation "
-    "criterion an association of 0.4 on its 0-1 scale) with 90% confidence after the Benjamini-Hochberg adjustment "
+    "(0.07 × the standard deviation of the model's predictions, on the criterion's scale; for the slope a change of "
+    "twice that across its steepest interval, the least step that makes a feature an importance finding; for the "
+    "correlation criterion an association of 0.4 on its 0-1 scale) with 90% confidence after the Benjamini-Hochberg adjustment "
     "across the PDPs of the criterion, conditional on the fitted model: a one-sided test rejects \"the effect is at "
     "most the materiality threshold\" at adjusted p ≤ 0.1."
 )

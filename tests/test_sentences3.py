@@ -291,12 +291,15 @@ def test_the_importance_table_is_ranked_named_by_class_and_says_which_are_findin
     a = audit(LogisticRegression().fit(X, y), X, y, config=AuditConfig(pairs=False, noise_draws=50))
     ctx = report_context(a, formats=("html", "pdf"))
     for t in (ctx["importance_top"], ctx["importance_table"]):
-        assert t["columns"] == ["rank", "P(y = 1)", "finding?"]
+        assert t["columns"] == ["rank", "P(y = 1)", "finding?", "held-out permutation importance (log-loss increase, "
+                                "95% interval)", "the data show it?"]
         assert [r["values"][0] for r in t["rows"]] == ["1", "2", "3"]
         assert [r["label"] for r in t["rows"]] == ["strong", "weak", "none"]
+        pfi = a.metadata["permutation_importance"]["features"]
         for r in t["rows"]:
             e = a.evidence["importance_1d"][(r["label"],)]
             assert r["values"][2] == ("yes" if e.passed else ("not material" if not e.material else "noise"))
+            assert r["values"][4] == ("yes" if pfi[r["label"]]["shown"] else "no")
     assert ctx["importance_table"]["rows"][0]["values"][2] == "yes"
 
 
