@@ -612,3 +612,28 @@ def test_slope_evidence_gives_every_number_on_one_scale_and_the_pair_importance_
     assert f"({fmt(abs(s.details['per_unit']))} per unit of a" in sentence  # the verb carries the sign
     pair = finding_sentence(("a", "b"), "importance", None, criteria={"importance": 0.07}, outcome="P(y = 1)")
     assert "(pair importance 0.07 on P(y = 1): the geometric mean of the two features' importances" in pair
+
+
+def test_read_through_wording_ood_verdict_intersection_surrogate_and_specific():
+    """The read-through of a credit report (issue 52): an OOD share in the caution band names its verdict and is not
+    called extrapolation; a pair's intersection sentence says its surrogate-importance finding counted with
+    importance; the surrogate's pair importance names its scale."""
+    from autopdp.report.findings import finding_sentence
+
+    caution = finding_sentence(("f",), "ood_share", SimpleNamespace(value=0.38, details={}, target=None,
+                                                                     comparison=None, available=True))
+    assert "38% of the rows behind this PD are out of distribution in f, verdict caution (ok up to 10%" in caution
+    assert "extrapolation" not in caution
+    mostly = finding_sentence(("f",), "ood_share", SimpleNamespace(value=0.56, details={}, target=None,
+                                                                    comparison=None, available=True))
+    assert "verdict mostly unrealistic" in mostly and mostly.endswith("read it as extrapolation.")
+    e = SimpleNamespace(passed=True, details={"criteria": ["importance", "interaction"],
+                                              "with_importance": ["surrogate_importance"]})
+    text = finding_sentence(("a", "b"), "intersection", None, criteria={"importance": 0.1, "interaction": 0.2,
+                                                                        "intersection": 0.9}, evidence=e)
+    assert "a finding under 2 criteria at once (importance 0.1 and interaction 0.2; its surrogate_importance " \
+           "finding, another reading of importance, counted with it)" in text
+    sur = finding_sentence(("a", "b"), "surrogate_importance", None, criteria={"surrogate_importance": 0.0788},
+                           outcome="P(y = 1)")
+    assert "(pair importance 0.0788 on that scale: the geometric mean of the two features' importances" in sur
+    assert "additive surrogate of P(y = 1)" in sur

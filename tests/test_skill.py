@@ -178,6 +178,15 @@ def test_a_finding_not_shown_robust_states_the_smallest_effect_the_refit_test_co
             if robust_kind(e) == "robust":
                 assert "would go unseen" not in text
                 seen["robust"] += 1
+            elif e.details["learner"].get("floored"):  # the ICE spread: the refits' own spread took all of it
+                learner = e.details["learner"]
+                assert robust_kind(e) == "unconfirmed" and learner["value"] == 0.0
+                need = np.hypot(learner["refit_spread"], learner["threshold"])
+                assert (f"the refits' averaged ICE curves spread by {fmt(learner['averaged'])} against this fit's "
+                        f"{fmt(e.value)}, but the refits' own spread, {fmt(learner['refit_spread'])}") in text, text
+                assert f"would have to spread by about {fmt(need)} or more to show one" in text
+                assert learner["averaged"] <= learner["refit_spread"]
+                seen["floored"] = seen.get("floored", 0) + 1
             elif crit_value is None:  # the learner-PD below the threshold: no test ran
                 learner = e.details["learner"]
                 assert learner["value"] <= learner["threshold"], (crit, learner)
@@ -188,4 +197,4 @@ def test_a_finding_not_shown_robust_states_the_smallest_effect_the_refit_test_co
                 assert "With 5 refits the test shows a learner-level " in text
                 assert f"only from about {fmt(crit_value)} (its 95% critical value" in text, text
                 seen["other"] += 1
-    assert seen["other"] >= 2 and seen["robust"] >= 1, seen
+    assert seen["other"] >= 2 and seen["robust"] >= 1 and seen.get("floored", 0) >= 1, seen

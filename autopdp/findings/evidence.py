@@ -287,7 +287,8 @@ def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
     d = s.details or {}
     scale_name = d.get("scale", "prediction")
     statistic = f"spread of centred ICE curves on the {scale_name.split(' (')[0]} scale"
-    scale = {"scale": scale_name, **{k: d[k] for k in ("clipped_share", "margin_unavailable") if k in d}}
+    kept = ("clipped_share", "margin_unavailable", "floored", "uncorrected_mean_square", "refit_bias")  # the learner's
+    scale = {"scale": scale_name, **{k: d[k] for k in kept if k in d}}
     if d.get("centering") == "none":
         return _item("ice_variance", r.features, s.value, thr_response, statistic="spread of uncentred ICE curves",
                      reason="the uncentred spread (centering='none') measures the rows' levels; it has no noise "

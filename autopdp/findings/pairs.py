@@ -98,7 +98,8 @@ def _intersection(two_d, evidence: dict, two_intersection: dict) -> dict:
     for r in two_d:
         passed = [c for c in PAIR_CRITERIA_TESTED
                   if c in evidence and r.features in evidence[c] and evidence[c][r.features].passed]
-        if "importance" in passed and "surrogate_importance" in passed:
+        once = "importance" in passed and "surrogate_importance" in passed
+        if once:
             passed.remove("surrogate_importance")  # two readings of one fact: both features matter
         value = float(two_intersection.get(r.features, np.nan))
         ok = len(passed) >= 2
@@ -106,7 +107,8 @@ def _intersection(two_d, evidence: dict, two_intersection: dict) -> dict:
         inter[r.features] = Evidence("intersection", r.features, value, np.nan, np.nan, np.nan, 2.0, ok, ok, why,
                                      test="count of the other criteria's findings", statistic="criteria passed",
                                      null="none of its own: it counts the other criteria's tested findings",
-                                     details={"criteria": passed})
+                                     details={"criteria": passed, **({"with_importance": ["surrogate_importance"]}
+                                                                     if once else {})})
     return inter
 
 

@@ -214,7 +214,8 @@ def _jackknife_ice(inputs, learner_results, refits, link, correction):
             se = float(s.details["mean_square_se"])
             part = k * correction * v_jack
             details = {**s.details, "mean_square": corrected, "mean_square_se": float(np.sqrt(se * se + part)),
-                       "refit_se": float(np.sqrt(part)), "refit_bias": bias, "uncorrected_mean_square": mean}
+                       "refit_se": float(np.sqrt(part)), "refit_bias": bias, "uncorrected_mean_square": mean,
+                       "floored": bool(corrected <= 0)}  # the refits' own spread took all of it: nothing measured
             utility_scores[r.features]["ice_variance"] = dataclasses.replace(
                 s, value=float(np.sqrt(max(corrected, 0.0))), details=details)
     return adjust
@@ -294,9 +295,13 @@ def _one(e: Evidence, crit: str, base: str, le: Evidence | None, stab, refits) -
     if not np.isfinite(le.value):
         return dataclasses.replace(e, robust=None, robust_why="not assessed: the learner-PD has no value of this "
                                    "statistic", stability=stability_value)
-    critical = le.noise_level if np.isfinite(le.noise_level) else (le.details or {}).get("critical")
+    ld = le.details or {}
+    critical = le.noise_level if np.isfinite(le.noise_level) else ld.get("critical")
     learner = {"value": le.value, "threshold": le.threshold, "noise_level": le.noise_level, "test": le.test,
                "refits": int(refits.fitted), "critical": critical}
+    if ld.get("floored"):  # the ICE spread: the refits' own spread is at least the averaged curves' spread
+        learner.update(floored=True, averaged=float(np.sqrt(max(ld["uncorrected_mean_square"], 0.0))),
+                       refit_spread=float(np.sqrt(max(ld["refit_bias"], 0.0))))
     if le.material and not np.isfinite(le.p_value):
         return dataclasses.replace(e, robust=None, robust_why=f"not assessed: the learner-level test could not be "
                                    f"run ({le.why})", stability=stability_value,

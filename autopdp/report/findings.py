@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..utils.formatting import fmt, share, where_text
-from ..trust.ood import OOD_MOSTLY, OOD_OK
+from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
 
 __all__ = ["finding_sentence", "UTILITY_TITLES", "UTILITY_DEFINITIONS", "PAIR_SENTENCES", "fmt", "p_text", "evidence_text",
            "robust_kind", "robustness_sentence"]
@@ -48,8 +48,9 @@ UTILITY_DEFINITIONS = {
     ),
     "slope": (
         "The steepest change of the PD between neighbouring grid values (paper eq. 11). The ranking value is that "
-        "slope per grid range of the feature (its grid's span, the 5th to 95th percentile by default, not the data's "
-        "whole range); the findings state what it does in the feature's units: the change of "
+        "slope per grid range of the feature (its grid's span: the 5th to 95th percentile by default; the whole range "
+        "for a feature with few distinct values, every one of which is on the grid); the findings state what it does "
+        "in the feature's units: the change of "
         "the prediction across the steepest interval and the slope per unit. It is material when that change is at "
         "least twice the materiality fraction × the prediction standard deviation: the least step that makes a "
         "feature an importance finding (a step of height h moves the PD's standard deviation by at most h / 2). A PD that is a straight line has no "
@@ -197,16 +198,20 @@ def _pair_interaction(name, c, outcome, evidence):
 
 
 def _pair_surrogate(name, c, outcome, evidence):
-    of = f"of {outcome}" if outcome else "of the model"
+    of = f"of {outcome}" if outcome else "of the model's prediction"
     return (f"{name}: both features matter to an additive surrogate {of} (pair importance "
-            f"{fmt(c.get('surrogate_importance'))}).")
+            f"{fmt(c.get('surrogate_importance'))} on that scale: the geometric mean of the two features' importances "
+            "in the surrogate).")
 
 
 def _pair_intersection(name, c, outcome, evidence):
-    passed = list((getattr(evidence, "details", None) or {}).get("criteria") or [])
+    details = getattr(evidence, "details", None) or {}
+    passed = list(details.get("criteria") or [])
     if evidence is not None and getattr(evidence, "passed", False) and passed:
         each = " and ".join(k if fmt(c.get(k)) == "n/a" else f"{k} {fmt(c.get(k), 2 if k == 'correlation' else 3)}"
                             for k in passed)
+        if details.get("with_importance"):  # counted once: both say the two features matter
+            each += "; its surrogate_importance finding, another reading of importance, counted with it"
         return (f"{name}: a finding under {len(passed)} criteria at once ({each}); mean percentile "
                 f"{fmt(c.get('intersection'), 2)} across every score of the 2D PDs (the pair criteria and the "
                 "utilities scored on them).")
@@ -351,8 +356,12 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
         where = f" between {fmt(between[0])} and {fmt(between[1])}" if between else ""
         return f"{name}: the steepest change of {avg} is{where}: {v} per grid range of {name}{rel}."
     if uid == "ood_share":
-        return (f"{name}: {share(score.value, OOD_OK, OOD_MOSTLY)} of the rows behind this PD are out of distribution in {name} "
-                f"(verdict: ok up to {OOD_OK:.0%}, mostly unrealistic above {OOD_MOSTLY:.0%}); read it as extrapolation.")
+        verdict = ood_verdict(score.value)
+        advice = {"mostly unrealistic": "read it as extrapolation", "caution": "read it with care where the grey bands "
+                  "mark unrealistic rows"}.get(verdict, "it rests on realistic rows")
+        return (f"{name}: {share(score.value, OOD_OK, OOD_MOSTLY)} of the rows behind this PD are out of distribution in "
+                f"{name}, verdict {verdict} (ok up to {OOD_OK:.0%}, mostly unrealistic above {OOD_MOSTLY:.0%}); "
+                f"{advice}.")
     if uid in ("stratpd", "ale_divergence"):
         what = "the data's own partial dependence (StratPD)" if uid == "stratpd" else "its accumulated local effects (ALE)"
         return f"{name}: the centred PD{of} departs from {what} by {v}{rel}."
@@ -378,6 +387,8 @@ def robust_kind(e) -> str:
     if e.robust:
         return "robust"
     learner = (e.details or {}).get("learner") or {}
+    if learner.get("floored"):  # the refits' own spread took all of the averaged curves': nothing left to judge by
+        return "unconfirmed"
     lv = float(learner.get("value") if learner.get("value") is not None else np.nan)
     thr = float(learner.get("threshold") if learner.get("threshold") is not None else np.nan)
     if not np.isfinite(lv) or (np.isfinite(thr) and lv <= thr) or lv < 0.5 * float(e.value):
@@ -410,6 +421,14 @@ def robustness_sentence(e, refits, name: str) -> str:
     learner = (e.details or {}).get("learner") or {}
     stat = (e.statistic or e.criterion).split(" (")[0]
     values = f"{stat} {fmt(learner.get('value'))} against this fit's {fmt(e.value)}"
+    if learner.get("floored"):
+        need = float(np.hypot(learner["refit_spread"], learner["threshold"]))
+        return (f"{which} is not shown to be robust: the refits' averaged ICE curves spread by "
+                f"{fmt(learner['averaged'])} against this fit's {fmt(e.value)}, but the refits' own spread, "
+                f"{fmt(learner['refit_spread'])} with the correction for their overlapping training sets, accounts for "
+                f"all of it, so no spread of the learner's is measured (found by {count} refits' own tests). With {k} "
+                f"refits the averaged curves would have to spread by about {fmt(need)} or more to show one. "
+                "Recommendation: treat it as uncertain; more training data would tell.")
     it = "they" if " and " in name else "it"  # a pair's two features
     return _not_robust(which, kind, k, values, p, count, held, name, it) + _detectable(learner, stat, k)
 
@@ -438,6 +457,7 @@ def _not_robust(which, kind, k, values, p, count, held, name, it) -> str:
                 f"here (found by {count} refits' own tests), but their mean, the learner-PD, shows much less "
                 f"({values}; {p}). Recommendation: regularise or constrain the learner, or drop {name} if {it} "
                 f"should not matter.")
-    return (f"{which} is specific to this fit: the model has it, refits of the same learner on other samples do not (found by "
+    return (f"{which} is specific to this fit: the model has it, refits of the same learner on other samples do not show "
+            f"it clear of noise (found by "
             f"{count} refits' own tests; learner-PD {values}; {p}). Recommendation: regularise or constrain the "
             f"learner, or drop {name} if {it} should not matter.")
