@@ -54,16 +54,19 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     cfg = AuditConfig(pairs=False, utilities=("slope",))
     for name, make in LEARNERS.items():
-        slope_noise = imp_noise = planted = 0
+        slope_noise = imp_noise = planted = supported = 0
         for seed in range(args.seeds):
             Xt, yt, Xa, ya = _data(seed, args.step)
             a = audit(make(seed).fit(Xt, yt), Xa, ya, config=cfg, random_state=seed)
             slope_noise += sum(a.evidence["slope"][(f,)].passed for f in NOISE)
+            pfi = a.metadata["permutation_importance"]["features"]
+            supported += sum(a.evidence["slope"][(f,)].passed and pfi[f]["shown"] for f in NOISE)
             imp_noise += sum(a.evidence["importance_1d"][(f,)].passed for f in NOISE)
             planted += a.evidence["slope"][("x5",)].passed
         n = args.seeds * len(NOISE)
         print(f"{name:4s} noise features that are slope findings      {_ci(slope_noise, n)}")
         print(f"{name:4s} noise features that are importance findings {_ci(imp_noise, n)}")
+        print(f"{name:4s} ... slope findings the held-out data support   {_ci(supported, n)}")
         print(f"{name:4s} planted step h = {args.step:g} found as a slope finding {_ci(planted, args.seeds)}")
     print(f"({time.perf_counter() - started:.0f} s; load at end: "
           f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()})")

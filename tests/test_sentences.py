@@ -50,7 +50,9 @@ def test_multiclass_summary_names_every_class_and_each_finding_its_own(wine):
             assert "class" in f["sentence"] or "cultivar = " in f["sentence"], f["sentence"]
     # the importance chart is the largest across the classes, and says so; tables name each class
     assert "largest across classes 0, 1, 2" in ctx["importance_svg"]
-    assert ctx["importance_table"]["columns"] == ["rank", *(f"P(cultivar = {c})" for c in (0, 1, 2)), "finding?"]
+    assert ctx["importance_table"]["columns"] == ["rank", *(f"P(cultivar = {c})" for c in (0, 1, 2)), "finding?",
+                                                  "held-out permutation importance (log-loss increase, 95% interval)",
+                                                  "the data show it?"]
     assert all("P(cultivar = " in s["caption"] for s in ctx["small_multiples"])
 
 
@@ -167,8 +169,10 @@ def test_diabetes_slope_is_stated_in_units_with_materiality_on_the_change():
     assert f"between {fmt(lo)} and {fmt(hi)}" in text and fmt(abs(dd["change"])) in text
     assert ("rises" in text) == (dd["change"] > 0)
     e = a.evidence["slope"][("bmi",)]
-    assert e.material == (abs(dd["change"]) >= a.config.materiality * sd)
-    assert np.isclose(e.threshold, a.config.materiality * sd / dd["share_of_range"])
+    # material from twice the threshold: the least step that makes a feature an importance finding (issue 53)
+    assert e.material == (abs(dd["change"]) >= 2 * a.config.materiality * sd)
+    assert np.isclose(e.threshold, 2 * a.config.materiality * sd / dd["share_of_range"])
+    assert np.isclose(e.details["change_threshold"], 2 * a.config.materiality * sd)
 
 
 def test_linear_pd_is_described_as_linear():
