@@ -637,3 +637,19 @@ def test_read_through_wording_ood_verdict_intersection_surrogate_and_specific():
                            outcome="P(y = 1)")
     assert "(pair importance 0.0788 on that scale: the geometric mean of the two features' importances" in sur
     assert "additive surrogate of P(y = 1)" in sur
+
+
+def test_a_one_class_pair_importance_sentence_names_the_class_probability():
+    """The demo's read: "pair importance 0.0796 on the model's prediction" for a classifier, whose PDs are of
+    P(bad_credit = 1).  With one target the pair importance names that outcome."""
+    from sklearn.linear_model import LogisticRegression
+
+    from autopdp.report.context import findings_context
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"a": rng.normal(size=500), "b": rng.normal(size=500)})
+    y = (X.a + X.b + rng.logistic(size=500) > 0).astype(int).rename("y")
+    a = audit(LogisticRegression().fit(X, y), X, y, config=AuditConfig(noise_draws=50, grid_resolution=8,
+                                                                       grid_resolution_2d=5))
+    pairs = [f["sentence"] for f in findings_context(a) if f["kind"] == "2d" and "pair importance" in f["sentence"]]
+    assert pairs and all("on P(y = 1): the geometric mean" in s for s in pairs), pairs

@@ -136,6 +136,8 @@ def _pair_outcome(audit, features, criterion) -> str | None:
         return "each feature's importance taken for the class where it is largest"
     if criterion == "surrogate_importance" and _several(audit):
         return outcome_label(audit, _targets(audit)[0])  # the surrogate is fitted to the first class's output
+    if criterion in ("importance", "surrogate_importance"):  # one target: the PDs' own outcome
+        return outcome_label(audit, _targets(audit)[0] if _targets(audit) else None)
     return None
 
 

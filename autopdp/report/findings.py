@@ -175,7 +175,8 @@ def _pair_correlation(name, c, outcome, evidence):
 def _pair_importance(name, c, outcome, evidence):
     """The pair importance is the geometric mean of the two features' importances, each the density-weighted
     standard deviation of its 1D PD: on the scale of the PDs, the outcome's."""
-    on = f" on {outcome}" if outcome else " on the model's prediction"
+    on = (f", {outcome}" if outcome.startswith("each ") else f" on {outcome}") if outcome else \
+        " on the model's prediction"
     return (f"{name}: both features matter to the model (pair importance {fmt(c.get('importance'))}{on}: the "
             "geometric mean of the two features' importances, each the density-weighted standard deviation of its "
             "1D PD); the surface shows how they work together.")
