@@ -406,11 +406,11 @@ def robustness_sentence(e, refits, name: str) -> str:
         return ""
     which = f"The {criterion_word(e.criterion)} finding"
     if not refits.assessed:
-        return f"Robustness of {which[4:]} not assessed: {refits.reason}."
+        return f"Robustness of the {which[4:]} not assessed: {refits.reason}."
     kind = robust_kind(e)
     if kind == "not assessed":
         why = (e.robust_why or "not assessed").removeprefix("not assessed: ").rstrip(".")
-        return f"Robustness of {which[4:]} not assessed ({why})."
+        return f"Robustness of the {which[4:]} not assessed ({why})."
     k = int(refits.fitted)
     stab = getattr(e, "stability", float("nan"))
     held = int(round(stab * k)) if np.isfinite(stab) else None
