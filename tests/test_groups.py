@@ -139,3 +139,21 @@ def test_cli_group_refusals_are_one_line(tmp_path, capsys, flag, change, message
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("autopdp: error: ") and message in err[0], err
     assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_a_gate_policy_names_the_group_and_compare_takes_the_flag(tmp_path):
+    """The policy's [features.state] names the group, not a column of the file: the gate checks it on the one
+    feature (before, the early check refused 'state' as not in the data)."""
+    X, y, _ = _one_hot(n=300)
+    args = _cli_inputs(tmp_path, X, y)
+    sio.dump(LinearRegression().fit(X, y + 0.1 * X.x), tmp_path / "champ.skops")
+    (tmp_path / "policy.toml").write_text("[features.state]\nmax_similarity = 0.5\n")
+    common = ["--data", str(tmp_path / "d.csv"), "--target", "y", "--group", "state=state_*", "--formats", "json"]
+    assert main(["gate", "--model", str(tmp_path / "m.skops"), "--champion", str(tmp_path / "champ.skops"),
+                 "--policy", str(tmp_path / "policy.toml"), "--out", str(tmp_path / "g"), *common]) == 0
+    gate = json.loads((tmp_path / "g" / "gate.json").read_text())
+    assert [c["feature"] for c in gate["checks"] if c["check"] == "similarity"] == ["state"]
+    assert main(["compare", "--model", f"a={tmp_path / 'm.skops'}", "--model", f"b={tmp_path / 'champ.skops'}",
+                 "--out", str(tmp_path / "c"), *common]) == 0
+    back = autopdp.Audit.from_json(tmp_path / "c" / "results.json")
+    assert ("state",) in set(back.scores["features"])

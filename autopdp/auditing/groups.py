@@ -28,7 +28,7 @@ import pandas as pd
 from ..errors import InputError
 from ..io.loading import column_error
 
-__all__ = ["parse_group", "resolve_groups", "collapse", "wrap_model", "apply_groups", "NONE_LEVEL"]
+__all__ = ["parse_group", "resolve_groups", "collapse", "wrap_model", "apply_groups", "grouped_names", "NONE_LEVEL"]
 
 #: The level of a row with none of the group's dummies set.
 NONE_LEVEL = "(all 0)"
@@ -81,6 +81,17 @@ def resolve_groups(groups: Mapping, columns) -> dict[str, list]:
         if name in columns and owner.get(name) != name:
             raise InputError(f"group name {name!r} is already a column of the data; name the group otherwise.")
     return out
+
+
+def grouped_names(groups: Mapping, columns) -> list:
+    """The feature names an audit with ``groups`` sees: each group's name where its first column was, the other
+    columns as they are (``columns`` unchanged without groups)."""
+    columns = list(columns)
+    if not groups:
+        return columns
+    first = {members[0]: g for g, members in resolve_groups(groups, columns).items()}
+    inside = {c for members in resolve_groups(groups, columns).values() for c in members}
+    return [first.get(c, c) for c in columns if c not in inside or c in first]
 
 
 def _levels(name: str, members: list) -> list[str]:

@@ -275,7 +275,9 @@ def _cmd_gate(args) -> int:
         inputs = _inputs(args, model=args.model, champion=args.champion)
     where = _mlflow_target(args)
     champion_label = _model_label(args.champion, avoid=_model_label(args.model)) if args.champion else None
-    policy.check_features([str(c) for c in X.columns])
+    from ..auditing.groups import grouped_names
+
+    policy.check_features([str(c) for c in grouped_names(cfg.groups, X.columns)])  # a group is one feature
     if policy.needs_target and y is None:  # pragma: no cover - split_target always gives y
         raise InputError("the policy sets max_incidence, which needs --target.")
     with stage("computing and scoring every 1D and 2D partial dependence"):
