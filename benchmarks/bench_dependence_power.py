@@ -18,15 +18,13 @@ import sys
 import time
 from pathlib import Path
 
-from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibration_cases import staircase  # noqa: E402
+from calibration_cases import clopper_pearson, staircase  # noqa: E402
 
 
 def _ci(k: int, n: int) -> str:
-    lo = stats.beta.ppf(0.025, k, n - k + 1) if k else 0.0
-    hi = stats.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    lo, hi = clopper_pearson(k, n)
     return f"{k:3d}/{n:<3d} {k / n:6.1%} [{lo:5.1%}, {hi:5.1%}]"
 
 

@@ -16,12 +16,15 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from calibration_cases import clopper_pearson  # noqa: E402
 from autopdp import AuditConfig, audit, gate
 
 VALUES = np.linspace(0.0, 1.0, 10)
@@ -61,8 +64,7 @@ def _check(a, limit: float):
 
 
 def _ci(k: int, n: int) -> str:
-    lo = stats.beta.ppf(0.025, k, n - k + 1) if k else 0.0
-    hi = stats.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    lo, hi = clopper_pearson(k, n)
     return f"{k / n:6.1%} [{lo:5.1%}, {hi:5.1%}]"
 
 
