@@ -89,8 +89,9 @@ def grouped_names(groups: Mapping, columns) -> list:
     columns = list(columns)
     if not groups:
         return columns
-    first = {members[0]: g for g, members in resolve_groups(groups, columns).items()}
-    inside = {c for members in resolve_groups(groups, columns).values() for c in members}
+    resolved = resolve_groups(groups, columns)
+    first = {members[0]: g for g, members in resolved.items()}
+    inside = {c for members in resolved.values() for c in members}
     return [first.get(c, c) for c in columns if c not in inside or c in first]
 
 

@@ -57,6 +57,12 @@ def _interval(estimate, se, lo=-np.inf, hi=np.inf):
     return [float(max(lo, estimate - z * se)), float(min(hi, estimate + z * se))] if np.isfinite(se) else None
 
 
+def _binary_log_loss(p, positive) -> np.ndarray:
+    """Each row's log-loss of probability ``p`` for the ``positive`` rows against the rest."""
+    p = np.clip(p, _EPS, 1 - _EPS)
+    return -np.where(positive, np.log(p), np.log1p(-p))
+
+
 def _binary(score, positive, w, probabilities: bool) -> dict:
     out: dict = {"kind": "binary", "rows": int(score.size), "positives": int(positive.sum())}
     if positive.all() or not positive.any():
@@ -70,10 +76,8 @@ def _binary(score, positive, w, probabilities: bool) -> dict:
 
         out.update(auc=float(roc_auc_score(positive, score, sample_weight=w)), auc_interval=None)
     if probabilities:
-        p = np.clip(score, _EPS, 1 - _EPS)
         rate = float(np.clip(w @ positive / w.sum(), _EPS, 1 - _EPS))
-        loss = -np.where(positive, np.log(p), np.log1p(-p))
-        base = -np.where(positive, np.log(rate), np.log1p(-rate))
+        loss, base = _binary_log_loss(score, positive), _binary_log_loss(np.full(score.shape, rate), positive)
         out.update(_improvement(loss, base, w, "log_loss"), base_rate=rate)
         if "p_value" not in out:  # weighted: the log-loss improvement is the test
             out.update(p_value=out["improvement_p"], test="log-loss improvement over the base rate, one-sided")
@@ -172,7 +176,7 @@ def _row_loss(adapter, y, classes):
         col = np.array([index[v] for v in np.asarray(y).tolist()])
         return lambda pred: -np.log(np.clip(pred[np.arange(col.size), col], _EPS, 1.0))
     positive = np.asarray(y) == targets[0]
-    return lambda pred: -np.where(positive, np.log(np.clip(pred[:, 0], _EPS, 1)), np.log1p(-np.clip(pred[:, 0], 0, 1 - _EPS)))
+    return lambda pred: _binary_log_loss(pred[:, 0], positive)
 
 
 def _permuted(data, position: int, order):
