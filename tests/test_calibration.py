@@ -223,7 +223,7 @@ def test_each_criterion_names_the_null_and_test_it_ran():
                       "e": rng.normal(size=n), **{f"c{i}": rng.choice(["u", "v", "w"], n) for i in range(5)}})
 
     def model(d):  # d: its importance above the threshold by about twice its noise (the rows' d * e): a p between the floor and 0.1
-        return (0.3 * d.a + 0.3 * d.b + 0.3 * (d.c0 == "u") + d.d * (0.16 + d.e)).to_numpy(dtype=float)
+        return (0.3 * d.a + 0.3 * d.b + 0.3 * (d.c0 == "u") + d.d * (0.148 + d.e)).to_numpy(dtype=float)
 
     y = (model(X) + rng.normal(size=n) > 0.5).astype(int)
     a = audit(model, X, y, config=AuditConfig(grid_resolution=8, grid_resolution_2d=4))

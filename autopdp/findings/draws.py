@@ -9,6 +9,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..scores.scoring import threshold_spread
 from ..scores.utilities.ice_variance import link_scale
 from .significance import NoiseModel, SequentialTest
 
@@ -29,6 +30,12 @@ class _Budget:
 
     def test(self, observed, draw, tol, cap=None) -> SequentialTest:
         return SequentialTest(observed, draw, tol=tol, cap=cap).run_to(self.first)
+
+    def null_test(self, null, tol, cap=None) -> SequentialTest:
+        """The sequential test of a :class:`autopdp.findings.null_draws.NullTest` (studentized: no floating-point
+        zero to set aside, and its noise level read back on the criterion's scale)."""
+        return SequentialTest(null.observed, null.draw, tol=-np.inf if null.studentized else tol, cap=cap,
+                              level_to=null.level_to).run_to(self.first)
 
 
 @dataclass
@@ -67,13 +74,18 @@ def _with_refits(noise: NoiseModel | None, extra, key) -> NoiseModel | None:
     factor = None if noise is None or not extra else extra.get(key)
     if factor is None:
         return noise
-    return NoiseModel(factor=np.vstack([noise.factor, np.asarray(factor, dtype=float)]), shape=noise.shape,
-                      source=f"{noise.source} + the refits' spread, Nadeau-Bengio corrected")
+    return noise.stacked(factor, f"{noise.source} + the refits' spread, Nadeau-Bengio corrected")
 
 
 def _link_threshold(inputs, r, t, scale_name) -> float:
     """The materiality threshold on the scale the ICE spread was measured on: ``materiality`` x the sd of
     the rows' predictions on that scale (the model's margin when the spread was measured on it)."""
+    return _link_scale_threshold(inputs, r, t, scale_name)[0]
+
+
+def _link_scale_threshold(inputs, r, t, scale_name):
+    """``(threshold, spread)``: :func:`_link_threshold` and every row's share of its relative sampling error
+    (:func:`autopdp.scores.scoring.threshold_spread`, None when unknown)."""
     cfg = inputs.config
     pred = inputs.predictions
     link = getattr(inputs, "link", None)
@@ -82,13 +94,16 @@ def _link_threshold(inputs, r, t, scale_name) -> float:
     elif pred is None or scale_name in ("prediction", "decision function", "share of predicted class") \
             or scale_name.startswith("probability"):
         sd = np.asarray(inputs.prediction_std, dtype=float)
-        return float(cfg.materiality * sd[t]) if t < sd.size and np.isfinite(sd[t]) and sd[t] > 0 else float("nan")
+        ok = t < sd.size and np.isfinite(sd[t]) and sd[t] > 0
+        spread = inputs.spread_of(t) if hasattr(inputs, "spread_of") else None
+        return (float(cfg.materiality * sd[t]) if ok else float("nan")), spread
     else:
         all_classes = bool(pred.shape[1] >= 3 and np.allclose(pred.sum(axis=1), 1.0, atol=1e-6))
         col = link_scale(pred.T, r.response, all_classes=all_classes)[0][t]
     col = col[np.isfinite(col)]
     sd = float(col.std()) if col.size > 1 else float("nan")
-    return float(cfg.materiality * sd) if np.isfinite(sd) and sd > 0 else float("nan")
+    ok = np.isfinite(sd) and sd > 0
+    return (float(cfg.materiality * sd) if ok else float("nan")), (threshold_spread(col) if ok else None)
 
 
 def _link_surface(inputs, r):

@@ -25,13 +25,12 @@ from .words import (
 )
 from ..scores.importance import flatness, marginal_weights
 from .null_draws import (
-    _draw_flatness, _draw_lipschitz, _draw_monotonicity, _draw_slope, _weighted_sd,
-    at_threshold,
+    _weighted_sd, at_threshold, minimum_effect, stat_flatness, stat_lipschitz, stat_monotonicity, stat_slope,
 )
 from ..scores.scoring import _weights, grid_cells
 from .significance import (
     ANALYTIC_P_FLOOR, EFFECTIVE_ROWS_FLOOR, TESTS, Evidence, NoiseModel, analytic_p, pd_noise_model,
-    ice_row_weights, noise_gap_reason,
+    ice_row_weights, noise_gap_reason, with_threshold_noise,
 )
 from ..scores.utilities import TRUST_IDS
 from ..pd.link import response_scale_name
@@ -62,11 +61,8 @@ def _monotonicity_both_ways(s, r, curve, noise, w, loss, thr, tol, budget, rng, 
         gap = MonotoneGap(wv, [direction], loss)
         value = gap(curve)
         centre = at_threshold(curve, fit, value, thr)
-
-        def draw(n, centre=centre, gap=gap):
-            e = noise.draw(n, rng).reshape(n, -1)
-            return np.array([gap(centre + e[b]) for b in range(n)])
-        tests.append(budget.test(value, draw, tol))
+        tests.append(budget.null_test(minimum_effect(stat_monotonicity(wv, loss, [direction]), centre, value, thr,
+                                                     noise, rng), tol))
 
     def build(res):
         worst = max(res, key=lambda x: x.p_value)
@@ -109,8 +105,8 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None, extra_noi
     def noise_of(r, t):
         key = (r.features, t)
         if key not in noises:
-            noises[key] = _with_refits(pd_noise_model(r, t, inputs.sample_weight), extra_noise,
-                                       (r.features, t, "response"))
+            noises[key] = _with_refits(pd_noise_model(r, t, inputs.sample_weight, spread=inputs.spread_of(t)),
+                                       extra_noise, (r.features, t, "response"))
         return noises[key]
 
     def threshold(t):
@@ -191,8 +187,8 @@ def _flat_test(criterion, r, t, value, thr, noise, weights, budget, tol, *, stat
     wv = np.full(curve.size, 1.0 / curve.size) if weights is None else np.asarray(weights, dtype=float).ravel()
     level = float(np.sum(wv * curve) / np.sum(wv)) if np.sum(wv) > 0 else float(np.mean(curve))
     centre = at_threshold(curve, np.full(curve.size, level), value, thr)
-    test = budget.test(value, _draw_flatness(noise, kind, weights, _rng(r.features, f"{criterion}{t}{rng_salt}"),
-                                             centre), tol)
+    test = budget.null_test(minimum_effect(stat_flatness(kind, weights), centre, value, thr, noise,
+                                           _rng(r.features, f"{criterion}{t}{rng_salt}")), tol)
 
     def build(res):
         return _item(criterion, r.features, value, thr, p=res[0].p_value, noise=res[0].noise_level,
@@ -232,18 +228,19 @@ def _test_1d(uid, s, r, t, w, cells, inputs, noise_of, budget, thr, tol) -> Evid
         return _monotonicity_both_ways(s, r, curve, noise, w, cfg.loss, thr, tol, budget, rng, statistic)
     if uid == "monotonicity":
         centre = at_threshold(curve, np.asarray(s.comparison, dtype=float).ravel(), s.value, thr)
-        draw = _draw_monotonicity(s, noise, w, cfg.loss, bool(s.details.get("declared")), rng, centre)
+        stat = stat_monotonicity(np.asarray(w, dtype=float).ravel(), cfg.loss, [s.details.get("direction")]
+                                 if s.details.get("declared") else ["increasing", "decreasing"])
     elif uid == "lipschitz":
         centre = at_threshold(curve, np.asarray(s.comparison, dtype=float).ravel(), s.value, thr)
-        draw = _draw_lipschitz(s, noise, r, w, cfg.loss, rng, centre)
+        stat = stat_lipschitz(r, np.asarray(w, dtype=float).ravel(), cfg.loss, float(s.details["bound"][0]))
         cap = LIPSCHITZ_MAX_DRAWS
     elif uid == "slope":
-        draw = _draw_slope(noise, r, rng, at_threshold(curve, np.zeros_like(curve), s.value, thr))
+        centre, stat = at_threshold(curve, np.zeros_like(curve), s.value, thr), stat_slope(r)
     else:
         return _item(uid, r.features, s.value, thr, statistic=statistic, reason=f"no noise test for {uid}")
-    if draw is None:
+    if stat is None:
         return _item(uid, r.features, s.value, thr, statistic=statistic, reason="the grid has no range")
-    test = budget.test(s.value, draw, tol, cap=cap)
+    test = budget.null_test(minimum_effect(stat, centre, s.value, thr, noise, rng), tol, cap=cap)
 
     def build(res):
         return _item(uid, r.features, s.value, thr, p=res[0].p_value, noise=res[0].noise_level, draws=res[0].draws,
@@ -405,11 +402,13 @@ def _similarity_item(uid, s, r, t, w, inputs, thr, tol, budget) -> Evidence:
     wv = np.asarray(w, dtype=float)
     rng = _rng(r.features, uid)
     diff = np.asarray(r.average[t], dtype=float).ravel() - _other_curve(other, s.target, r)
-    centre = at_threshold(diff, np.zeros_like(diff), shape_gap, thr) if np.isfinite(diff).all() else 0.0
+    centre = at_threshold(diff, np.zeros_like(diff), shape_gap, thr) if np.isfinite(diff).all() \
+        else np.zeros(diff.size)
+    noise = with_threshold_noise(noise, inputs.spread_of(t))
 
-    def draw(n):
-        return _weighted_sd(centre + noise.draw(n, rng).reshape(n, -1), wv) if wv.sum() > 0 else np.zeros(n)
-    test = budget.test(shape_gap, draw, tol)
+    def gap(curves):
+        return _weighted_sd(curves, wv) if wv.sum() > 0 else np.zeros(curves.shape[0])
+    test = budget.null_test(minimum_effect(gap, centre, shape_gap, thr, noise, rng), tol)
 
     def build(res):
         return _item(uid, r.features, shape_gap, thr, p=res[0].p_value, noise=res[0].noise_level, draws=res[0].draws,

@@ -5,6 +5,9 @@ interaction statistic with its additive fit.  Used by :mod:`autopdp.findings.evi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
 from ..scores.importance import flatness, interaction_statistic
@@ -13,7 +16,7 @@ from ..scores.utilities.base import axis_positions, gap_of_draws
 from ..scores.utilities.lipschitz import fast_lipschitz_fit_1d
 from ..scores.utilities.monotone_fit import MonotoneGap
 
-__all__ = ["at_threshold"]
+__all__ = ["at_threshold", "noise_and_threshold", "minimum_effect", "NullTest"]
 
 
 def at_threshold(curve, fit, value: float, threshold: float, statistic=None, batch=None) -> np.ndarray:
@@ -56,55 +59,107 @@ def at_threshold(curve, fit, value: float, threshold: float, statistic=None, bat
     return fit + (curve - fit) * lo
 
 
-def _draw_monotonicity(score, noise: NoiseModel, w, loss, declared, rng, centre=None):
-    """Each draw refitted as the score is: weighted by ``w`` under ``loss``, the best of both directions
-    (or the declared one) by the weighted score itself (:class:`~autopdp.scores.utilities.monotone_fit.MonotoneGap`)."""
-    g = np.asarray(score.comparison if centre is None else centre, dtype=float).ravel()
-    dirs = [score.details.get("direction")] if declared else ["increasing", "decreasing"]
-    gap = MonotoneGap(w, dirs, loss)
-
-    def draw(n):
-        e = noise.draw(n, rng).reshape(n, -1)
-        return np.array([gap(g + e[b]) for b in range(n)])
-    return draw
+def noise_and_threshold(noise: NoiseModel, n: int, rng, thr) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` draws of the PD's noise (flattened, ``(n, cells)``) and of the materiality threshold's own error on
+    the statistic's scale (``thr`` x its relative error, drawn with the same rows: :meth:`NoiseModel.draw_pair`)."""
+    e, rel = noise.draw_pair(n, rng)
+    ok = thr is not None and np.isfinite(thr) and thr > 0
+    return e.reshape(n, -1), (float(thr) * rel if ok else np.zeros(n))
 
 
-def _draw_lipschitz(score, noise: NoiseModel, result, w, loss, rng, centre=None):
-    g = np.asarray(score.comparison if centre is None else centre, dtype=float).ravel()
+@dataclass(frozen=True)
+class NullTest:
+    """A minimum-effect test's observed statistic, its null draws and how a null quantile reads on the
+    criterion's scale (:func:`minimum_effect`)."""
+
+    observed: float
+    draw: Callable
+    level_to: Callable | None
+    studentized: bool
+
+
+#: draws per block of a studentized null (its multipliers are draws x rows)
+_BLOCK = 2048
+
+
+def minimum_effect(stat, centre, value: float, thr: float, noise: NoiseModel, rng) -> NullTest:
+    """The null of "the statistic is at most the threshold", as a wild bootstrap-t of the rows.
+
+    ``stat``: the statistic of a stack of flattened curves ``(n, cells) -> (n,)``; ``centre``: the least
+    favourable curve (:func:`at_threshold`: its statistic is ``thr``).  The tested quantity is the statistic less
+    the threshold the audit measured (materiality x the prediction sd of the same rows), linearised per row as
+    ``a_i = gradient . d_i - thr r_i`` (``d_i`` the row's departure, ``r_i`` its share of the threshold's relative
+    error).  Observed: ``(value - thr) / se``, ``se = sqrt(sum a_i^2)``; each null draw: the statistic of the
+    centre plus a Mammen wild-bootstrap draw of the rows, less the threshold moved by the same draw, over that
+    draw's own standard error (:meth:`NoiseModel.draw_studentized`).  Studentizing carries the correlation between
+    a skewed mean and its estimated spread that a normal draw misses (a threshold read off heavy-tailed
+    predictions is small exactly when its estimated error is small), and the joint draw carries the threshold's
+    own sampling error.  With no threshold (materiality 0: the statistic's null is its boundary, 0, where the
+    gradient vanishes) it is the plain Monte-Carlo test: the statistic of the fit plus normal draws."""
+    c = np.asarray(centre, dtype=float).ravel()
+    if thr is not None and np.isfinite(thr) and thr > 0:
+        grad = _gradient(stat, c, noise)
+        loading = 0.0 if noise.spread is None else noise.spread
+        direction = noise.factor @ grad - float(thr) * loading
+        se = float(np.linalg.norm(direction))
+        if np.isfinite(se) and se > 0:
+            def draw(n):
+                out = []
+                for m in [_BLOCK] * (n // _BLOCK) + ([n % _BLOCK] if n % _BLOCK else []):
+                    e, rel, sd = noise.draw_studentized(m, rng, direction)
+                    out.append((stat(c[None] + e.reshape(m, -1)) - float(thr) * (1.0 + rel)) / sd)
+                return np.concatenate(out)
+            return NullTest((float(value) - float(thr)) / se, draw, lambda q: float(thr) + q * se, True)
+
+    def plain(n):
+        e, moved = noise_and_threshold(noise, n, rng, thr)
+        return stat(c[None] + e) - moved
+    return NullTest(float(value), plain, None, False)
+
+
+def _gradient(stat, c: np.ndarray, noise: NoiseModel) -> np.ndarray:
+    """The statistic's gradient at ``c`` by central differences, each cell's step a thousandth of its noise sd."""
+    h = 1e-3 * np.asarray(noise.sd, dtype=float).ravel()
+    idx = np.flatnonzero(np.isfinite(h) & (h > 0))
+    g = np.zeros(c.size)
+    if not idx.size:
+        return g
+    steps = np.zeros((2 * idx.size, c.size))
+    steps[np.arange(idx.size), idx] = h[idx]
+    steps[idx.size + np.arange(idx.size), idx] = -h[idx]
+    values = np.asarray(stat(c[None] + steps), dtype=float)
+    g[idx] = (values[:idx.size] - values[idx.size:]) / (2.0 * h[idx])
+    return np.where(np.isfinite(g), g, 0.0)
+
+
+def stat_monotonicity(w, loss, directions):
+    """The gap to the best monotone curve (of ``directions``), refitted per curve as the score is."""
+    gap = MonotoneGap(w, list(directions), loss)
+    return lambda curves: np.array([gap(h) for h in curves])
+
+
+def stat_lipschitz(result, w, loss, bound: float):
     x = axis_positions(result, 0)
-    bound = float(score.details["bound"][0])
-
-    def draw(n):
-        e = noise.draw(n, rng).reshape(n, -1)
-        out = np.empty(n)
-        for b in range(n):
-            h = g + e[b]
-            out[b] = gap_of_draws((h - fast_lipschitz_fit_1d(h, x, bound, w, loss))[None], w, loss)[0]
-        return out
-    return draw
+    return lambda curves: np.array([
+        gap_of_draws((h - fast_lipschitz_fit_1d(h, x, bound, w, loss))[None], w, loss)[0] for h in curves])
 
 
-def _draw_slope(noise: NoiseModel, result, rng, centre=None):
+def stat_slope(result):
+    """The steepest slope per grid range, or None when the grid has no range."""
     x = axis_positions(result, 0)
     if x is None or x.size < 2 or x[-1] == x[0]:
         return None
     du = np.diff((x - x[0]) / (x[-1] - x[0]))
-    base = 0.0 if centre is None else np.asarray(centre, dtype=float).ravel()
 
-    def draw(n):
-        e = base + noise.draw(n, rng).reshape(n, -1)
+    def steepest(curves):
         with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.abs(np.diff(e, axis=-1)) / du
+            s = np.abs(np.diff(curves, axis=-1)) / du
         return np.max(np.where(np.isfinite(s), s, 0.0), axis=-1)
-    return draw
+    return steepest
 
 
-def _draw_flatness(noise: NoiseModel, kind, weights, rng, centre=None):
-    base = 0.0 if centre is None else np.asarray(centre, dtype=float).ravel()
-
-    def draw(n):
-        return flatness(base + noise.draw(n, rng).reshape(n, -1), kind, axis=-1, weights=weights)
-    return draw
+def stat_flatness(kind, weights):
+    return lambda curves: flatness(curves, kind, axis=-1, weights=weights)
 
 
 def _interaction_stat(avg: np.ndarray, kinds, weights) -> np.ndarray:

@@ -6,8 +6,8 @@ import numpy as np
 
 from ..pd.link import response_scale_name
 from ..scores.importance import marginal_weights
-from .draws import _Budget, _link_surface, _link_threshold, _Pending, _resolve, _rng, _short, _with_refits
-from .null_draws import _additive_fit, _interaction_stat, at_threshold
+from .draws import _Budget, _link_surface, _link_scale_threshold, _Pending, _resolve, _rng, _short, _with_refits
+from .null_draws import _additive_fit, _interaction_stat, at_threshold, minimum_effect
 from .significance import TESTS, Evidence, analytic_p, noise_gap_reason, pd_noise_model
 from .words import _PAIR_NULL, _PAIR_UNTESTED, _SURROGATE_NOT_MATERIAL, _finish, _intersection_why, _item, \
     _pair_importance_reason
@@ -64,7 +64,7 @@ def _interaction(inputs, r, tests: tuple, extra_noise, budget: _Budget):
     stat = _interaction_stat(avg, r.kinds, mw)
     t = int(np.nanargmax(stat)) if np.isfinite(stat).any() else 0
     scale_name = response_scale_name(r.response) if surface is None else surface.name
-    thr = threshold(t) if surface is None else _link_threshold(inputs, r, t, scale_name)
+    thr, spread = (threshold(t), None) if surface is None else _link_scale_threshold(inputs, r, t, scale_name)
     statistic = f"Greenwell interaction on the {_short(scale_name)} scale"
     # on a link scale the surface is the mean of the kept rows' ICE surfaces on that scale: those rows are its sample
     scale = {"scale": scale_name, **({"link_rows": int(np.shape(rs.individual)[1])} if surface is not None else {})}
@@ -72,7 +72,7 @@ def _interaction(inputs, r, tests: tuple, extra_noise, budget: _Budget):
         return _item("interaction", r.features, stat[t], thr, details=scale,
                      p=1.0 if np.isfinite(thr) else np.nan, statistic=statistic)
     noise = noise_of(r, t) if surface is None else \
-        _with_refits(pd_noise_model(rs, t, sw), extra_noise, (r.features, t, "link"))
+        _with_refits(pd_noise_model(rs, t, sw, spread=spread), extra_noise, (r.features, t, "link"))
     if noise is None:
         return _item("interaction", r.features, stat[t], thr, statistic=statistic, details=scale,
                      reason=noise_gap_reason(rs, t, sw) or "no standard errors for this 2D PD (std_rows=0)")
@@ -80,10 +80,10 @@ def _interaction(inputs, r, tests: tuple, extra_noise, budget: _Budget):
                         statistic=lambda f: float(_interaction_stat(f[None], r.kinds, mw)[0]),
                         batch=lambda fs: _interaction_stat(fs, r.kinds, mw))
     rng = _rng(r.features, "interaction")
-
-    def draw(n):
-        return _interaction_stat(base[None] + noise.draw(n, rng), r.kinds, mw)
-    test = budget.test(stat[t], draw, tol_of(t))
+    shape = base.shape
+    null = minimum_effect(lambda fs: _interaction_stat(fs.reshape((-1, *shape)), r.kinds, mw), base, stat[t], thr,
+                          noise, rng)
+    test = budget.null_test(null, tol_of(t))
 
     def build(res, value=stat[t]):
         return _item("interaction", r.features, value, thr, p=res[0].p_value, noise=res[0].noise_level,

@@ -35,7 +35,12 @@ The noise of a PD
     ``n_eff = W^2 / sum w_i^2`` to that of all the rows the PD averages over.
     The null draws are Gaussian with that covariance (a Gaussian multiplier
     bootstrap of the ICE rows, which keeps the rows' weights and the strong
-    correlation between grid points).  2D PDs keep the ICE surfaces of
+    correlation between grid points).  Above a positive threshold every
+    Monte-Carlo test is studentized instead (:func:`autopdp.findings.null_draws.minimum_effect`):
+    a wild bootstrap-t of the same rows with Mammen's multipliers, whose draws
+    keep the rows' skewness, each over its own standard error; and the
+    threshold (materiality x the prediction sd, which the same rows estimate)
+    moves with each draw as the rows move it.  2D PDs keep the ICE surfaces of
     ``std_rows`` sampled rows for this only (dropped after the tests), so their
     cells' noise is correlated the same way; independent noise per cell would
     understate a noise that moves whole rows of the surface together (a product
@@ -60,6 +65,7 @@ Each criterion's null and test are in :data:`TESTS` (their names are in every
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -88,6 +94,8 @@ __all__ = [
     "gaussian_gap",
     "skewness_of_departures",
     "kept_inclusion",
+    "mammen",
+    "with_threshold_noise",
     "TESTS",
 ]
 
@@ -97,17 +105,22 @@ ANALYTIC_P_FLOOR = 1e-6
 #: exceedances after which the sequential Monte-Carlo test stops (Besag and Clifford 1991)
 STOP_EXCEEDANCES = 10
 
+#: how every Monte-Carlo minimum-effect test draws its noise above a positive threshold
+#: (:func:`autopdp.findings.null_draws.minimum_effect`)
+_STUDENTIZED = ("; above a positive threshold, studentized (a wild bootstrap-t of the rows with Mammen "
+                "multipliers) and with the threshold's own sampling error drawn from the same rows")
 #: each criterion's null hypothesis and test, as the evidence and the methodology state them
 TESTS = {
     "monotonicity": ("the PD's gap to the best monotone curve is at most the materiality threshold",
                      "Monte-Carlo minimum-effect test: monotone fit + departure at the threshold + PD noise, "
-                     "refitted (with no declared direction, each direction on its own, the larger p)"),
+                     "refitted (with no declared direction, each direction on its own, the larger p)" + _STUDENTIZED),
     "lipschitz": ("the PD's gap to the closest slope-bounded curve is at most the materiality threshold",
-                  "Monte-Carlo minimum-effect test: bounded fit + departure at the threshold + PD noise, refitted"),
+                  "Monte-Carlo minimum-effect test: bounded fit + departure at the threshold + PD noise, refitted"
+                  + _STUDENTIZED),
     "slope": ("the PD's steepest slope is at most the materiality threshold",
-              "Monte-Carlo minimum-effect test: the PD shrunk to the threshold + PD noise"),
+              "Monte-Carlo minimum-effect test: the PD shrunk to the threshold + PD noise" + _STUDENTIZED),
     "importance": ("the PD's importance is at most the materiality threshold",
-                   "Monte-Carlo minimum-effect test: the PD shrunk to the threshold + PD noise"),
+                   "Monte-Carlo minimum-effect test: the PD shrunk to the threshold + PD noise" + _STUDENTIZED),
     "incidence": (
         "the model's calibration gap within the feature's bins (mean observed against mean predicted), and the "
         "PD's gap to the model's mean prediction for each bin's rows with the feature at the bin's grid value, are "
@@ -117,12 +130,14 @@ TESTS = {
         "Bonferroni over the two",
     ),
     "similarity": ("the two models' PDs differ in shape (less a constant) by at most the materiality threshold",
-                   "Monte-Carlo minimum-effect test: the difference shrunk to the threshold + paired ICE noise"),
+                   "Monte-Carlo minimum-effect test: the difference shrunk to the threshold + paired ICE noise"
+                   + _STUDENTIZED),
     "ice_variance": ("the centred ICE curves' spread is at most the materiality threshold",
                      "one-sided minimum-effect z-test of the rows' mean squared departure against the threshold "
                      "squared"),
     "interaction": ("the 2D PD's interaction is at most the materiality threshold",
-                    "Monte-Carlo minimum-effect test: additive part + the rest shrunk to the threshold + PD noise"),
+                    "Monte-Carlo minimum-effect test: additive part + the rest shrunk to the threshold + PD noise"
+                    + _STUDENTIZED),
     "correlation": ("the two features are independent",
                     "Spearman's rank test, one-way ANOVA F test, or Pearson's chi-squared test"),
 }
@@ -230,20 +245,73 @@ class NoiseModel:
 
     ``factor`` has shape ``(rank, n_cells)``; ``factor.T @ factor`` is the covariance.
     ``source`` says where it came from ("ICE rows" or "cell standard errors").
+    ``spread`` (``(rank,)`` or None): the loading of the materiality threshold's own relative error on the same
+    normal draws (the threshold is a multiple of the prediction sd, which the same rows estimate;
+    :func:`autopdp.scores.scoring.threshold_spread`): :meth:`draw_pair` gives both, so a minimum-effect null carries the threshold's
+    sampling error jointly with the PD's.
     """
 
     factor: np.ndarray
     shape: tuple
     source: str
+    spread: np.ndarray | None = None
+    #: (kept rows x k): the first k factor rows as the kept rows' departures (see weighted_noise_factor); None
+    #: when the noise is not the rows' (cell standard errors): every factor row then takes a normal multiplier
+    rows: np.ndarray | None = None
+
+    def draw_pair(self, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+        """``(noise, relative)``: ``n`` draws of the PD's error and, from the same normal draws, of the threshold's
+        relative error (zeros when the threshold's error is not modelled)."""
+        z = rng.standard_normal((n, self.factor.shape[0]))
+        relative = np.zeros(n) if self.spread is None else z @ self.spread
+        return (z @ self.factor).reshape((n, *self.shape)), relative
 
     def draw(self, n: int, rng) -> np.ndarray:
-        z = rng.standard_normal((n, self.factor.shape[0]))
-        return (z @ self.factor).reshape((n, *self.shape))
+        return self.draw_pair(n, rng)[0]
+
+    def draw_studentized(self, n: int, rng, direction: np.ndarray):
+        """``(noise, relative, se)``: ``n`` draws of a wild bootstrap of the rows (Mammen's two-point multipliers:
+        mean 0, variance 1, third moment 1, so the draws keep the rows' skewness; the factor rows that are not
+        rows' departures take normal multipliers), the threshold's relative error from the same draws, and each
+        draw's own standard error of the linear statistic ``direction`` (one entry per factor row: the factor
+        times the statistic's gradient less the threshold's loading): ``sqrt(sum_i v_i^2 a_i^2 + extra)``, the
+        standard error the rows of that draw would estimate.  Dividing by it is the bootstrap-t (Hall 1988): its
+        one-sided level errs by O(1/n) where a normal draw errs by O(skewness / sqrt(n))."""
+        direction = np.asarray(direction, dtype=float).ravel()
+        k = 0 if self.rows is None else self.rows.shape[1]
+        xi = np.empty((n, self.factor.shape[0]))
+        se2 = np.full(n, float(np.sum(direction[k:] ** 2)))
+        if k:
+            v = mammen(rng, (n, self.rows.shape[0]))
+            xi[:, :k] = v @ self.rows
+            a = self.rows @ direction[:k]
+            se2 += (v * v) @ (a * a)
+        xi[:, k:] = rng.standard_normal((n, self.factor.shape[0] - k))
+        relative = np.zeros(n) if self.spread is None else xi @ self.spread
+        return (xi @ self.factor).reshape((n, *self.shape)), relative, np.sqrt(se2)
+
+    def stacked(self, rows: np.ndarray, source: str) -> "NoiseModel":
+        """This noise plus independent normal noise of factor ``rows`` (the threshold's loading on it is 0)."""
+        rows = np.asarray(rows, dtype=float).reshape(-1, self.factor.shape[1])
+        spread = None if self.spread is None else np.concatenate([self.spread, np.zeros(rows.shape[0])])
+        return NoiseModel(factor=np.vstack([self.factor, rows]), shape=self.shape, source=source, spread=spread,
+                          rows=self.rows)
 
     @property
     def sd(self) -> np.ndarray:
         """Standard deviation of the PD at each grid cell (``shape``)."""
         return np.sqrt(np.sum(self.factor ** 2, axis=0)).reshape(self.shape)
+
+
+#: Mammen's (1993) two-point wild-bootstrap multipliers: (1 - sqrt 5) / 2 with probability (sqrt 5 + 1) / (2 sqrt 5),
+#: else (1 + sqrt 5) / 2: mean 0, variance 1, third moment 1
+_MAMMEN = ((1.0 - np.sqrt(5.0)) / 2.0, (1.0 + np.sqrt(5.0)) / 2.0, (np.sqrt(5.0) + 1.0) / (2.0 * np.sqrt(5.0)))
+
+
+def mammen(rng, shape) -> np.ndarray:
+    """Independent Mammen multipliers (mean 0, variance 1, third moment 1) of ``shape``."""
+    low, high, p_low = _MAMMEN
+    return np.where(rng.random(shape) < p_low, low, high)
 
 
 def _n_eff(result, target_index: int) -> float:
@@ -264,13 +332,22 @@ COCHRAN_FACTOR = 25
 
 
 def weighted_noise_factor(curves: np.ndarray, w: np.ndarray | None, n_eff_all: float | None = None, *,
-                          pi: np.ndarray | None = None, total: float | None = None) -> np.ndarray:
+                          pi: np.ndarray | None = None, total: float | None = None,
+                          extra: np.ndarray | None = None, rows: bool = False):
     """Factor of the covariance of the weighted mean of ``curves`` (rows x cells), see module docs.
 
     With ``pi`` (each kept row's probability of being kept) and ``total`` (the total weight of all rows):
     the Horvitz-Thompson estimate ``sum w_i**2 / pi_i (c_i - m)(c_i - m)^T / total**2``, right for a sample
     that keeps every heavy row.  Otherwise ``n_eff_all`` (the effective rows of the mean being described)
     scales the kept rows' covariance by the ratio of kept to all effective rows, up or down.
+
+    ``extra`` (kept rows x k, with ``pi`` only): each kept row's own contribution to another estimate's error
+    (the threshold's, :func:`autopdp.scores.scoring.threshold_spread`), appended as k more columns, weighted ``1 / sqrt(pi)`` like the
+    rows' departures: the factor's last k columns are then those estimates' noise, drawn jointly with the PD's.
+
+    ``rows=True``: ``(factor, U)``, U (kept rows x rank) with orthonormal columns such that each kept row's
+    departure is ``U[i] @ factor``: independent multipliers ``v`` of the rows (mean 0, variance 1) give the draw
+    ``(v @ U) @ factor`` (:meth:`NoiseModel.draw_studentized`).
     """
     c = np.asarray(curves, dtype=float)
     m = c.shape[0]
@@ -281,6 +358,9 @@ def weighted_noise_factor(curves: np.ndarray, w: np.ndarray | None, n_eff_all: f
         mean = (h @ c) / float(h.sum())
         n_eff_h = float(h.sum()) ** 2 / float(np.sum(h * h))
         dev = (np.sqrt(np.where(pi > 0, w * w / np.where(pi > 0, pi, 1.0), 0.0))[:, None] * (c - mean)) / total
+        if extra is not None:
+            inv = np.sqrt(np.where(pi > 0, 1.0 / np.where(pi > 0, pi, 1.0), 0.0))
+            dev = np.hstack([dev, inv[:, None] * np.asarray(extra, dtype=float).reshape(m, -1)])
         scale = 1.0 / max(1.0 - 1.0 / n_eff_h, 1e-12)
     else:
         W = float(w.sum())
@@ -291,9 +371,10 @@ def weighted_noise_factor(curves: np.ndarray, w: np.ndarray | None, n_eff_all: f
         scale = 1.0 / max(1.0 - 1.0 / n_eff_kept, 1e-12)
         if n_eff_all is not None and np.isfinite(n_eff_all) and n_eff_all > 0:
             scale *= n_eff_kept / n_eff_all
-    _, s, vt = np.linalg.svd(dev, full_matrices=False)
+    u, s, vt = np.linalg.svd(dev, full_matrices=False)
     keep = s > s.max(initial=0.0) * 1e-12 if s.size else s > 0
-    return (s[keep, None] * vt[keep]) * np.sqrt(scale)
+    factor = (s[keep, None] * vt[keep]) * np.sqrt(scale)
+    return (factor, u[:, keep]) if rows else factor
 
 
 def _effective_rows(result, target_index: int, sample_weight) -> float:
@@ -383,27 +464,73 @@ def gaussian_gap(n_eff: float, curves=None, h=None, *, weighted: bool = False) -
     return ""
 
 
-def pd_noise_model(result, target_index: int, sample_weight=None) -> NoiseModel | None:
+def pd_noise_model(result, target_index: int, sample_weight=None, spread=None) -> NoiseModel | None:
     """The Gaussian noise of ``result``'s PD for one target (see module docs); None when it cannot be estimated
-    or is not trusted to be Gaussian (:func:`noise_gap_reason` says why)."""
+    or is not trusted to be Gaussian (:func:`noise_gap_reason` says why).
+
+    ``spread``: every audit row's share of the threshold's relative error (:func:`autopdp.scores.scoring.threshold_spread`, one
+    target).  When the PD averages over those rows and its ICE rows are some of them, the threshold's error is
+    drawn jointly with the PD's (the same rows move both); otherwise as independent normal noise of the same
+    variance."""
     shape = tuple(result.grid_shape)
     if noise_gap_reason(result, target_index, sample_weight):
         return None
+    spread = None if spread is None else np.asarray(spread, dtype=float).ravel()
     if result.individual is not None and np.asarray(result.individual).shape[1] >= 2:
         ice = np.asarray(result.individual[target_index], dtype=float)
         ice = ice.reshape(ice.shape[0], -1)
         design = _ice_design(result, sample_weight)
         if design is not None and np.count_nonzero(design[0] > 0) >= 2:
             w, pi, total = design
-            factor = weighted_noise_factor(ice, w, pi=pi, total=total)
+            kept = _kept_spread(result, spread, ice.shape[0])
+            # a kept row carries its own share of the threshold's error (times sqrt(pi): the factor weighs every
+            # kept row's entries by 1 / sqrt(pi)); the rows without ICE curves carry theirs as one normal term
+            factor, u = weighted_noise_factor(ice, w, pi=pi, total=total, rows=True,
+                                              extra=None if kept is None else (kept * np.sqrt(pi))[:, None])
+            model = _finite(NoiseModel(factor=factor, shape=shape, source="ICE rows", rows=u)) if kept is None else \
+                _finite(NoiseModel(factor=factor[:, :-1], shape=shape, source="ICE rows", spread=factor[:, -1].copy(),
+                                   rows=u))
+            if kept is not None and model is not None:
+                rest = float(np.sum(spread * spread) - np.sum(kept * kept))
+                if rest > 0:
+                    model = dataclasses.replace(model.stacked(np.zeros((1, model.factor.shape[1])), model.source),
+                                                spread=np.concatenate([model.spread, [np.sqrt(rest)]]))
         else:
-            factor = weighted_noise_factor(ice, None, _n_eff(result, target_index))
-        if np.isfinite(factor).all():
-            return NoiseModel(factor=factor, shape=shape, source="ICE rows")
+            kept = None
+            factor, u = weighted_noise_factor(ice, None, _n_eff(result, target_index), rows=True)
+            model = _finite(NoiseModel(factor=factor, shape=shape, source="ICE rows", rows=u))
+        if model is not None:
+            return model if kept is not None else with_threshold_noise(model, spread)
     se = np.asarray(result.stderr[target_index], dtype=float).ravel()
     if not np.isfinite(se).all():
         return None
-    return NoiseModel(factor=np.diag(se), shape=shape, source="cell standard errors")
+    return with_threshold_noise(NoiseModel(factor=np.diag(se), shape=shape, source="cell standard errors"), spread)
+
+
+def _kept_spread(result, spread, m: int):
+    """The kept ICE rows' shares of the threshold's error, when the PD averages over the rows ``spread`` covers."""
+    if spread is None or spread.size != int(result.n_rows):
+        return None
+    rows = result.ice_rows
+    if rows is None:
+        return spread if m == spread.size else None
+    rows = np.asarray(rows, dtype=np.intp)
+    return spread[rows] if rows.size == m and (rows.size == 0 or rows.max() < spread.size) else None
+
+
+def _finite(model: NoiseModel) -> NoiseModel | None:
+    ok = np.isfinite(model.factor).all() and (model.spread is None or np.isfinite(model.spread).all())
+    return model if ok else None
+
+
+def with_threshold_noise(model: NoiseModel, spread) -> NoiseModel:
+    """``model`` with the threshold's error as independent normal noise (its variance ``sum r_i^2``)."""
+    if model is None or spread is None or not np.isfinite(spread).all():
+        return model
+    cells = model.factor.shape[1]
+    out = model.stacked(np.zeros((1, cells)), model.source)
+    loading = np.concatenate([np.zeros(model.factor.shape[0]), [float(np.sqrt(np.sum(spread * spread)))]])
+    return dataclasses.replace(out, spread=loading)
 
 
 def pd_noise(result, target_index: int, draws: int, rng, sample_weight=None) -> np.ndarray | None:
@@ -452,7 +579,9 @@ class SequentialTest:
     """
 
     def __init__(self, observed: float, draw_null, *, tol: float = 0.0, stop: int = STOP_EXCEEDANCES,
-                 cap: int | None = None):
+                 cap: int | None = None, level_to=None):
+        #: maps a quantile of the drawn statistic to the criterion's scale (a studentized test's critical value)
+        self.level_to = level_to
         self.observed = float(observed)
         self.draw_null = draw_null
         self.tol = tol
@@ -496,6 +625,8 @@ class SequentialTest:
             return SequentialResult(1.0, 0, float("nan"))
         allnull = np.concatenate(self._parts) if self._parts else np.array([])
         level = noise_level(allnull[np.isfinite(allnull)])
+        if self.level_to is not None and np.isfinite(level):
+            level = float(self.level_to(level))
         if self.stopped_at is not None:
             return SequentialResult(float(self.stop / self.stopped_at), self.stopped_at, level)
         return SequentialResult(float((1 + self.exceed) / (1 + self.total)), self.total, level)

@@ -29,7 +29,28 @@ from .utilities.lipschitz import default_bound
 from .failures import failed_score
 from ..pd.sampling import ice_row_weights
 
-__all__ = ["ScoringInputs", "score_result", "grid_cells", "flat_cells", "importance_table", "interaction_table", "pair_criteria"]
+__all__ = ["ScoringInputs", "threshold_spread", "score_result", "grid_cells", "flat_cells", "importance_table", "interaction_table", "pair_criteria"]
+
+
+def threshold_spread(predictions) -> np.ndarray | None:
+    """Each row's share of the relative sampling error of the prediction sd ``sd`` (population ``ddof=0``, as the
+    materiality threshold takes it), linearised: ``sd_hat / sd - 1 ~ sum_i r_i`` with
+    ``r_i = ((p_i - mean)^2 - sd_hat^2) / (2 n sd_hat^2)``.  ``predictions``: ``(n,)`` or ``(n, targets)``; returns
+    the same shape (None when an sd is 0 or not finite).  The threshold ``materiality x sd`` then moves by
+    ``threshold x sum_i r_i``: what the null of a minimum-effect test carries besides the PD's own noise."""
+    if predictions is None:
+        return None
+    p = np.asarray(predictions, dtype=float)
+    one = p.ndim == 1
+    p = p.reshape(p.shape[0], -1)
+    if p.shape[0] < 2 or not np.isfinite(p).all():
+        return None
+    d2 = (p - p.mean(axis=0)) ** 2
+    var = d2.mean(axis=0)
+    if not (var > 0).all():
+        return None
+    r = (d2 - var) / (2.0 * p.shape[0] * var)
+    return r[:, 0] if one else r
 
 
 class ScoringInputs:
@@ -54,6 +75,15 @@ class ScoringInputs:
         self._associations: dict[tuple, tuple] = {}
         self._observed: dict = {}
         self._nearest: dict = {}  # grid_cells' nearest grid index per feature and grid (computed once)
+        #: every row's share of the threshold's relative error, (n_rows, n_targets) (see spread_of)
+        self.threshold_spread = threshold_spread(self.predictions)
+
+    def spread_of(self, target_index: int):
+        """Every row's share of the relative sampling error of target ``target_index``'s prediction sd, which the
+        materiality threshold is a multiple of (:func:`threshold_spread`); None
+        when the predictions are not known."""
+        s = self.threshold_spread
+        return None if s is None or target_index >= s.shape[1] else s[:, target_index]
 
     def observed(self, target):
         """:func:`~autopdp.scores.utilities.incidence.observed_values` of ``y`` for ``target`` (computed once)."""
