@@ -198,3 +198,44 @@ def test_a_finding_not_shown_robust_states_the_smallest_effect_the_refit_test_co
                 assert f"only from about {fmt(crit_value)} (its 95% critical value" in text, text
                 seen["other"] += 1
     assert seen["other"] >= 2 and seen["robust"] >= 1 and seen.get("floored", 0) >= 1, seen
+
+
+@pytest.fixture(scope="module")
+def overfit_booster():
+    """A default HGB fitted to y = 2 x1 + noise with three pure-noise features, audited on held-out rows: its PDs
+    move on the noise features for real (the fitted model's patterns), and the held-out data do not show them to
+    matter."""
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame(rng.uniform(-1, 1, size=(1500, 4)), columns=["x1", "x2", "x3", "x4"])
+    y = pd.Series(2 * X.x1 + rng.normal(size=1500), name="y")
+    model = HistGradientBoostingRegressor(random_state=0).fit(X[:1000], y[:1000])
+    return autopdp.audit(model, X[1000:].reset_index(drop=True), y[1000:].reset_index(drop=True),
+                         config=autopdp.AuditConfig(pairs=False, utilities=("slope", "monotonicity")), random_state=0)
+
+
+def test_patterns_on_features_the_held_out_data_do_not_support_are_set_aside(overfit_booster):
+    a = overfit_booster
+    assert a.metadata["skill"]["shows_skill"] is True
+    pfi = a.metadata["permutation_importance"]["features"]
+    assert pfi["x1"]["shown"] and "x1" not in a.set_aside
+    assert set(a.set_aside) == {f for f in ("x2", "x3", "x4") if not pfi[f]["shown"]} and a.set_aside
+    patterns = a.set_aside_patterns()
+    passed = {f for f in a.set_aside if any(a.evidence[c][(f,)].passed for c in ("slope", "monotonicity"))}
+    assert patterns and set(patterns) == passed  # the premise: the booster's noise features pass their tests
+    # never a finding of the curated selection, and said once in the summary with the permutation importance
+    assert not [s for s in a.selection if s.kind == "1d" and s.features[0] in a.set_aside]
+    assert any(s.features == ("x1",) for s in a.selection)
+    text = _text(a)
+    f = next(iter(patterns))
+    assert "Set aside: the patterns of the fitted model on" in text
+    assert f"{f} ({', '.join(patterns[f])}; permuting it changes the squared error by" in text
+    # read back from its JSON, the same selection and the same set-aside patterns
+    back = autopdp.Audit.from_json(a.to_json())
+    assert back.set_aside_patterns() == patterns
+    assert [s.features for s in back.selection] == [s.features for s in a.selection]
+
+
+def test_nothing_is_set_aside_without_skill_or_without_a_target(noise_and_signal):
+    a = noise_and_signal["noise"]
+    assert a.metadata["skill"]["shows_skill"] is False and a.set_aside == ()
+    assert "Set aside" not in _text(a)

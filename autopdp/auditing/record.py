@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..io.audit_json import RUN_KEY, audit_dict, audit_ice, audit_json, read_audit
 from ..io.results import RESULTS_MAX_MB
 from ..pd.result import PDResult
-from ..scores.selection import SelectedPDP, curate, rank_scores, score_columns
+from ..scores.selection import SelectedPDP, curate, rank_scores, score_columns, set_aside_features
 from ..scores.utilities import TRUST_IDS, UtilityScore
 
 __all__ = ["Audit", "RUN_KEY"]
@@ -105,7 +105,25 @@ class Audit:
     @functools.cached_property
     def _curated(self) -> tuple:
         """:attr:`selection`, curated once per audit (the report asks for it from several places)."""
-        return tuple(curate(self.scores, self._ranking_orders(), self.config.top_k, evidence=self.evidence or None))
+        return tuple(curate(self.scores, self._ranking_orders(), self.config.top_k, evidence=self.evidence or None,
+                            set_aside=self.set_aside))
+
+    @property
+    def set_aside(self) -> tuple:
+        """Features whose 1D patterns are not findings: the model shows skill, but the held-out permutation
+        importance does not show them to matter (:func:`~autopdp.scores.selection.set_aside_features`)."""
+        return set_aside_features(self.metadata)
+
+    def set_aside_patterns(self) -> dict:
+        """``{feature: [criteria]}``: the 1D criteria under which each set-aside feature passed its tests (patterns
+        of the fitted model the held-out data do not support), in the evidence's order."""
+        out = {}
+        for f in self.set_aside:
+            passed = [c for c, by in (self.evidence or {}).items()
+                      if c not in ("importance_1d",) and (f,) in by and by[(f,)].passed]
+            if passed:
+                out[f] = passed
+        return out
 
     def findings(self, criterion: str) -> list:
         """Every PDP's :class:`~autopdp.findings.significance.Evidence` under ``criterion``, best score first.

@@ -79,6 +79,9 @@ def audit_dict(audit, finding_texts: list, ice_file: str | None = None) -> dict:
              "sentence": f["sentence"], "trust": f["trust"], "evidence": [e.to_dict() for e in s.evidence]}
             for s, f in zip(audit.selection, finding_texts)
         ],
+        # the 1D patterns not counted as findings: the held-out data do not show their feature to matter (derived
+        # from the evidence and metadata.permutation_importance on reading; written for readers of the file)
+        "set_aside": {f: list(cs) for f, cs in audit.set_aside_patterns().items()},
         "evidence_meta": evidence_meta,
         "evidence": {c: tables(_evidence_dict(e, evidence_meta.get(c, {}), audit.config) for e in by.values())
                      for c, by in audit.evidence.items()},

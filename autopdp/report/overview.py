@@ -9,7 +9,7 @@ from ..scores.selection import PAIR_CRITERIA
 from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
 from ..utils.formatting import fmt, share as share_text
 
-__all__ = ["no_findings", "untested", "cautions", "skill", "pfi_text", "data_evidence"]
+__all__ = ["no_findings", "untested", "cautions", "skill", "pfi_text", "data_evidence", "set_aside"]
 
 
 def no_findings(audit) -> list[str]:
@@ -103,10 +103,12 @@ def skill(audit) -> dict:
         chance = (f"Chance: under each criterion Benjamini-Hochberg keeps the expected share of findings that are "
                   f"noise of the audit rows at or below {q:.0%}, so of these {total} findings"
                   + (f" ({listed})" if listed else "") + f" about {fmt(q * total, 2)} may be such noise.")
+        if audit.set_aside_patterns():
+            chance += " (These counts include the patterns set aside below.)"
     if not k or "shows_skill" not in k:
         return {"sentence": "No target in the audit data: the model's skill is not measured, so the findings describe "
                             "the fitted model only." if not k else f"The model's skill is not measured: {k.get('reason')}.",
-                "no_skill": False, "chance": chance}
+                "no_skill": False, "chance": chance, "set_aside": ""}
     rows = f"on the {k['rows']:,} audit rows" if k.get("rows") else "on the audit rows"
     name = (audit.metadata or {}).get("target_name") or "the target"
     measures = _measures(k, f"{name} = {fmt(k.get('target'))}") if "reason" not in k else k["reason"]
@@ -120,7 +122,25 @@ def skill(audit) -> dict:
         tail = (f", {sum(bool(e.robust) for e in robust)} of them robust at the learner level" if robust else "")
         text = (f"The model shows no skill {rows}: {measures}. The {total} findings below are patterns of this fitted "
                 f"model{tail}, not evidence about the data.")
-    return {"sentence": text, "no_skill": k["shows_skill"] is False, "chance": chance}
+    return {"sentence": text, "no_skill": k["shows_skill"] is False, "chance": chance,
+            "set_aside": set_aside(audit)}
+
+
+def set_aside(audit) -> str:
+    """The sentence on the 1D patterns set aside from the findings (the model shows skill, the held-out
+    permutation importance does not show their feature to matter: :meth:`autopdp.Audit.set_aside_patterns`)."""
+    patterns = audit.set_aside_patterns()
+    if not patterns:
+        return ""
+    pfi = (audit.metadata or {}).get("permutation_importance") or {}
+    by = pfi.get("features", {})
+    parts = [f"{f} ({', '.join(cs)}; permuting it changes the {pfi.get('loss', 'loss')} by {pfi_text(by.get(f))}, "
+             f"adjusted p = {fmt(by.get(f, {}).get('adjusted_p'), 2)})" for f, cs in patterns.items()]
+    n = len(patterns)
+    return (f"Set aside: the patterns of the fitted model on {n} feature{'s' if n > 1 else ''} passed their tests "
+            f"but are not counted among the findings, because the held-out permutation importance does not show "
+            f"{'these features' if n > 1 else 'the feature'} to matter to the predictions' accuracy "
+            f"(Benjamini-Hochberg across the features): " + "; ".join(parts) + ".")
 
 
 def pfi_text(v) -> str:

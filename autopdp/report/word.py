@@ -172,6 +172,8 @@ def _summary(w, ctx):
     w.para(m["tested"])
     if ctx.get("skill") and ctx["skill"].get("chance"):
         w.para(ctx["skill"]["chance"])
+    if ctx.get("skill") and ctx["skill"].get("set_aside"):
+        w.para(ctx["skill"]["set_aside"])
     for f in ctx["findings"]:
         p = w.para()
         w.run(p, f"[{f['kind']}] ", bold=True)

@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..errors import InputError
 
-__all__ = ["SelectedPDP", "rank_scores", "intersection_scores", "curate", "score_columns"]
+__all__ = ["SelectedPDP", "rank_scores", "intersection_scores", "curate", "score_columns", "set_aside_features"]
 
 META_COLUMNS = ("features", "kind")
 PAIR_CRITERIA = ("correlation", "importance", "interaction", "intersection", "surrogate_importance")
@@ -109,12 +109,16 @@ def intersection_scores(scores_2d: pd.DataFrame, columns: list[str]) -> pd.Serie
     return pct.mean(axis=1, skipna=True)
 
 
-def curate(scores: pd.DataFrame, rankings: dict[str, str], top_k: int, evidence=None) -> list[SelectedPDP]:
+def curate(scores: pd.DataFrame, rankings: dict[str, str], top_k: int, evidence=None,
+           set_aside=()) -> list[SelectedPDP]:
     """Merge the ``top_k`` of each ranking (``{column: 'desc'|'asc'}``) into one list.
 
     ``evidence`` (``{criterion: {features: Evidence}}``): when given for a
     criterion, only its PDPs whose evidence passed can be selected under it.
+    ``set_aside``: features whose 1D PDPs are not selected (the held-out data do not show them to matter:
+    :func:`set_aside_features`); the report lists their patterns apart.
     """
+    set_aside = frozenset(set_aside)
     reasons: dict[tuple, list] = {}
     kinds: dict[tuple, str] = {}
     proof: dict[tuple, list] = {}
@@ -127,6 +131,8 @@ def curate(scores: pd.DataFrame, rankings: dict[str, str], top_k: int, evidence=
             if taken >= top_k:
                 break
             key = tuple(row["features"])
+            if row["kind"] == "1d" and key[0] in set_aside:
+                continue
             e = None if judged is None else judged.get(key)
             if judged is not None and (e is None or not e.passed):
                 continue
@@ -140,3 +146,17 @@ def curate(scores: pd.DataFrame, rankings: dict[str, str], top_k: int, evidence=
                          finding_ranks=tuple(places[k])) for k, v in reasons.items()]
     items.sort(key=lambda s: (s.kind != "1d", s.best_rank, -len(s.reasons)))
     return items
+
+
+def set_aside_features(metadata) -> tuple:
+    """The features whose 1D patterns are set aside from the findings: the model shows skill on the audit rows'
+    target, and the held-out permutation importance (``metadata["permutation_importance"]``, Benjamini-Hochberg
+    across the features) does not show the feature to matter to the predictions' accuracy.  A booster fitted to
+    noise moves its PD on a pure-noise feature for real (issue 53: slope findings on 77% and 99% of the noise
+    features of a GBM and an HGB): a pattern of the fitted model, not a finding about the data.  Empty without
+    a target, without skill (then every finding says the model has none) or without the importance."""
+    meta = metadata or {}
+    if ((meta.get("skill") or {}).get("shows_skill")) is not True:
+        return ()
+    features = ((meta.get("permutation_importance") or {}).get("features")) or {}
+    return tuple(f for f, v in features.items() if v and v.get("shown") is False)
