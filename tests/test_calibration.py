@@ -232,7 +232,8 @@ def test_each_criterion_names_the_null_and_test_it_ran():
     assert all("draws" not in r["test"] and "ICE rows" not in r["test"] and "cell standard errors" not in r["test"]
                for r in rows.values())
     assert rows["ice_variance"]["test"] == ("one-sided minimum-effect z-test of the rows' mean squared departure "
-                                            "against the threshold squared")
+                                            "against the threshold squared, the threshold's own sampling error in "
+                                            "its variance")
     assert rows["importance"]["null"] == "at least one of the two features' importances is at most the materiality threshold"
     one = {f: a.evidence["importance_1d"][(f,)] for f in "ad"}
     assert one["a"].p_value < one["d"].p_value < 0.1 and one["a"].draws != one["d"].draws  # the premise

@@ -16,7 +16,8 @@ import numpy as np
 from scipy import stats
 
 from ..scores.calibration import incidence_parts
-from .draws import LIPSCHITZ_MAX_DRAWS, _Budget, _Pending, _link_threshold, _resolve, _rng, _with_refits
+from .draws import LIPSCHITZ_MAX_DRAWS, _Budget, _Pending, _link_scale_threshold, _link_threshold, _resolve, _rng, \
+    _with_refits
 from .pairs import assess_2d
 from ..utils.formatting import fmt
 from .comparison_noise import _level_difference, _other_curve, _paired_noise
@@ -290,11 +291,16 @@ def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
         return _item("ice_variance", r.features, s.value, thr_response, statistic="spread of uncentred ICE curves",
                      reason="the uncentred spread (centering='none') measures the rows' levels; it has no noise "
                             "test for heterogeneity")
-    thr = _link_threshold(inputs, r, t, scale_name)
+    thr, spread = _link_scale_threshold(inputs, r, t, scale_name)
     if not (np.isfinite(thr) and s.value >= thr):
         return _item("ice_variance", r.features, s.value, thr, p=1.0 if np.isfinite(thr) else np.nan,
                      statistic=statistic, details=scale)
     mean, se = float(d.get("mean_square", np.nan)), float(d.get("mean_square_se", np.nan))
+    if spread is not None and np.isfinite(spread).all():
+        # the threshold's square moves by 2 thr^2 x the prediction sd's relative error: its variance is added as if
+        # independent of the mean square's (conservative when, as usual, rows that widen the ICE spread also widen
+        # the predictions' spread)
+        se = float(np.hypot(se, 2.0 * thr * thr * np.sqrt(np.sum(spread * spread))))
     rows = int(d.get("ice_rows", 0))
     n_eff = float(d.get("effective_rows", np.nan))
     if np.isfinite(n_eff) and n_eff < EFFECTIVE_ROWS_FLOOR:

@@ -134,7 +134,7 @@ TESTS = {
                    + _STUDENTIZED),
     "ice_variance": ("the centred ICE curves' spread is at most the materiality threshold",
                      "one-sided minimum-effect z-test of the rows' mean squared departure against the threshold "
-                     "squared"),
+                     "squared, the threshold's own sampling error in its variance"),
     "interaction": ("the 2D PD's interaction is at most the materiality threshold",
                     "Monte-Carlo minimum-effect test: additive part + the rest shrunk to the threshold + PD noise"
                     + _STUDENTIZED),
