@@ -190,6 +190,9 @@ def _refits(args) -> None:
                           ("range", "refits' range")):
             hits = np.concatenate([np.asarray(c[key], dtype=bool) for c in cov])
             line.append(f"{what} {_ci(int(hits.sum()), hits.size)}")
+        # the band is pointwise: the share of whole curves it holds at every grid value is lower (issue 53)
+        whole = [bool(np.all(c["population"])) for c in cov]
+        line.append(f"whole curve inside the pointwise band {_ci(sum(whole), len(whole))}")
         bias = float(np.mean([c["bias"] for c in cov]))
         half = float(np.mean([c["half_width"] for c in cov]))
         print(f"    {f}: " + "; ".join(line) + f"; mean |learner-PD - truth| {bias:.4f}, mean half-width {half:.4f}")
