@@ -141,16 +141,18 @@ def test_permutation_importance_known_answer_and_multiple_testing():
     assert z["value"] == 0.0 and not z["shown"] and pfi["loss"] == "squared error"
 
 
-def test_a_finding_on_a_feature_the_held_out_data_do_not_show_says_so(noise_and_signal):
+def test_a_finding_on_a_feature_the_held_out_data_do_not_show_is_set_aside(noise_and_signal):
+    """With skill, a 1D pattern on a feature the held-out data do not show to matter is never a selected finding
+    (it is set aside: listed apart); the selected 1D findings are on features the data show to matter."""
     a = noise_and_signal["signal"]
     pfi = a.metadata["permutation_importance"]
     assert pfi["loss"] == "log-loss" and pfi["features"]["a"]["shown"]
     quiet = {f for f, v in pfi["features"].items() if not v["shown"]}
     assert quiet and quiet <= {"b", "c", "d"}  # the noise features (one may pass by chance: BH at 5%)
-    for s in json.loads(a.to_json())["selection"]:
-        if len(s["features"]) == 1:
-            says = "(The held-out data do not show that" in s["sentence"]
-            assert says == (s["features"][0] in quiet), s["sentence"]
+    assert set(a.set_aside) == quiet and set(a.set_aside_patterns()) <= quiet
+    one_d = [s for s in json.loads(a.to_json())["selection"] if len(s["features"]) == 1]
+    assert one_d and all(s["features"][0] not in quiet and "(The held-out data do not show that" not in s["sentence"]
+                         for s in one_d)
     text = _text(a)
     assert "held-out permutation importance (log-loss increase, 95% interval)" in text
 

@@ -89,6 +89,10 @@ def _measures(k: dict, outcome: str) -> str:
             f"{fmt(k['baseline_mse'])} for the mean given to every row")
 
 
+#: criteria whose evidence key is not the name a reader knows
+_CRITERION_NAMES = {"importance_1d": "feature importance", "importance": "pair importance"}
+
+
 def skill(audit) -> dict:
     """The summary's first paragraph: the model's skill on the audit rows' target, and what chance alone gives.
     ``no_skill`` is True when the primary test shows none (every finding then carries it)."""
@@ -99,7 +103,7 @@ def skill(audit) -> dict:
     q = float(audit.config.significance)
     chance = ""
     if audit.evidence:
-        listed = ", ".join(f"{c} {n}" for c, n in found.items() if n)
+        listed = ", ".join(f"{_CRITERION_NAMES.get(c, c)} {n}" for c, n in found.items() if n)
         chance = (f"Chance: under each criterion Benjamini-Hochberg keeps the expected share of findings that are "
                   f"noise of the audit rows at or below {q:.0%}, so of these {total} findings"
                   + (f" ({listed})" if listed else "") + f" about {fmt(q * total, 2)} may be such noise.")
@@ -134,7 +138,7 @@ def set_aside(audit) -> str:
         return ""
     pfi = (audit.metadata or {}).get("permutation_importance") or {}
     by = pfi.get("features", {})
-    parts = [f"{f} ({', '.join(cs)}; permuting it changes the {pfi.get('loss', 'loss')} by {pfi_text(by.get(f))}, "
+    parts = [f"{f} ({', '.join(cs)}; permuting it changes the {pfi.get('loss', 'loss')} by {pfi_text(by.get(f), named=True)}, "
              f"adjusted p = {fmt(by.get(f, {}).get('adjusted_p'), 2)})" for f, cs in patterns.items()]
     n = len(patterns)
     return (f"Set aside: the patterns of the fitted model on {n} feature{'s' if n > 1 else ''} passed their tests "
@@ -143,11 +147,13 @@ def set_aside(audit) -> str:
             f"(Benjamini-Hochberg across the features): " + "; ".join(parts) + ".")
 
 
-def pfi_text(v) -> str:
+def pfi_text(v, named: bool = False) -> str:
+    """A permutation importance with its interval (``named``: "95% interval" said, for a sentence; a table's
+    column header says it)."""
     if not v:
         return ""
     iv = v.get("interval")
-    return fmt(v["value"]) + (f" ({fmt(iv[0])} to {fmt(iv[1])})" if iv else "")
+    return fmt(v["value"]) + (f" ({'95% interval ' if named else ''}{fmt(iv[0])} to {fmt(iv[1])})" if iv else "")
 
 
 def data_evidence(audit, features) -> str:
@@ -158,4 +164,4 @@ def data_evidence(audit, features) -> str:
     if not v or v["shown"] or ((audit.metadata or {}).get("skill") or {}).get("shows_skill") is False:
         return ""
     return (f" (The held-out data do not show that {features[0]} matters to the predictions' accuracy: permuting it "
-            f"changes the {pfi['loss']} by {pfi_text(v)}, adjusted p = {fmt(v['adjusted_p'], 2)}.)")
+            f"changes the {pfi['loss']} by {pfi_text(v, named=True)}, adjusted p = {fmt(v['adjusted_p'], 2)}.)")
