@@ -23,7 +23,8 @@ docx = pytest.importorskip("docx")
 
 DEFINITION = (
     "A PDP is a finding under a criterion only when its effect exceeds the materiality threshold "
-    "(0.07 × the standard deviation of the model's predictions, on the criterion's scale; for the slope a change of "
+    "(0.07 × the standard deviation of the model's predictions over the audit rows, on the criterion's scale, the "
+    "tests carrying its sampling error; for the slope a change of "
     "twice that across its steepest interval, the least step that makes a feature an importance finding; for the "
     "correlation criterion an association of 0.4 on its 0-1 scale) with 90% confidence after the Benjamini-Hochberg adjustment "
     "across the PDPs of the criterion, conditional on the fitted model: a one-sided test rejects \"the effect is at "
@@ -99,7 +100,7 @@ def test_definition_follows_the_config():
     from autopdp.report.methodology import confidence_text, finding_definition
 
     text = finding_definition(AuditConfig(materiality=0.2, significance=0.01, multiple_testing="holm"))
-    assert "(0.2 × the standard deviation of the model's predictions, on the criterion's scale;" in text
+    assert "(0.2 × the standard deviation of the model's predictions over the audit rows, on the criterion's scale," in text
     assert "with 99% confidence after the Holm adjustment across the PDPs of the criterion, conditional on the " \
            "fitted model" in text
     assert "at adjusted p ≤ 0.01." in text

@@ -50,7 +50,8 @@ def finding_definition(config) -> str:
     PDPs of the criterion; the test is conditional on the fitted model (see :func:`tested_text`).
     """
     return (f"A PDP is a finding under a criterion only when its effect exceeds the materiality threshold "
-            f"({config.materiality:g} × the standard deviation of the model's predictions, on the criterion's scale; "
+            f"({config.materiality:g} × the standard deviation of the model's predictions over the audit rows, on the "
+            f"criterion's scale, the tests carrying its sampling error; "
             f"for the slope a change of twice that across its steepest interval, the least step that makes a feature "
             f"an importance finding; for the correlation criterion an association of {config.min_association:g} on its "
             f"0-1 scale) with "
