@@ -53,6 +53,9 @@ def describe_model(model) -> dict:
             out["changed_params"] = changed
     if hasattr(model, "classes_"):
         out["classes"] = [json_scalar(c) for c in np.asarray(model.classes_).tolist()]
+    onnx = getattr(model, "provenance", None)
+    if isinstance(onnx, dict) and onnx.get("format") == "onnx":  # an ONNX file's sha256, producer, IR and opsets
+        out["onnx"] = dict(onnx)
     return out
 
 

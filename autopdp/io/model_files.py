@@ -142,6 +142,10 @@ def load_model_file(path, trusted_types=None, allow_pickle: bool = False, max_mb
             warnings.warn(f"model file {p.name!r} loaded trusting {', '.join(by_name)} by name (--trust-type).",
                           TrustWarning, stacklevel=2)
         return model
+    if suffix == ".onnx":
+        from .onnx_model import load_onnx
+
+        return load_onnx(p, max_mb)
     if suffix in PICKLE_SUFFIXES:
         if not allow_pickle:
             raise InputError(
@@ -159,6 +163,6 @@ def load_model_file(path, trusted_types=None, allow_pickle: bool = False, max_mb
                       TrustWarning, stacklevel=2)
         return model
     raise InputError(
-        f"model file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .skops (safe) or "
+        f"model file {str(p)!r} has an unknown format {suffix or '(no extension)'!r}; use .skops or .onnx (safe) or "
         ".joblib/.pkl with --allow-pickle PATH."
     )
