@@ -146,3 +146,32 @@ def test_the_command_line_audits_an_onnx_file_and_refuses_a_crafted_one(data, tm
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 2 and "com.evil" in done.stderr and len(done.stderr.strip().splitlines()) == 1, \
         done.stderr
+
+
+def test_the_trained_and_the_shipped_model_compared_state_the_conversion_gap(data, tmp_path):
+    """compare (and audit(..., compare=)) states each comparison model's gap: the rows whose prediction moved by more
+    than 1e-6 and the largest 1D PD difference; none for a faithful conversion, some for another model."""
+    X, y = data
+    rf = RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0).fit(X, y)
+    shipped = autopdp.load_model(_save(rf, X[:1].to_numpy(), tmp_path / "rf.onnx", options={"zipmap": False}))
+    other = RandomForestClassifier(n_estimators=20, max_depth=5, random_state=1).fit(X, y)
+    a = autopdp.audit(rf, X, y, compare={"shipped": shipped, "other": other}, config=CFG)
+    gap = a.metadata["comparison_gap"]
+    assert gap["shipped"]["rows"] == len(X) and gap["shipped"]["rows_changed"] == 0
+    assert gap["shipped"]["largest_prediction_difference"] < 1e-6 and max(gap["shipped"]["pd_gap"].values()) < 1e-6
+    truth = np.abs(rf.predict_proba(X)[:, 1] - other.predict_proba(X)[:, 1])
+    assert gap["other"]["rows_changed"] == int(np.sum(truth > 1e-6)) > 0
+    assert gap["other"]["largest_prediction_difference"] == pytest.approx(truth.max())
+    notes = [n for n in a.notes if n.startswith("Gap to shipped: ")]
+    assert notes == [f"Gap to shipped: shipped's prediction differs from this model's by more than 1e-06 on 0 of the "
+                     f"{len(X)} rows (largest difference {autopdp.utils.formatting.fmt(gap['shipped']['largest_prediction_difference'])}); "
+                     f"the largest difference between the two models' 1D PDs is "
+                     f"{autopdp.utils.formatting.fmt(max(gap['shipped']['pd_gap'].values()))} (on "
+                     f"{max(gap['shipped']['pd_gap'], key=gap['shipped']['pd_gap'].get)}, "
+                     f"{autopdp.utils.formatting.fmt(max(gap['shipped']['pd_gap'].values()) / a.metadata['prediction_std'][0], 2)} "
+                     "prediction standard deviations)."]
+    from autopdp.report.cover import cover
+
+    assert notes[0] in cover(a)["gaps"]
+    back = autopdp.Audit.from_json(a.to_json())
+    assert back.metadata["comparison_gap"]["other"]["rows_changed"] == gap["other"]["rows_changed"]

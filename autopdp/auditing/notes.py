@@ -128,3 +128,55 @@ def level_notes(evidence) -> list[str]:
             f"similarity findings compare the PDs' shapes only, so this level difference is stated once here."
         )
     return out
+
+
+#: a prediction "changed" between two models when it moved by more than this (issue 56: a converted model)
+CHANGED = 1e-6
+
+
+def comparison_gaps(predictions, comparison_predictions: dict, res1, comparisons: dict) -> dict:
+    """``{name: {...}}`` per comparison model: how far its predictions and 1D PDs are from the audited model's on
+    the same rows and grids: the rows whose prediction moved by more than :data:`CHANGED` (any target), the
+    largest move, and per feature the largest PD difference over the grid and the targets (``pd_gap``)."""
+    out = {}
+    base = None if predictions is None else np.asarray(predictions, dtype=float)
+    for name, other in comparison_predictions.items():
+        entry: dict = {}
+        o = None if other is None else np.asarray(other, dtype=float)
+        if base is not None and o is not None and o.shape == base.shape and base.size:
+            moved = np.abs(base - o).reshape(base.shape[0], -1).max(axis=1)
+            entry.update(rows=int(base.shape[0]), rows_changed=int(np.sum(moved > CHANGED)),
+                         largest_prediction_difference=float(np.nanmax(moved)))
+        by = {r.features: r for r in comparisons.get(name, ()) if r.ndim == 1}
+        gaps = {}
+        for r in res1:
+            c = by.get(r.features)
+            a, b = np.asarray(r.average, dtype=float), None if c is None else np.asarray(c.average, dtype=float)
+            if b is not None and a.shape == b.shape and np.isfinite(a).all() and np.isfinite(b).all():
+                gaps[r.features[0]] = float(np.abs(a - b).max())
+        entry["pd_gap"] = gaps
+        out[name] = entry
+    return out
+
+
+def gap_notes(gaps: dict, prediction_std) -> list[str]:
+    """One line per comparison model: the share of rows whose prediction changed and the largest PD difference (what
+    a converted model, e.g. an ONNX file, changed in the audited one's behaviour)."""
+    from ..utils.formatting import fmt
+
+    sd = np.atleast_1d(np.asarray(prediction_std, dtype=float))
+    out = []
+    for name, g in gaps.items():
+        parts = []
+        if "rows" in g:
+            parts.append(f"{name}'s prediction differs from this model's by more than {CHANGED:g} on "
+                         f"{g['rows_changed']:,} of the {g['rows']:,} rows (largest difference "
+                         f"{fmt(g['largest_prediction_difference'])})")
+        if g.get("pd_gap"):
+            feature, worst = max(g["pd_gap"].items(), key=lambda kv: kv[1])
+            scale = f", {fmt(worst / sd[0], 2)} prediction standard deviations" if sd.size == 1 and sd[0] > 0 else ""
+            parts.append(f"the largest difference between the two models' 1D PDs is {fmt(worst)} (on {feature}"
+                         f"{scale})")
+        if parts:
+            out.append("Gap to " + name + ": " + "; ".join(parts) + ".")
+    return out

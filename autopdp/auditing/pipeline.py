@@ -30,7 +30,7 @@ from ..pd.options import keywords
 from ..pd.partial_dependence import feature_grids, partial_dependence
 from ..pd.tree.fastpath import model_response, plan_tree_path, share_subset, shared_plans
 from ..pd.selfcheck import self_check
-from .notes import METHOD_NOTES, level_notes, method_notes, na_notes, ood_note
+from .notes import METHOD_NOTES, comparison_gaps, gap_notes, level_notes, method_notes, na_notes, ood_note
 from ..pd.link import log_predictions, model_link, with_surfaces
 from ..pd.tree.exact_pd import TreePathUnavailable
 from ..trust.checks import trust_scores
@@ -491,8 +491,10 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
                                                     progress, timings)
         outside = outside_job.result()
     pds = _without_2d_ice(pds)
+    gaps = comparison_gaps(scored.inputs.predictions, scored.inputs.comparison_predictions, pds.res1,
+                           pds.comparisons) if pds.comparisons else {}
     notes = [*data.notes, *pds.notes, *scored.notes, *(o.text for o in outside), *na_notes(scored.utility_scores),
-             *level_notes(evidence)]
+             *level_notes(evidence), *gap_notes(gaps, scored.inputs.prediction_std)]
     if data.weights is not None:
         notes.append(
             "PDs, the utilities' density weights and the observed incidence are weighted by the sample weights; "
@@ -508,7 +510,7 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
                                      significance=config.significance)
     timings["permutation_importance"] = time.perf_counter() - t0
     metadata = {**audit_metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight),
-                "permutation_importance": pfi}
+                "permutation_importance": pfi, **({"comparison_gap": gaps} if gaps else {})}
     run = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "timings_s": timings}
     if self_checked is not None:
         run["self_check"] = self_checked

@@ -6,6 +6,9 @@ from __future__ import annotations
 from ..config import DECISIONS, SIGN_OFF_KEYS
 from .params import split_params
 
+#: how the audit's note on a comparison model's gap to the audited one starts (autopdp.auditing.notes.gap_notes)
+GAP_PREFIX = "Gap to "
+
 __all__ = ["cover"]
 
 
@@ -46,6 +49,9 @@ def cover(audit) -> dict:
         "response": meta.get("response"),
         "targets": ", ".join(str(t) for t in meta.get("targets", [])),
         "compare": [_compare_label(name, prov) for name in meta.get("compare", {})],
+        # each comparison model's gap to this one (rows whose prediction changed, the largest PD difference):
+        # for a converted artifact (an ONNX file against the trained model) whether conversion changed behaviour
+        "gaps": [n for n in audit.notes if n.startswith(GAP_PREFIX)],
     }
 
 

@@ -57,6 +57,8 @@ def _cover(w, ctx):
         rows.append(["Sample weights", c["sample_weight"]])
     if c.get("compare"):
         rows.append(["Comparison models", ", ".join(c["compare"])])
+    if c.get("gaps"):
+        rows.append(["Gap to the audited model", " ".join(c["gaps"])])
     rows += [["Date (UTC)", c["date"]], ["autopdp version", c["version"]], ["Random seed", c["seed"]]]
     w.table(None, rows, size=9, widths=(0.3, 0.7), header_col=True)
     if c.get("inputs"):
