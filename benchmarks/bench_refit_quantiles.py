@@ -20,6 +20,8 @@ multiple-testing adjustment, so the three compare as tests):
   (``m / (n - m) x mean_k (PD_k - PD)(PD_k - PD)^T``, ``m = n / 2``: factor 1) as a multivariate t on K degrees of
   freedom.
 
+Also printed: x2's learner-PD importance's variance over the seeds against the mean of its estimated variance (the
+Nadeau-Bengio corrected refits' part plus the rows' part, linearised), their ratio (issue 53: 1.25-1.5).
 Beside them, the audit's own decision (``robust``, its Monte-Carlo learner-level test, Benjamini-Hochberg across the
 four features).  Printed: the share of noise features (2 per seed) each test calls robust (level) and the share of
 seeds in which x2 is (power at 4x the threshold), with 95% Clopper-Pearson intervals and ``uptime``'s load.
@@ -85,6 +87,12 @@ def _decisions(a, r, k: int, correction: float, rng) -> dict:
     flat = np.full(mean.size, float(np.sum(w * mean) / np.sum(w)))
     centre = at_threshold(mean, flat, learner, thr)
     out["normal"] = learner >= thr and _p(learner, centre, rows, spread, kind, w, rng) <= 0.05
+    # the learner-PD importance and its estimated variance (Nadeau-Bengio corrected refits' part + the rows' part,
+    # linearised through the importance's gradient), to set against the variance measured over seeds
+    wn = np.asarray(w, dtype=float) / np.sum(w)
+    g = wn * (mean - wn @ mean) / learner if learner > 0 else np.zeros_like(mean)
+    out["importance"] = learner
+    out["variance"] = float(np.sum((spread @ g) ** 2) + (np.sum((rows @ g) ** 2) if rows is not None else 0.0))
     out["t (K-1)"] = learner >= thr and _p(learner, centre, rows, spread, kind, w, rng, dof=k - 1) <= 0.05
     full_curve = np.asarray(r.average[0], dtype=float).ravel()
     full = float(flatness(full_curve[None], kind, axis=-1, weights=w)[0])
@@ -121,6 +129,10 @@ def main(argv=None) -> int:
     runs = [run(s, args.train, args.refits) for s in range(args.seeds)]
     print(f"{args.seeds} seeds, {args.train} training rows, K = {args.refits} refits on half-samples "
           f"(load {_load()}, {time.perf_counter() - started:.0f} s)")
+    imp = np.array([r["x2"]["importance"] for r in runs if "x2" in r])
+    est = np.array([r["x2"]["variance"] for r in runs if "x2" in r])
+    print(f"  x2's learner-PD importance over seeds: variance {imp.var(ddof=1):.3g}; the mean estimate (Nadeau-Bengio "
+          f"+ rows) {est.mean():.3g}: ratio {est.mean() / imp.var(ddof=1):.2f}")
     for m in METHODS:
         level = [bool(r[f][m]) for r in runs for f in NOISE if f in r]
         power = [bool(r["x2"][m]) for r in runs if "x2" in r]
