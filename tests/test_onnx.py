@@ -175,3 +175,26 @@ def test_the_trained_and_the_shipped_model_compared_state_the_conversion_gap(dat
     assert notes[0] in cover(a)["gaps"]
     back = autopdp.Audit.from_json(a.to_json())
     assert back.metadata["comparison_gap"]["other"]["rows_changed"] == gap["other"]["rows_changed"]
+
+
+def test_the_gate_fails_a_conversion_that_changed_behaviour(data, tmp_path):
+    """[champion] max_pd_gap and max_changed_rows hold the shipped file to the trained model, exactly."""
+    from autopdp import gate
+
+    X, y = data
+    rf = RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0).fit(X, y)
+    shipped = autopdp.load_model(_save(rf, X[:1].to_numpy(), tmp_path / "rf.onnx", options={"zipmap": False}))
+    policy = {"champion": {"max_pd_gap": 1e-6, "max_changed_rows": 0}}
+    faithful = gate(autopdp.audit(shipped, X, y, compare={"champion": rf}, config=CFG), policy)
+    assert faithful.passed and {c.check for c in faithful.checks} == {"pd_gap", "changed_rows"}
+    changed = RandomForestClassifier(n_estimators=20, max_depth=5, random_state=1).fit(X, y)
+    a = autopdp.audit(changed, X, y, compare={"champion": rf}, config=CFG)
+    verdict = gate(a, policy)
+    failed = {c.check: c for c in verdict.checks if not c.passed}
+    assert not verdict.passed and set(failed) == {"pd_gap", "changed_rows"}
+    share = a.metadata["comparison_gap"]["champion"]["rows_changed"] / len(X)
+    assert failed["changed_rows"].measured == pytest.approx(share) and share > 0
+    assert "share of rows whose prediction differs from the champion's (champion) by more than 1e-6" in \
+        failed["changed_rows"].message
+    with pytest.raises(InputError, match="share of the rows"):
+        gate(a, {"champion": {"max_changed_rows": 5}})

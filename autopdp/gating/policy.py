@@ -23,7 +23,7 @@ DEFAULT_FORBIDDEN_TOP_K = 5
 FEATURE_KEYS = ("monotonic", "max_monotonicity", "lipschitz", "max_lipschitz", "max_incidence", "max_similarity",
                 "max_slope", "min_importance", "robust")
 IMPORTANCE_KEYS = ("forbidden", "forbidden_top_k", "required", "min_importance", "required_top_k")
-CHAMPION_KEYS = ("max_similarity",)
+CHAMPION_KEYS = ("max_similarity", "max_pd_gap", "max_changed_rows")
 SECTIONS = ("features", "importance", "champion", "audit", "gate")
 GATE_KEYS = ("decide",)
 DECIDE = ("evidence", "limits")
@@ -37,6 +37,13 @@ def _number(value, key: str, *, positive=False, minimum=None) -> float:
     if minimum is not None and value < minimum:
         raise InputError(f"policy key {key!r} must be >= {minimum}, got {value!r}.")
     return float(value)
+
+
+def _share(value, key: str) -> float:
+    v = _number(value, key, minimum=0)
+    if v > 1:
+        raise InputError(f"policy key {key!r} is a share of the rows, between 0 and 1; got {value!r}.")
+    return v
 
 
 def _int(value, key: str) -> int:
@@ -87,7 +94,7 @@ def _check_rules(features: Mapping, imp: Mapping, champ: Mapping) -> None:
         if key in imp and not imp.get(needs[0]):
             raise InputError(f"policy key 'importance.{key}' modifies a rule the policy does not set: add "
                              f"'importance.{needs[0]}' = [FEATURE, ...] (or remove the key).")
-    n_rules += bool(imp.get("forbidden")) + bool(imp.get("required")) + ("max_similarity" in champ)
+    n_rules += bool(imp.get("forbidden")) + bool(imp.get("required")) + sum(k in champ for k in CHAMPION_KEYS)
     if not n_rules:
         raise InputError(_no_check_message())
 
@@ -124,6 +131,10 @@ class GatePolicy:
     min_importance: float = DEFAULT_MIN_IMPORTANCE
     required_top_k: int | None = None
     champion_max_similarity: float | None = None
+    #: the largest 1D PD difference to the champion allowed (prediction units), and the largest share of rows whose
+    #: prediction may differ from the champion's by more than 1e-6: a converted artifact against the trained model
+    champion_max_pd_gap: float | None = None
+    champion_max_changed_rows: float | None = None
     audit: Mapping[str, Any] = field(default_factory=dict)
     #: "evidence" (default): a limit with a noise test fails when the score exceeds it with confidence (a one-sided
     #: minimum-effect test, :mod:`autopdp.gating.limits`); "limits": on the raw score against the limit alone
@@ -183,6 +194,10 @@ class GatePolicy:
             required_top_k=_int(imp["required_top_k"], "importance.required_top_k") if "required_top_k" in imp else None,
             champion_max_similarity=_number(champ["max_similarity"], "champion.max_similarity", minimum=0)
             if "max_similarity" in champ else None,
+            champion_max_pd_gap=_number(champ["max_pd_gap"], "champion.max_pd_gap", minimum=0)
+            if "max_pd_gap" in champ else None,
+            champion_max_changed_rows=_share(champ["max_changed_rows"], "champion.max_changed_rows")
+            if "max_changed_rows" in champ else None,
             audit=audit_keys,
             decide=decide,
         )
@@ -200,7 +215,9 @@ class GatePolicy:
 
     @property
     def needs_champion(self) -> bool:
-        return self.champion_max_similarity is not None or any(f.max_similarity is not None for f in self.features.values())
+        return (self.champion_max_similarity is not None or self.champion_max_pd_gap is not None
+                or self.champion_max_changed_rows is not None
+                or any(f.max_similarity is not None for f in self.features.values()))
 
     @property
     def needs_target(self) -> bool:

@@ -22,6 +22,8 @@ Policy (TOML)::
 
     [champion]
     max_similarity = 0.05        # tolerated gap to the champion, every feature
+    max_pd_gap = 1e-6            # largest 1D PD difference to the champion (e.g. a converted ONNX file's)
+    max_changed_rows = 0         # share of rows whose prediction differs from the champion's by more than 1e-6
 
     [audit]                      # optional AuditConfig keys for the audit the gate runs
     grid_resolution = 20
@@ -76,7 +78,7 @@ class GateCheck:
     """One check of the gate."""
 
     name: str  # e.g. "monotonicity[duration_months]"
-    check: str  # monotonicity | lipschitz | incidence | similarity | slope | importance_forbidden | importance_required
+    check: str  # monotonicity | lipschitz | incidence | similarity | slope | importance_forbidden | importance_required | pd_gap | changed_rows
     feature: str
     measured: float | None
     threshold: float
@@ -404,6 +406,27 @@ def _champion_limits(audit, policy, names: list, champ, limits: list) -> None:
         limits.append((check, test if check.measured is not None else None, "policy", "the policy's limit", t))
 
 
+def _gap_checks(audit, policy, champ) -> list:
+    """The champion's gap rules (``max_pd_gap``, ``max_changed_rows``): exact differences between the two models on the
+    audit's rows and grids (``metadata.comparison_gap``), held to the policy's limits with no noise test: a converted
+    model (an ONNX file against the trained one) either reproduces the predictions or does not."""
+    gap = ((audit.metadata or {}).get("comparison_gap") or {}).get(champ) or {}
+    out = []
+    if policy.champion_max_pd_gap is not None:
+        pd_gap = gap.get("pd_gap") or {}
+        worst = max(pd_gap, key=pd_gap.get) if pd_gap else None
+        out.append(_limit_check("pd_gap", worst or "(all)", pd_gap.get(worst) if worst else None,
+                                policy.champion_max_pd_gap, reason="no 1D PD of the champion to compare",
+                                what=f"largest 1D PD difference to the champion ({champ})", note="the policy's limit"))
+    if policy.champion_max_changed_rows is not None:
+        share = gap["rows_changed"] / gap["rows"] if gap.get("rows") else None
+        out.append(_limit_check("changed_rows", "(all)", share, policy.champion_max_changed_rows,
+                                reason="the champion's predictions on the audit rows are not known",
+                                what=f"share of rows whose prediction differs from the champion's ({champ}) by "
+                                     "more than 1e-6", note="the policy's limit"))
+    return out
+
+
 def _decided_limits(audit, policy, limits: list) -> list:
     """The limit checks decided: with ``decide = "evidence"`` by the gate's own tests, one family (Holm) across
     every noise-tested limit check of the policy."""
@@ -486,6 +509,7 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
     if policy.needs_champion:
         _champion_limits(audit, policy, names, champ, limits)
     checks += _decided_limits(audit, policy, limits)
+    checks += _gap_checks(audit, policy, champ)
     checks = robust_verdicts(audit, policy, checks)
     if policy.forbidden or policy.required:
         checks += _rank_checks(audit, policy)
