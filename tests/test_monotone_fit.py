@@ -16,7 +16,8 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from autopdp import AuditConfig
 from autopdp import audit
 from autopdp.pd.result import PDResult
-from autopdp.findings.evidence import _draw_monotonicity, fast_lipschitz_fit_1d
+from autopdp.findings.evidence import fast_lipschitz_fit_1d
+from autopdp.findings.null_draws import stat_monotonicity
 from autopdp.scores.utilities import isotonic_fit, lipschitz_fit, score_lipschitz, score_monotonicity
 from autopdp.scores.utilities.monotone_fit import MonotoneGap, isotonic_median, monotone_fit
 
@@ -182,14 +183,8 @@ def test_noise_draws_refit_with_the_weights():
     centre = np.sort(rng.normal(size=k))
     w = random_weights(rng, k)
     noise = np.random.default_rng(11).normal(scale=0.3, size=(6, k))
-
-    class Noise:
-        def draw(self, n, rng):
-            return noise[:n]
-
-    s = score_monotonicity(pd_result(centre), target_index=0, weights=w)
     for loss in ("l2", "l1"):
-        out = _draw_monotonicity(s, Noise(), w, loss, False, None, centre)(6)
+        out = stat_monotonicity(w, loss, ["increasing", "decreasing"])(centre[None] + noise)
         for b in range(6):
             h = centre + noise[b]
             ref = ref_gap_1d(h, w) if loss == "l2" else min(

@@ -264,7 +264,7 @@ def _slope_materiality(s, thr: float):
 
     Returns ``(threshold, material, details, reason)`` with the threshold on the statistic's scale (slope per
     full range): ``thr / share_of_range``, so "slope >= threshold" is "change across the interval >= thr".
-    The noise test (:func:`_draw_slope`) is unchanged: the steepest slope of a flat PD plus noise.
+    The noise test (:func:`~autopdp.findings.null_draws.stat_slope`) is unchanged: the steepest slope of a flat PD plus noise.
     """
     d = s.details or {}
     change, share = float(d.get("change", np.nan)), float(d.get("share_of_range", np.nan))
