@@ -94,7 +94,8 @@ def minimum_effect(stat, centre, value: float, thr: float, noise: NoiseModel, rn
     draw's own standard error (:meth:`NoiseModel.draw_studentized`).  Studentizing carries the correlation between
     a skewed mean and its estimated spread that a normal draw misses (a threshold read off heavy-tailed
     predictions is small exactly when its estimated error is small), and the joint draw carries the threshold's
-    own sampling error.  With no threshold (materiality 0: the statistic's null is its boundary, 0, where the
+    own sampling error; each draw's threshold also gets back the sample sd's expected shortfall
+    (:attr:`NoiseModel.threshold_bias`: a square root of a mean is low on average).  With no threshold (materiality 0: the statistic's null is its boundary, 0, where the
     gradient vanishes) it is the plain Monte-Carlo test: the statistic of the fit plus normal draws."""
     c = np.asarray(centre, dtype=float).ravel()
     if thr is not None and np.isfinite(thr) and thr > 0:
@@ -102,12 +103,13 @@ def minimum_effect(stat, centre, value: float, thr: float, noise: NoiseModel, rn
         loading = 0.0 if noise.spread is None else noise.spread
         direction = noise.factor @ grad - float(thr) * loading
         se = float(np.linalg.norm(direction))
+        bias = float(noise.threshold_bias)  # the sample sd's expected shortfall, added back to each draw's threshold
         if np.isfinite(se) and se > 0:
             def draw(n):
                 out = []
                 for m in [_BLOCK] * (n // _BLOCK) + ([n % _BLOCK] if n % _BLOCK else []):
                     e, rel, sd = noise.draw_studentized(m, rng, direction)
-                    out.append((stat(c[None] + e.reshape(m, -1)) - float(thr) * (1.0 + rel)) / sd)
+                    out.append((stat(c[None] + e.reshape(m, -1)) - float(thr) * (1.0 + rel - bias)) / sd)
                 return np.concatenate(out)
             return NullTest((float(value) - float(thr)) / se, draw, lambda q: float(thr) + q * se, True)
 

@@ -37,6 +37,9 @@ class NoiseModel:
     #: (kept rows x k): the first k factor rows as the kept rows' departures (see weighted_noise_factor); None
     #: when the noise is not the rows' (cell standard errors): every factor row then takes a normal multiplier
     rows: np.ndarray | None = None
+    #: the threshold's expected relative shortfall: the sample sd (a square root of a mean, ddof 0) is low by about
+    #: ``1/(2n) + Var(sd_hat/sd)/2``; the null adds it back (:func:`threshold_bias`)
+    threshold_bias: float = 0.0
 
     def draw_pair(self, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
         """``(noise, relative)``: ``n`` draws of the PD's error and, from the same normal draws, of the threshold's
@@ -74,7 +77,7 @@ class NoiseModel:
         rows = np.asarray(rows, dtype=float).reshape(-1, self.factor.shape[1])
         spread = None if self.spread is None else np.concatenate([self.spread, np.zeros(rows.shape[0])])
         return NoiseModel(factor=np.vstack([self.factor, rows]), shape=self.shape, source=source, spread=spread,
-                          rows=self.rows)
+                          threshold_bias=self.threshold_bias, rows=self.rows)
 
     @property
     def sd(self) -> np.ndarray:
@@ -243,7 +246,24 @@ def gaussian_gap(n_eff: float, curves=None, h=None, *, weighted: bool = False) -
     return ""
 
 
+def threshold_bias(spread) -> float:
+    """How far below the population's the sample prediction sd falls on average, relative to it: the sd is the square
+    root of a mean of squares about the sample mean (ddof 0), so ``E[sd_hat] / sd ~ 1 - 1/(2n) - Var(sd_hat/sd)/2``
+    (the second-order term of the square root; ``Var(sd_hat/sd) ~ sum r_i^2``, :func:`threshold_spread`'s shares)."""
+    if spread is None or not np.size(spread) or not np.isfinite(spread).all():
+        return 0.0
+    return float(0.5 / np.size(spread) + 0.5 * np.sum(np.asarray(spread, dtype=float) ** 2))
+
+
 def pd_noise_model(result, target_index: int, sample_weight=None, spread=None) -> NoiseModel | None:
+    """:func:`_pd_noise_model`, with the threshold's bias (:func:`threshold_bias`) when its error is carried."""
+    model = _pd_noise_model(result, target_index, sample_weight, spread)
+    if model is None or model.spread is None:
+        return model
+    return dataclasses.replace(model, threshold_bias=threshold_bias(spread))
+
+
+def _pd_noise_model(result, target_index: int, sample_weight=None, spread=None) -> NoiseModel | None:
     """The Gaussian noise of ``result``'s PD for one target (see module docs); None when it cannot be estimated
     or is not trusted to be Gaussian (:func:`noise_gap_reason` says why).
 
