@@ -17,6 +17,11 @@ The model then runs with onnxruntime on the CPU.  Its inputs are mapped by name
 per-column inputs) take the columns of their names.  A classifier's probability output (a ZipMap's list of
 dictionaries, or a tensor) is its ``predict_proba``, its classes the labels the file declares; a regressor's
 output is its ``predict``.
+
+A graph that is one tree ensemble (``TreeEnsembleRegressor``/``TreeEnsembleClassifier`` of ``ai.onnx.ml``, or
+``TreeEnsemble``) on the single input, with only ``Cast``, ``Identity`` and ``ZipMap`` around it, also gives its
+trees' attributes (:attr:`OnnxModel.tree_ensemble`) for the exact tree path
+(:mod:`autopdp.pd.tree.onnx_trees`), which checks them before any compiled code reads them.
 """
 
 from __future__ import annotations
@@ -72,7 +77,9 @@ def load_onnx(path, max_mb: float):
     provenance = {"format": "onnx", "sha256": hashlib.sha256(data).hexdigest(), "producer": proto.producer_name,
                   "producer_version": proto.producer_version, "ir_version": int(proto.ir_version),
                   "opsets": {o.domain or "ai.onnx": int(o.version) for o in proto.opset_import}}
-    return OnnxModel(session, _class_labels(proto), meta.get("feature_names"), provenance, p.name)
+    model = OnnxModel(session, _class_labels(proto), meta.get("feature_names"), provenance, p.name)
+    model.tree_ensemble, model.tree_unavailable = _tree_ensemble(proto)
+    return model
 
 
 def _first_line(exc) -> str:
@@ -147,6 +154,58 @@ def _external_bytes(t, p: Path) -> int:
     return int(target.stat().st_size)
 
 
+#: the operators a graph read by the exact tree path may hold besides its one tree ensemble
+_AROUND_TREES = ("Cast", "Identity", "ZipMap")
+_TREE_OPS = ("TreeEnsembleRegressor", "TreeEnsembleClassifier", "TreeEnsemble")
+_FLOAT, _DOUBLE = 1, 11  # TensorProto.FLOAT, TensorProto.DOUBLE
+
+
+def _tree_ensemble(proto) -> tuple[dict | None, str]:
+    """``({"op", "attributes", "input_float32"}, "")`` when the graph is one tree ensemble on its single input (see
+    the module docs), else ``(None, why not)``.  ``input_float32``: the values reach the trees as float32 (onnxruntime
+    compares a float input in float32; a double input is compared with the thresholds widened to double)."""
+    from onnx import helper, numpy_helper
+
+    graph = proto.graph
+    trees = [n for n in graph.node if n.op_type in _TREE_OPS and n.domain == "ai.onnx.ml"]
+    others = sorted({n.op_type for n in graph.node if n.op_type not in _TREE_OPS + _AROUND_TREES})
+    if len(trees) != 1 or others or len(graph.input) != 1:
+        return None, ("the graph holds " + (f"the operators {', '.join(others[:5])}" if others else
+                      f"{len(trees)} tree ensembles" if len(trees) != 1 else f"{len(graph.input)} inputs")
+                      + ", not one tree ensemble on one input")
+    tree = trees[0]
+    source = {o: n for n in graph.node for o in n.output}
+    name, float32 = tree.input[0], None
+    while name in source:  # back through Cast and Identity to the graph's input
+        node = source[name]
+        if node.op_type == "Cast" and float32 is None:
+            to = next((a.i for a in node.attribute if a.name == "to"), None)
+            if to not in (_FLOAT, _DOUBLE):
+                return None, "the tree ensemble's input is cast to a type other than float or double"
+            float32 = to == _FLOAT
+        if node.op_type not in ("Cast", "Identity"):
+            return None, f"the tree ensemble's input comes from a {node.op_type} node"
+        name = node.input[0]
+    if name != graph.input[0].name:
+        return None, "the tree ensemble does not read the graph's input"
+    elem = graph.input[0].type.tensor_type.elem_type
+    if float32 is None:
+        if elem not in (_FLOAT, _DOUBLE):
+            return None, "the graph's input is neither float nor double"
+        float32 = elem == _FLOAT
+    attributes = {}
+    for a in tree.attribute:
+        value = helper.get_attribute_value(a)
+        if hasattr(value, "dims"):  # a *_as_tensor attribute
+            value = numpy_helper.to_array(value)
+        elif isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [v.decode("utf-8", "replace") for v in value]
+        attributes[a.name] = value
+    return {"op": tree.op_type, "attributes": attributes, "input_float32": bool(float32)}, ""
+
+
 def _class_labels(proto):
     """The class labels the graph declares (a ZipMap's, or a classifier node's), or None."""
     for node in _nodes(proto.graph):
@@ -161,6 +220,10 @@ def _class_labels(proto):
 class OnnxModel:
     """A model in an ONNX file, run by onnxruntime: ``predict`` and, for a classifier, ``predict_proba`` and
     ``classes_`` (see the module docs).  ``provenance``: the file's sha256, producer, IR version and opsets."""
+
+    #: the graph's one tree ensemble (see :func:`_tree_ensemble`), or None with the reason in ``tree_unavailable``
+    tree_ensemble: dict | None = None
+    tree_unavailable: str = "not read"
 
     def __init__(self, session, classes, feature_names, provenance: dict, name: str):
         self._session, self._name, self.provenance = session, name, provenance

@@ -12,8 +12,8 @@ The exact tree path never calls the model for a PD; this check does, on every au
   numeric ones that hold it), its ICE there must be the model's prediction for the row (already known from the
   tree path's check against the model: no model call).
 
-Every number must agree to :func:`tolerance` (1e-9 of the response's scale; XGBoost sums its trees in float32,
-so 2e-5 there).  The outcome is a small record (``Audit.run["self_check"]`` in results.json); a disagreement
+Every number must agree to :func:`tolerance` (1e-9 of the response's scale; XGBoost and onnxruntime sum their trees in
+float32, so 2e-5 there).  The outcome is a small record (``Audit.run["self_check"]`` in results.json); a disagreement
 raises :class:`autopdp.errors.ExactnessError`, which the command line reports in one line with exit 3.
 """
 
@@ -35,9 +35,10 @@ _BATCH_ROWS = 100_000  # rows per model call for the averages on every row
 
 
 def float32_sums(model) -> bool:
-    """Whether the model (or a pipeline's last step) sums its trees in float32 (XGBoost)."""
+    """Whether the model (or a pipeline's last step) sums its trees in float32: XGBoost, and an ONNX file's tree
+    ensemble (onnxruntime's tree kernels add float weights in float)."""
     final = model.steps[-1][1] if hasattr(model, "steps") else model
-    return type(final).__module__.startswith("xgboost")
+    return type(final).__module__.startswith("xgboost") or getattr(final, "tree_ensemble", None) is not None
 
 
 def tolerance(model, values) -> float:

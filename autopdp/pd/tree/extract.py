@@ -18,11 +18,11 @@ import numpy as np
 
 from .errors import TreePathUnavailable
 
-__all__ = ["NodeForest", "extract_forest", "LINKS", "NUMERIC", "CATEGORICAL", "ZERO_MISSING", "MAX_GRID"]
+__all__ = ["NodeForest", "extract_forest", "LINKS", "NUMERIC", "CATEGORICAL", "ZERO_MISSING", "EQUAL", "MAX_GRID"]
 
 #: link id -> name: identity, sigmoid(scale * raw) (binary: [1 - p, p]), softmax, exp
 LINKS = {0: "identity", 1: "sigmoid", 2: "softmax", 3: "exp"}
-NUMERIC, CATEGORICAL, ZERO_MISSING = 0, 1, 2
+NUMERIC, CATEGORICAL, ZERO_MISSING, EQUAL = 0, 1, 2, 3
 MAX_GRID = 64
 #: ``known`` of a categorical node whose unlisted categories all go right (XGBoost); codes up to
 #: 32 * XGB_CATEGORY_WORDS - 1 are covered (a larger code routes as missing and the extraction's
@@ -37,7 +37,8 @@ class NodeForest:
 
     ``kind``: 0 numeric (``x <= threshold`` goes left), 1 categorical (category
     in ``catbits`` goes left, in ``catknown`` right, else as missing), 2 numeric
-    where 0 counts as missing (LightGBM).  ``value[node, k]``: a leaf's
+    where 0 counts as missing (LightGBM), 3 equality (``x == threshold`` goes
+    left: ONNX's ``BRANCH_EQ``/``BRANCH_NEQ``).  ``value[node, k]``: a leaf's
     contribution to raw output k.  ``link``/``scale``/``n_out``: how raw
     outputs become the model's response columns.
     """
@@ -294,6 +295,10 @@ def _extract_forest(model, adapter) -> tuple[NodeForest, int]:
             raise TreePathUnavailable(f"HistGradientBoostingRegressor with loss={model.loss!r}")
         return _classifier_link(b, adapter, K)
     module = type(model).__module__
+    if hasattr(model, "tree_ensemble"):  # an ONNX file (autopdp.io.onnx_model.OnnxModel)
+        from .onnx_trees import onnx_forest
+
+        return onnx_forest(model, adapter)
     if module.startswith("xgboost"):
         return _xgboost(model, adapter)
     if module.startswith("lightgbm"):

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..data import Frame
 from ..engine import Augmenter
+from ..selfcheck import float32_sums
 from .extract import MAX_TREE_BYTES, extract_forest
 from .ice import RowKernel
 from .exact_pd import TreePathUnavailable, TreePD, boosting_offset, extract_ensemble
@@ -104,6 +105,9 @@ class TreePlan:
         self.forest = None
         try:
             self.forest, self.n_out = extract_forest(self.final, adapter, max_bytes)
+            if self.forest.feature.size and int(self.forest.feature.max()) >= Z.shape[1]:
+                raise TreePathUnavailable(f"the trees split on column {int(self.forest.feature.max())} of an input "
+                                          f"of {Z.shape[1]} columns")
         except TreePathUnavailable as exc:
             self.rows_unavailable = str(exc)
         if self.forest is None and self.ensemble is None:
@@ -307,7 +311,7 @@ class TreePlan:
             return kernel
         recon = kernel.predictions()  # raw scores without the constant
         offset = np.zeros(self.forest.value.shape[1])
-        if self.forest.link != 0 or not _is_averaging_forest(self.final):
+        if not _constant_in_trees(self.final, self.forest):
             raw0 = _raw_score(self.final, self._pre(self.frame.take_rows(np.arange(1)).data))
             offset = raw0.reshape(-1)[: offset.size] - recon[0]
         self.model_response = _verify(kernel, recon + offset, self.adapter, self.frame, self.n_out)
@@ -358,6 +362,15 @@ class TreePlan:
         return offset
 
 
+def _constant_in_trees(final, forest) -> bool:
+    """Whether the trees hold the model's whole constant: scikit-learn's averaging forests, and an ONNX file's trees
+    (its base values are a one-leaf tree, :mod:`autopdp.pd.tree.onnx_trees`); else the constant is read off the
+    model's raw score on one row."""
+    if hasattr(final, "tree_ensemble"):
+        return True
+    return forest.link == 0 and _is_averaging_forest(final)
+
+
 def _is_averaging_forest(final) -> bool:
     from sklearn.ensemble import BaseEnsemble
     from sklearn.tree import BaseDecisionTree
@@ -395,7 +408,7 @@ def _verify(kernel, raw, adapter, frame, n_out):
                         for r0 in range(0, frame.n_rows, 100_000)])
     if theirs.shape != mine.shape:
         raise TreePathUnavailable(f"the tree dump gives {mine.shape[1]} outputs, the model {theirs.shape[1]}")
-    tol = 2e-5 if kernel.forest.float32 and type(adapter.model).__module__.startswith("xgboost") else 1e-9
+    tol = 2e-5 if float32_sums(adapter.model) else 1e-9
     gap = float(np.max(np.abs(mine - theirs))) if mine.size else 0.0
     scale = max(1.0, float(np.max(np.abs(theirs)))) if theirs.size else 1.0
     if not np.isfinite(gap) or gap > tol * scale:

@@ -163,7 +163,7 @@ def go_left(x, nd, nodes, thr, catbits, catknown):  # pragma: no cover - compile
     ``nodes``: the packed table (feature, left, right, kind, missing_left), see
     :attr:`autopdp.pd.tree.extract.NodeForest.packed`; kind 0 numeric (``x <= thr``), 1 categorical
     (category in ``catbits`` left, in ``catknown`` right, else as missing), 2 numeric where 0
-    counts as missing (LightGBM).
+    counts as missing (LightGBM), 3 equality (``x == thr``, ONNX).
     """
     missing_left = nodes[nd, 4] == 1
     if np.isnan(x):
@@ -175,6 +175,8 @@ def go_left(x, nd, nodes, thr, catbits, catknown):  # pragma: no cover - compile
         if abs(x) <= 1e-35:
             return missing_left
         return x <= thr[nd]
+    if kd == 3:
+        return x == thr[nd]
     if x < 0:
         return missing_left
     c = int(x)
