@@ -1,0 +1,253 @@
+"""For whom the effect differs: tested regional PDs (issue 55).
+
+A feature whose ICE curves do not run parallel acts differently on different rows.  Following REPID (Herbinger et
+al., AISTATS 2022) and GADGET (Herbinger et al., JMLR 2024), the rows are split on the *other* features so that
+the centred ICE curves within each region are as alike as possible; each region's PD then says what the feature
+does there.
+
+* **Heterogeneity** of a set S of rows: ``H(S) = sum_{i in S} w_i ||c_i - c_S||^2``, the weighted spread of the
+  centred curves ``c_i = ice_i - mean_g ice_i`` about their weighted mean ``c_S`` (the regional PD, centred).
+* **Splits**: a numeric threshold (``<=`` / ``>``; a missing value goes with ``>``) or, for a categorical feature, a
+  set of levels (``in`` / ``not in``; the levels ordered by their mean first principal component of the centred
+  curves, then cut as a numeric would be).  Each side holds at least ``min_share`` of the weight.  Up to
+  ``depth`` levels of splits (a region is split again when its own split passes its test).
+* **A tested split, the search accounted for** (sample splitting): the rows are halved at random (``seed``); the
+  split is chosen on the first half and tested on the second, whose rows the search never saw.  The test is a
+  permutation test of the region labels on the second half (statistic: the heterogeneity between regions, the
+  share of ``H`` the split explains); its p-value is exact for the null that the centred curves do not depend on
+  the side of the split, whatever search chose it.  The p-values are adjusted across features
+  (Benjamini-Hochberg) by the caller.
+* **Material**: the split explains at least ``min_explained`` of the second half's heterogeneity, and the two
+  regional centred PDs differ by more than ``threshold`` somewhere on the grid (on the second half).
+
+Everything is conditional on the fitted model, as every finding: the curves are the model's, the rows are the
+sample.  The numbers the report prints (shares, regional PDs) are over all the rows given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Region", "RegionSplit", "find_regions", "MIN_SHARE", "MIN_EXPLAINED"]
+
+#: the least share of the weight a region may hold
+MIN_SHARE = 0.10
+#: the least share of the ICE curves' heterogeneity a reported split explains
+MIN_EXPLAINED = 0.10
+
+
+@dataclass(frozen=True)
+class Region:
+    """One region: ``rule`` a tuple of ``(feature, op, value)`` conditions (``op`` one of ``<=``, ``>``, ``in``,
+    ``not in``), its ``share`` of the weight, and its PD (``average``, on the ICE curves' scale) on ``grid``."""
+    rule: tuple
+    share: float
+    average: np.ndarray
+
+    def to_dict(self, grid) -> dict:
+        return {"rule": [{"feature": f, "op": op, "value": _plain(v)} for f, op, v in self.rule],
+                "share": float(self.share), "grid": np.asarray(grid).tolist(), "average": self.average.tolist()}
+
+
+@dataclass(frozen=True)
+class RegionSplit:
+    """The regions of one feature: ``explained`` (the share of the second half's heterogeneity the first split
+    explains), ``gap`` (the largest difference of its two regional centred PDs, second half), ``p`` (the permutation
+    test's), ``material``, and the ``regions`` (leaves of the splits that passed); ``reason`` when no split was
+    tested (too few rows, no heterogeneity, no admissible split)."""
+    feature: str
+    explained: float
+    gap: float
+    p: float
+    material: bool
+    regions: tuple = ()
+    reason: str = ""
+    adjusted_p: float = float("nan")
+    finding: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self, grid) -> dict:
+        return {"feature": self.feature, "explained": _num(self.explained), "gap": _num(self.gap), "p": _num(self.p),
+                "adjusted_p": _num(self.adjusted_p), "finding": bool(self.finding), "material": bool(self.material),
+                "reason": self.reason, "regions": [r.to_dict(grid) for r in self.regions]}
+
+
+def _num(x):
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def _plain(v):
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        return float(v)
+    return v if isinstance(v, (int, str, bool)) or v is None else str(v)
+
+
+def _heterogeneity(C, w) -> float:
+    sw = w.sum()
+    if sw <= 0:
+        return 0.0
+    m = (w @ C) / sw
+    return float(w @ ((C - m) ** 2).sum(axis=1))
+
+
+def _cut_costs(C, w, order):
+    """``H(left) + H(right)`` for every cut after position ``k`` of the rows in ``order`` (left: the first k+1)."""
+    Cw = C[order] * w[order, None]
+    sw = np.cumsum(w[order])
+    s1 = np.cumsum(Cw, axis=0)
+    s2 = np.cumsum(w[order] * (C[order] ** 2).sum(axis=1))
+    tw, t1, t2 = sw[-1], s1[-1], s2[-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        left = s2 - (s1 ** 2).sum(axis=1) / sw
+        rw = tw - sw
+        right = (t2 - s2) - ((t1 - s1) ** 2).sum(axis=1) / np.where(rw > 0, rw, np.nan)
+    return left + right, sw / tw
+
+
+def _numeric_best(x, C, w, min_share):
+    """(cost, threshold) of the best admissible ``x <= t`` cut, halfway between two different values (every such
+    cut is tried: the costs of all come from one pass of cumulative sums); missing values go right."""
+    ok = ~np.isnan(x)
+    order = np.argsort(np.where(ok, x, np.inf), kind="stable")
+    cost, share = _cut_costs(C, w, order)
+    xs = np.where(ok, x, np.inf)[order]
+    distinct = np.append(xs[1:] != xs[:-1], False) & np.isfinite(xs)  # a cut between two different values
+    candidates = np.flatnonzero(distinct & (share >= min_share) & (share <= 1 - min_share))
+    if not candidates.size:
+        return np.inf, None
+    k = candidates[np.argmin(cost[candidates])]
+    return float(cost[k]), float((xs[k] + xs[k + 1]) / 2)  # halfway between the two sides' nearest values
+
+
+def _categorical_best(x, C, w, min_share):
+    """(cost, levels going left) of the best admissible level set; levels ordered by their mean first principal
+    component of the centred curves, then cut in that order."""
+    codes, levels = pd.factorize(pd.Series(x, dtype=object).where(pd.notna(x), "(missing)"), sort=True)
+    if levels.size < 2:
+        return np.inf, None
+    centred = C - (w @ C) / w.sum()
+    _, _, vt = np.linalg.svd(centred * np.sqrt(w)[:, None], full_matrices=False)
+    score = centred @ vt[0]
+    sums = np.bincount(codes, weights=w * score, minlength=levels.size)
+    wsum = np.bincount(codes, weights=w, minlength=levels.size)
+    rank = np.argsort(np.argsort(sums / np.maximum(wsum, 1e-300), kind="stable"), kind="stable")
+    order = np.argsort(rank[codes], kind="stable")
+    cost, share = _cut_costs(C, w, order)
+    r = rank[codes][order]
+    candidates = np.flatnonzero(np.append(r[1:] != r[:-1], False) & (share >= min_share) & (share <= 1 - min_share))
+    if not candidates.size:
+        return np.inf, None
+    k = candidates[np.argmin(cost[candidates])]
+    left = [levels[i] for i in range(levels.size) if rank[i] <= r[k]]
+    return float(cost[k]), sorted(left, key=str)
+
+
+def _side(x, op, value) -> np.ndarray:
+    if op in ("in", "not in"):
+        vals = pd.Series(x, dtype=object).where(pd.notna(x), "(missing)")
+        inside = vals.isin(list(value)).to_numpy()
+        return inside if op == "in" else ~inside
+    x = np.asarray(x, dtype=float)
+    return (x <= value) if op == "<=" else ~(x <= value)
+
+
+def _best_split(others: pd.DataFrame, C, w, min_share):
+    """(feature, left condition, right condition) of the best admissible split of these rows, or None."""
+    best = (np.inf, None)
+    for name in others.columns:
+        col = others[name]
+        if pd.api.types.is_numeric_dtype(col) and not isinstance(col.dtype, pd.CategoricalDtype):
+            cost, t = _numeric_best(col.to_numpy(dtype=float), C, w, min_share)
+            cond = None if t is None else ((name, "<=", t), (name, ">", t))
+        else:
+            cost, left = _categorical_best(col.to_numpy(dtype=object), C, w, min_share)
+            cond = None if left is None else ((name, "in", tuple(left)), (name, "not in", tuple(left)))
+        if cond is not None and cost < best[0]:
+            best = (cost, cond)
+    return best[1]
+
+
+def _between(C, w, labels) -> float:
+    """The heterogeneity between the regions ``labels`` (0/1) defines: ``H(all) - H(0) - H(1)``."""
+    return _heterogeneity(C, w) - _heterogeneity(C[labels], w[labels]) - _heterogeneity(C[~labels], w[~labels])
+
+
+def _permutation_p(C, w, labels, rng, n_perm: int) -> float:
+    """The share of ``n_perm`` random relabellings (with the observed one) whose between-region heterogeneity
+    ``W_L W_R / W ||c_L - c_R||^2`` is at least the observed one's."""
+    wC = C * w[:, None]
+    W, T = w.sum(), wC.sum(axis=0)
+    L = np.vstack([labels] + [rng.permutation(labels) for _ in range(n_perm)]).astype(float)
+    WL = L @ w
+    SL = L @ wC
+    WR = W - WL
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = SL / WL[:, None] - (T - SL) / WR[:, None]
+        between = WL * WR / W * (diff ** 2).sum(axis=1)
+    between = np.nan_to_num(between, nan=0.0)
+    return float(np.mean(between >= between[0] * (1 - 1e-12)))
+
+
+def _tested(others, C, w, half, min_share, rng, n_perm):
+    """The split chosen on ``~half`` and its test on ``half``: (conditions, explained, gap, p) or None."""
+    choose = ~half
+    split = _best_split(others[choose], C[choose], w[choose], min_share)
+    if split is None:
+        return None
+    left = _side(others[split[0][0]].to_numpy(), split[0][1], split[0][2])
+    lb = left[half]
+    if lb.all() or not lb.any():
+        return None
+    Cb, wb = C[half], w[half]
+    total = _heterogeneity(Cb, wb)
+    explained = _between(Cb, wb, lb) / total if total > 0 else 0.0
+    mean = lambda m: (wb[m] @ Cb[m]) / wb[m].sum()  # noqa: E731 - the regional centred PD on the second half
+    gap = float(np.max(np.abs(mean(lb) - mean(~lb))))
+    return split, left, float(explained), gap, _permutation_p(Cb, wb, lb, rng, n_perm)
+
+
+def find_regions(feature: str, ice, grid, others: pd.DataFrame, weights=None, *, threshold: float, seed: int = 0,
+                 min_share: float = MIN_SHARE, min_explained: float = MIN_EXPLAINED, depth: int = 2,
+                 n_perm: int = 1999) -> RegionSplit:
+    """The tested regions of ``feature`` (see module docs) from its ICE curves ``ice`` (rows x grid, on the
+    criterion's scale), the rows' values of the other features ``others`` (same rows) and their ``weights``."""
+    ice = np.asarray(ice, dtype=float)
+    n = ice.shape[0]
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    C = ice - ice.mean(axis=1, keepdims=True)
+    others = others.reset_index(drop=True)
+    if n < 40 or others.shape[1] == 0:
+        return RegionSplit(feature, np.nan, np.nan, np.nan, False, reason="too few rows or no other feature")
+    if _heterogeneity(C, w) <= 1e-12 * max(1.0, float(w @ (ice ** 2).sum(axis=1))):
+        return RegionSplit(feature, 0.0, 0.0, 1.0, False, reason="the ICE curves run parallel")
+    rng = np.random.default_rng(seed)
+    half = np.zeros(n, dtype=bool)
+    half[rng.permutation(n)[: n // 2]] = True
+    first = _tested(others, C, w, half, min_share, rng, n_perm)
+    if first is None:
+        return RegionSplit(feature, np.nan, np.nan, np.nan, False, reason="no split leaves each side "
+                           f"{min_share:.0%} of the weight")
+    split, left, explained, gap, p = first
+    material = explained >= min_explained and gap > threshold
+    leaves = []
+    for cond, rows in ((split[0], left), (split[1], ~left)):
+        sub = None
+        if depth > 1 and rows.sum() >= 40:
+            sub = _tested(others[rows].reset_index(drop=True), C[rows], w[rows], half[rows],
+                          min_share * w.sum() / w[rows].sum(), rng, n_perm)
+        if sub is not None and sub[4] <= 0.05 / 2 and sub[2] >= min_explained and sub[3] > threshold:
+            inner = np.flatnonzero(rows)
+            for c2, m2 in ((sub[0][0], sub[1]), (sub[0][1], ~sub[1])):
+                leaves.append(((cond, c2), inner[m2]))
+        else:
+            leaves.append(((cond,), np.flatnonzero(rows)))
+    regions = tuple(Region(rule, float(w[idx].sum() / w.sum()), (w[idx] @ ice[idx]) / w[idx].sum())
+                    for rule, idx in leaves)
+    return RegionSplit(feature, explained, gap, p, material, regions)
