@@ -38,6 +38,7 @@ from ..scores.utilities import TRUST_IDS
 from ..pd.result import PDResult
 from ..scores.coverage import outside_grid
 from ..findings.evidence import assess
+from ..findings.regions import audit_regions
 from ..findings.robustness import learner_level, with_robustness
 from ..pd.refits import checked_train, refit_curves, refit_spec, run_refits
 from ..scores.skill import permutation_importance
@@ -490,6 +491,10 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
         evidence, data_summary = _tests_and_summary(data, pds, scored, scores, refits, config, random_state,
                                                     progress, timings)
         outside = outside_job.result()
+    t0 = time.perf_counter()
+    with announce("regions of the heterogeneous features", progress):
+        regions = audit_regions(scored.inputs, pds.res1, evidence, config, random_state)
+    timings["regions"] = time.perf_counter() - t0
     pds = _without_2d_ice(pds)
     gaps = comparison_gaps(scored.inputs.predictions, scored.inputs.comparison_predictions, pds.res1,
                            pds.comparisons) if pds.comparisons else {}
@@ -520,6 +525,7 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
         interaction=scored.interaction, notes=tuple(notes), metadata=metadata, data_summary=data_summary, run=run,
         evidence=evidence, stage_failures=stage_failures, sample_weight=data.weights,
         refits=None if refits is None else refits.summary(), refit_curves=refit_curves(refits),
+        region_records=regions,
     )
 
 

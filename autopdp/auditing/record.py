@@ -87,6 +87,9 @@ class Audit:
     refit_curves: Mapping = field(default_factory=dict, repr=False)
     #: what the report's cover says (:class:`~autopdp.config.ReportOptions`): no number depends on it
     report: ReportOptions = field(default_factory=ReportOptions)
+    #: ``{feature: record}``: the tested regions of every 1D PD with an ICE-spread or interaction finding
+    #: (:func:`autopdp.findings.regions.audit_regions`); None when not assessed (a results.json of an earlier version)
+    region_records: Mapping[str, Any] | None = None
 
     # ------------------------------------------------------------ queries
     def ranking(self, name: str, ascending: bool = False, kind: str | None = None) -> pd.DataFrame:
@@ -124,6 +127,21 @@ class Audit:
             if passed:
                 out[f] = passed
         return out
+
+    def regions(self, feature: str | None = None):
+        """The tested regions of ``feature`` (a record: ``feature``, ``explained``, ``gap``, ``p``, ``adjusted_p``,
+        ``finding``, ``regions`` of ``{rule, share, grid, average}``; see :mod:`autopdp.findings.regions`), or of
+        every feature examined (``feature=None``: a list).  A feature not examined (no ICE-spread or interaction
+        finding), or an audit read from a results.json written before regions existed, gives a record whose
+        ``reason`` says so and whose ``finding`` is False."""
+        records = self.region_records
+        if feature is None:
+            return [] if records is None else list(records.values())
+        if records is None:
+            return {"feature": feature, "finding": False, "regions": [], "reason": "not assessed (this results.json "
+                    "was written before regions were examined)"}
+        return records.get(feature) or {"feature": feature, "finding": False, "regions": [],
+                                        "reason": "not examined: no ICE-spread or interaction finding"}
 
     def findings(self, criterion: str) -> list:
         """Every PDP's :class:`~autopdp.findings.significance.Evidence` under ``criterion``, best score first.

@@ -82,6 +82,8 @@ def audit_dict(audit, finding_texts: list, ice_file: str | None = None) -> dict:
         # the 1D patterns not counted as findings: the held-out data do not show their feature to matter (derived
         # from the evidence and metadata.permutation_importance on reading; written for readers of the file)
         "set_aside": {f: list(cs) for f, cs in audit.set_aside_patterns().items()},
+        # the tested regions of the heterogeneous features (issue 55); absent in files of earlier versions
+        **({"regions": jsonable(list(audit.region_records.values()))} if audit.region_records is not None else {}),
         "evidence_meta": evidence_meta,
         "evidence": {c: tables(_evidence_dict(e, evidence_meta.get(c, {}), audit.config) for e in by.values())
                      for c, by in audit.evidence.items()},
@@ -226,8 +228,19 @@ def _fields(d: dict, results: list, comparisons: dict, sample_weight=None) -> di
         notes=tuple(d.get("notes", ())), metadata=d.get("metadata", {}), data_summary=d.get("data_summary", {}),
         run=d.get(RUN_KEY, {}), evidence=evidence,
         stage_failures=tuple(StageFailure.from_dict(f) for f in d.get("stage_failures", ())),
-        sample_weight=sample_weight, **_refits_from(d.get("refits")),
+        sample_weight=sample_weight, **_refits_from(d.get("refits")), region_records=_regions_from(d.get("regions")),
     )
+
+
+def _regions_from(records):
+    """``region_records`` from results.json's ``regions`` (absent: None, not assessed)."""
+    if records is None:
+        return None
+    if not isinstance(records, list) or not all(isinstance(r, dict) and isinstance(r.get("feature"), str)
+                                                and isinstance(r.get("regions", []), list) for r in records):
+        raise InputError("results.json's 'regions' is damaged: expected a list of records, each with a 'feature'; "
+                         "write the file again with autopdp.")
+    return {r["feature"]: r for r in records}
 
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .regions import regions_sentence
 from ..config import config_record
 from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
@@ -307,6 +308,7 @@ def _utility_sections(audit, top_k):
             s = audit.score(feats, uid)
             sentence = finding_sentence(feats, uid, s, scale=_scale(audit, audit.pd(feats), s),
                                         outcome=outcome_label(audit, s.target), evidence=_evidence(audit, uid, feats))
+            sentence += regions_sentence(audit, feats, uid)
             proof = evidence_text(_evidence(audit, uid, feats))
             plots.append(_figure(svg, f"#{row['rank']} — {sentence}" + (f" [{proof}]" if proof else ""), alt))
         e_any = next(iter(audit.evidence.get(uid, {}).values()), None) if tested else None
@@ -398,7 +400,7 @@ def _findings(audit, selection=None):
         robust = robustness_sentence(_evidence(audit, criterion, sel.features), getattr(audit, "refits", None),
                                      " and ".join(sel.features))
         sentence = f"{sentence} {robust}" if robust else sentence
-        sentence += data_evidence(audit, sel.features)
+        sentence += data_evidence(audit, sel.features) + regions_sentence(audit, sel.features, criterion)
         if ((audit.metadata or {}).get("skill") or {}).get("shows_skill") is False:
             sentence += " (The model shows no skill on the audit data: a pattern of this fit, not evidence about the data.)"
         out.append({"label": sel.label, "kind": sel.kind, "reasons": sel.reason_text, "sentence": sentence,

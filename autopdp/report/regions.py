@@ -1,0 +1,73 @@
+"""The sentences of the tested regions (issue 55): for whom a heterogeneous feature's effect differs.
+
+Reads :meth:`autopdp.Audit.regions` records (:mod:`autopdp.findings.regions`); every number comes from the record.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..utils.formatting import fmt
+
+__all__ = ["regions_sentence", "rule_text"]
+
+def rule_text(rule) -> str:
+    """``-0.9 < a ≤ 0.2 and d in {p, s}``: a feature's numeric conditions merged into one interval; ``(or missing)``
+    where the missing values go with a ``>`` condition."""
+    parts, bounds = [], {}
+    for c in rule:
+        if c.get("op") in ("<=", ">"):
+            lo, hi, missing = bounds.get(c.get("feature"), (None, None, False))
+            v = c.get("value")
+            if c["op"] == "<=":
+                hi = v if hi is None else min(hi, v)
+            else:
+                lo = v if lo is None else max(lo, v)
+            bounds[c.get("feature")] = (lo, hi, missing or bool(c.get("or_missing")))
+            continue
+        v = c.get("value")
+        value = "{" + ", ".join(str(x) for x in v) + "}" if isinstance(v, list) else str(v)
+        parts.append(f"{c.get('feature')} {c.get('op')} {value}")
+    for f, (lo, hi, missing) in bounds.items():
+        text = (f"{fmt(lo)} < {f} ≤ {fmt(hi)}" if lo is not None and hi is not None else
+                f"{f} ≤ {fmt(hi)}" if hi is not None else f"{f} > {fmt(lo)}")
+        parts.insert(0, text + (" (or missing)" if missing and hi is None else ""))
+    return " and ".join(parts)
+
+
+def _movement(region, numeric: bool, f: str) -> str:
+    avg = np.asarray(region.get("average") or [], dtype=float)
+    if avg.size < 2 or not np.isfinite(avg).all():
+        return "its PD is not known"
+    if not numeric:
+        return f"its levels' averages span {fmt(float(avg.max() - avg.min()))}"
+    change = float(avg[-1] - avg[0])
+    return f"{'rises' if change > 0 else 'falls'} by {fmt(abs(change))} from {f}'s first to its last grid value"
+
+
+def regions_sentence(audit, features, criterion: str = "ice_variance") -> str:
+    """For a 1D ICE-spread finding whose feature the audit examined for regions: the regions and their test, or why
+    none is reported ("" for another criterion or a feature not examined)."""
+    if criterion != "ice_variance" or len(features) != 1 or not audit.region_records or features[0] not in audit.region_records:
+        return ""
+    f = features[0]
+    r = audit.region_records[f]
+    regions = r.get("regions") or []
+    on = "" if r.get("scale") in (None, "", "prediction") else f" on the {r['scale'].split(' (')[0]} scale"
+    test = (f"chosen on half of the {r.get('rows', 0):,} ICE rows and tested on the other half (permutation p = "
+            f"{fmt(r.get('p'), 2)}, adjusted {fmt(r.get('adjusted_p'), 2)} across the {len(audit.region_records)} "
+            f"feature(s) examined)")
+    if not r.get("finding"):
+        if r.get("reason"):
+            return f" No region of the other features was tested for {f}: {r['reason']}."
+        best = rule_text(regions[0]["rule"][:1]) if regions else "none"
+        return (f" No region of the other features accounts for {f}'s spread: the best split ({best}), {test}, "
+                f"explains {fmt(100 * (r.get('explained') or 0), 2)}% of the centred curves' spread (at least "
+                f"{r.get('min_explained', 0.5):.0%} needed, with regional curves more than {fmt(r.get('threshold'))} "
+                f"apart{on}).")
+    numeric = all(isinstance(v, (int, float)) for v in (regions[0].get("grid") or [0]))
+    pieces = [f"where {rule_text(g['rule'])} ({g['share']:.0%} of the rows) the average prediction{on} "
+              f"{_movement(g, numeric, f)}" for g in regions]
+    return (f" For whom: {'; '.join(pieces)}. The split, {test}, explains {fmt(100 * r['explained'], 2)}% of the "
+            f"centred ICE curves' spread (at least {r.get('min_explained', 0.5):.0%} needed), its regional curves "
+            f"{fmt(r.get('gap'))} apart at most (threshold {fmt(r.get('threshold'))}{on}).")
