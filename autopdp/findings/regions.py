@@ -52,11 +52,15 @@ class Region:
     rule: tuple
     share: float
     average: np.ndarray
+    #: the regional PD on the prediction's own scale, where the curves were on another (the figure draws it)
+    average_prediction: np.ndarray | None = None
 
     def to_dict(self, grid) -> dict:
         return {"rule": [{"feature": c[0], "op": c[1], "value": _plain(c[2]), **({"or_missing": True} if c[3:] else {})}
                          for c in self.rule],
-                "share": float(self.share), "grid": np.asarray(grid).tolist(), "average": self.average.tolist()}
+                "share": float(self.share), "grid": np.asarray(grid).tolist(), "average": self.average.tolist(),
+                **({} if self.average_prediction is None else
+                   {"average_prediction": self.average_prediction.tolist()})}
 
 
 @dataclass(frozen=True)
@@ -224,9 +228,10 @@ def _tested(others, C, w, half, min_share, rng, n_perm):
 
 def find_regions(feature: str, ice, grid, others: pd.DataFrame, weights=None, *, threshold: float, seed: int = 0,
                  min_share: float = MIN_SHARE, min_explained: float = MIN_EXPLAINED, depth: int = 2,
-                 n_perm: int = 1999) -> RegionSplit:
+                 n_perm: int = 1999, shown=None) -> RegionSplit:
     """The tested regions of ``feature`` (see module docs) from its ICE curves ``ice`` (rows x grid, on the
-    criterion's scale), the rows' values of the other features ``others`` (same rows) and their ``weights``."""
+    criterion's scale), the rows' values of the other features ``others`` (same rows) and their ``weights``;
+    ``shown``: the same curves on the prediction's scale, whose regional means the figure draws."""
     ice = np.asarray(ice, dtype=float)
     n = ice.shape[0]
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
@@ -257,8 +262,9 @@ def find_regions(feature: str, ice, grid, others: pd.DataFrame, weights=None, *,
                 leaves.append(((cond, c2), inner[m2]))
         else:
             leaves.append(((cond,), np.flatnonzero(rows)))
-    regions = tuple(Region(rule, float(w[idx].sum() / w.sum()), (w[idx] @ ice[idx]) / w[idx].sum())
-                    for rule, idx in leaves)
+    mean = lambda v, idx: (w[idx] @ v[idx]) / w[idx].sum()  # noqa: E731 - a region's weighted PD
+    regions = tuple(Region(rule, float(w[idx].sum() / w.sum()), mean(ice, idx),
+                           None if shown is None else mean(np.asarray(shown, dtype=float), idx)) for rule, idx in leaves)
     return RegionSplit(feature, explained, gap, p, material, regions)
 
 
@@ -315,7 +321,9 @@ def audit_regions(inputs, results_1d, evidence, config, seed: int, features=None
         taken = frame.take_rows(rows)
         others = pd.DataFrame({n: taken.column(k) for k, n in enumerate(names) if n != f})
         w = None if inputs.sample_weight is None else inputs.sample_weight[rows]
-        splits.append((find_regions(f, curves, r.grid[0], others, w, threshold=thr, seed=seed + i), r, scale, thr))
+        shown = None if scale == "prediction" else np.asarray(r.individual, dtype=float)[0]
+        splits.append((find_regions(f, curves, r.grid[0], others, w, threshold=thr, seed=seed + i, shown=shown), r,
+                       scale, thr))
     if not splits:
         return {}
     p = np.array([s.p if np.isfinite(s.p) else 1.0 for s, *_ in splits])

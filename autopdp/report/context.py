@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .regions import regions_sentence
+from .regions import region_alt, region_curves, regions_sentence
 from ..config import config_record
 from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
@@ -164,7 +164,7 @@ def _overlays(audit, r, uid):
         s = audit.utility_scores.get(r.features, {}).get(other)
         if s is not None and s.available and s.comparison is not None and uid in ("stratpd", "ale_divergence"):
             extra.append(("StratPD (model-free, centred)" if other == "stratpd" else "ALE (centred)", s.comparison))
-    return extra
+    return extra + region_curves(audit, r.features, uid)
 
 
 def _pd_figure(audit, features, uid=None, target_index=None):
@@ -186,7 +186,7 @@ def _pd_figure(audit, features, uid=None, target_index=None):
             alt += f", its pointwise Monte-Carlo 95% band (each grid value's own interval, not one for the whole curve) beside the range of {refits.shape[0]} refits' PDs and their mean"
         if g is not None:
             alt += f", with the {_g_label(uid, score)} overlaid"
-        alt += ", grey ICE curves and the data distribution underneath."
+        alt += region_alt(audit, r.features, uid) + ", grey ICE curves and the data distribution underneath."
     else:
         svg = _plot(plot_pd_2d, r, target_index=t, ood=ood, **_data_overlay(audit, r.features))
         alt = f"Heatmap of the 2D partial dependence of {what} on {name} with where the data lies shown as dots."

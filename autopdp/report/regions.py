@@ -9,7 +9,7 @@ import numpy as np
 
 from ..utils.formatting import fmt
 
-__all__ = ["regions_sentence", "rule_text"]
+__all__ = ["regions_sentence", "rule_text", "region_curves", "region_alt"]
 
 def rule_text(rule) -> str:
     """``-0.9 < a ≤ 0.2 and d in {p, s}``: a feature's numeric conditions merged into one interval; ``(or missing)``
@@ -71,3 +71,25 @@ def regions_sentence(audit, features, criterion: str = "ice_variance") -> str:
     return (f" For whom: {'; '.join(pieces)}. The split, {test}, explains {fmt(100 * r['explained'], 2)}% of the "
             f"centred ICE curves' spread (at least {r.get('min_explained', 0.5):.0%} needed), its regional curves "
             f"{fmt(r.get('gap'))} apart at most (threshold {fmt(r.get('threshold'))}{on}).")
+
+
+def _found(audit, features, criterion):
+    if criterion != "ice_variance" or len(features) != 1 or not audit.region_records:
+        return None
+    r = audit.region_records.get(features[0])
+    return r if r and r.get("finding") else None
+
+
+def region_curves(audit, features, criterion) -> list:
+    """``[(label, curve)]``: the regional PDs of an ICE-spread finding with regions, on the prediction's scale, for
+    the finding's figure (labelled by their rule and share)."""
+    r = _found(audit, features, criterion)
+    if r is None:
+        return []
+    return [(f"{rule_text(g['rule'])} ({g['share']:.0%})", np.asarray(g.get("average_prediction") or g["average"],
+                                                                       dtype=float)) for g in r["regions"]]
+
+
+def region_alt(audit, features, criterion) -> str:
+    r = _found(audit, features, criterion)
+    return "" if r is None else f", the PD of each of its {len(r['regions'])} tested regions overlaid (dash-dotted)"
