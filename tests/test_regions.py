@@ -129,7 +129,8 @@ def test_regions_in_results_json_and_an_older_file_reads_not_assessed(audited):
     assert [r["feature"] for r in d["regions"]] == [r["feature"] for r in audited.regions()]
     record = next(r for r in d["regions"] if r["feature"] == "a")
     assert set(record) >= {"feature", "explained", "p", "adjusted_p", "finding", "regions"}
-    assert set(record["regions"][0]) == {"rule", "share", "grid", "average"}
+    # a classifier: the regional PDs on the log-odds scale, and on the probability scale for the figure
+    assert set(record["regions"][0]) == {"rule", "share", "grid", "average", "average_prediction"}
     assert {c["op"] for g in record["regions"] for c in g["rule"]} <= {"<=", ">", "in", "not in"}
     back = autopdp.Audit.from_json(json.dumps(d))
     assert back.regions("a") == audited.regions("a")
