@@ -238,6 +238,9 @@ class AuditConfig:
     keep_points: bool = False
     #: refits of the learner on half-samples of the training data (issue 31; 0: none): each finding's robustness
     refits: int = 0
+    #: a column of the data naming cohorts (--cohort): every feature's PD per cohort and a test of their shapes
+    #: (:mod:`autopdp.findings.cohorts`); a column that is not a model feature is never passed to the model
+    cohort: str | None = None
     # Deprecated (one release): the cover's keys, now ReportOptions'; kept aside for audit() and warned of.
     title: InitVar[Any] = None
     model_name: InitVar[Any] = None
@@ -306,6 +309,8 @@ class AuditConfig:
         if not isinstance(self.keep_points, bool):
             raise InputError(f"config key 'keep_points' (--keep-points) must be true or false, "
                              f"got {self.keep_points!r}.")
+        if self.cohort is not None and (not isinstance(self.cohort, str) or not self.cohort):
+            raise InputError(f"config key 'cohort' (--cohort) must be a column name, got {self.cohort!r}.")
         if self.multiple_testing not in ("bh", "holm"):
             raise InputError(f"config key 'multiple_testing' must be 'bh' or 'holm', got {self.multiple_testing!r}.")
 

@@ -38,6 +38,7 @@ from ..scores.utilities import TRUST_IDS
 from ..pd.result import PDResult
 from ..scores.coverage import outside_grid
 from ..findings.evidence import assess
+from ..findings.cohorts import cohort_column, cohort_tests
 from ..findings.regions import audit_regions
 from ..findings.robustness import learner_level, with_robustness
 from ..pd.refits import checked_train, refit_curves, refit_spec, run_refits
@@ -435,8 +436,10 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     train = checked_train(train, config.refits, X)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
+    column, labels, X = cohort_column(model, X, config.cohort)  # config.cohort: cohorts of a column (--cohort)
     data = _validated_inputs(model, X, y, sample_weight, config, compare, random_state)
-    data = dataclasses.replace(data, notes=(*grouped, *data.notes))
+    data = dataclasses.replace(data, notes=(*grouped, *data.notes), cohort=None if column is None else
+                               (column, labels if data.rows is None else labels[data.rows]))
     timings["validate"] = time.perf_counter() - t0
     pds = _partial_dependences(model, data, config, compare, n_jobs=n_jobs, random_state=random_state,
                                progress=progress, scheduler=scheduler, timings=timings)
@@ -492,8 +495,10 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
                                                     progress, timings)
         outside = outside_job.result()
     t0 = time.perf_counter()
-    with announce("regions of the heterogeneous features", progress):
+    with announce("regions and cohorts of the heterogeneous features", progress):
         regions = audit_regions(scored.inputs, pds.res1, evidence, config, random_state)
+        cohorts = None if data.cohort is None else cohort_tests(scored.inputs, pds.res1, data.cohort[1],
+                                                                data.cohort[0], evidence, config, random_state)
     timings["regions"] = time.perf_counter() - t0
     pds = _without_2d_ice(pds)
     gaps = comparison_gaps(scored.inputs.predictions, scored.inputs.comparison_predictions, pds.res1,
@@ -525,7 +530,7 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
         interaction=scored.interaction, notes=tuple(notes), metadata=metadata, data_summary=data_summary, run=run,
         evidence=evidence, stage_failures=stage_failures, sample_weight=data.weights,
         refits=None if refits is None else refits.summary(), refit_curves=refit_curves(refits),
-        region_records=regions,
+        region_records=regions, cohort_record=cohorts,
     )
 
 

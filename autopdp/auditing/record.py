@@ -90,6 +90,9 @@ class Audit:
     #: ``{feature: record}``: the tested regions of every 1D PD with an ICE-spread or interaction finding
     #: (:func:`autopdp.findings.regions.audit_regions`); None when not assessed (a results.json of an earlier version)
     region_records: Mapping[str, Any] | None = None
+    #: the cohorts of ``cohort=`` (:func:`autopdp.findings.cohorts.cohort_tests`): ``{column, levels, level_gap,
+    #: features}``; None without a cohort column
+    cohort_record: Mapping[str, Any] | None = None
 
     # ------------------------------------------------------------ queries
     def ranking(self, name: str, ascending: bool = False, kind: str | None = None) -> pd.DataFrame:
@@ -142,6 +145,12 @@ class Audit:
                     "was written before regions were examined)"}
         return records.get(feature) or {"feature": feature, "finding": False, "regions": [],
                                         "reason": "not examined: no ICE-spread or interaction finding"}
+
+    def cohorts(self) -> dict | None:
+        """The cohorts record (``column``, ``levels``, ``level_gap``, and per feature ``shape_gap``, ``p``,
+        ``adjusted_p``, ``finding`` and the cohorts' ``curves``; see :mod:`autopdp.findings.cohorts`), or None when
+        the audit named no cohort column."""
+        return None if self.cohort_record is None else dict(self.cohort_record)
 
     def findings(self, criterion: str) -> list:
         """Every PDP's :class:`~autopdp.findings.significance.Evidence` under ``criterion``, best score first.

@@ -329,6 +329,8 @@ class _Inputs:
     adapter: Any  # the model's response (:func:`autopdp.pd.response.make_adapter`)
     rng: np.random.Generator  # row sampling, continued by the 2D stage
     notes: tuple
+    rows: Any = None  # the positions in ``full`` of ``frame``'s rows (None: every row, in order)
+    cohort: Any = None  # (column name, every row's cohort label) of cohort=, or None
 
 
 def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: dict, random_state) -> _Inputs:
@@ -409,7 +411,7 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
         _check_comparison(name, other, model, frame)
     return _Inputs(full=full, frame=frame, y=y, y_pd=y_pd, weights_full=weights_full, weights=weights,
                    target_name=target_name, names=names, features=features, adapter=adapter, rng=rng,
-                   notes=tuple(notes))
+                   notes=tuple(notes), rows=rows)
 
 
 def pair_count(pairs, n_features: int) -> int:

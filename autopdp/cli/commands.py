@@ -362,6 +362,10 @@ def _common_args(p):
                    help="one-hot columns audited as one categorical feature NAME (repeatable): NAME=col1,col2,... or "
                         "NAME=prefix* (e.g. state=state_*); its PD sets exactly one of them per level (config key "
                         "groups)")
+    p.add_argument("--cohort", default=None, metavar="COLUMN",
+                   help="a column of the data naming cohorts (region, product): every feature's PD per cohort and a "
+                        "test of their shapes, in a Cohorts chapter; a column that is not a model feature is never "
+                        "passed to the model")
     p.add_argument("--keep-points", action="store_true", default=None,
                    help="write a sample of up to 400 raw data rows into results.json and draw them on the 2D "
                         "PDs (config key keep_points; default: only binned counts, no row of the data)")

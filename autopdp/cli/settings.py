@@ -39,12 +39,14 @@ def _raised(args) -> dict:
 
 
 def _with_flags(cfg, args):
-    """Flags win over the config file: --pairs, --keep-points and the limits a flag raises."""
+    """Flags win over the config file: --pairs, --keep-points, --cohort and the limits a flag raises."""
     changes = dict(_raised(args))
     if getattr(args, "pairs", None) is not None:
         changes["pairs"] = args.pairs
     if getattr(args, "keep_points", None):
         changes["keep_points"] = True
+    if getattr(args, "cohort", None):
+        changes["cohort"] = args.cohort
     if getattr(args, "group", None):
         from ..auditing.groups import parse_group
 

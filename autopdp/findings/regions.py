@@ -193,19 +193,26 @@ def _between(C, w, labels) -> float:
 
 
 def _permutation_p(C, w, labels, rng, n_perm: int) -> float:
-    """The share of ``n_perm`` random relabellings (with the observed one) whose between-region heterogeneity
-    ``W_L W_R / W ||c_L - c_R||^2`` is at least the observed one's."""
+    """:func:`_permutation_between` of the two regions ``labels`` (bool) defines."""
+    return _permutation_between(C, w, np.asarray(labels).astype(np.intp), rng, n_perm)
+
+
+def _permutation_between(C, w, codes, rng, n_perm: int) -> float:
+    """The share of ``n_perm`` random relabellings of the groups ``codes`` (0..k-1), with the observed one, whose
+    heterogeneity between groups ``sum_g ||S_g||^2 / W_g - ||T||^2 / W`` (``S_g``, ``W_g``: the group's weighted sum of
+    curves and weight) is at least the observed one's: an exact test of the null that the curves do not depend on
+    the group."""
     wC = C * w[:, None]
-    W, T = w.sum(), wC.sum(axis=0)
-    L = np.vstack([labels] + [rng.permutation(labels) for _ in range(n_perm)]).astype(float)
-    WL = L @ w
-    SL = L @ wC
-    WR = W - WL
-    with np.errstate(divide="ignore", invalid="ignore"):
-        diff = SL / WL[:, None] - (T - SL) / WR[:, None]
-        between = WL * WR / W * (diff ** 2).sum(axis=1)
-    between = np.nan_to_num(between, nan=0.0)
-    return float(np.mean(between >= between[0] * (1 - 1e-12)))
+    codes = np.asarray(codes, dtype=np.intp)
+    P = np.vstack([codes] + [rng.permutation(codes) for _ in range(n_perm)])
+    between = -float((wC.sum(axis=0) ** 2).sum() / w.sum()) * np.ones(P.shape[0])
+    for g in range(int(codes.max()) + 1):
+        M = (P == g).astype(float)
+        Wg = M @ w
+        with np.errstate(divide="ignore", invalid="ignore"):
+            between += np.nan_to_num(((M @ wC) ** 2).sum(axis=1) / Wg, nan=0.0, posinf=0.0)
+    tie = 1e-9 * float(w @ (C ** 2).sum(axis=1))  # sums' rounding, against the curves' own size
+    return float(np.mean(between >= between[0] - tie))
 
 
 def _tested(others, C, w, half, min_share, rng, n_perm):

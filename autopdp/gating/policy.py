@@ -24,7 +24,8 @@ FEATURE_KEYS = ("monotonic", "max_monotonicity", "lipschitz", "max_lipschitz", "
                 "max_slope", "min_importance", "robust")
 IMPORTANCE_KEYS = ("forbidden", "forbidden_top_k", "required", "min_importance", "required_top_k")
 CHAMPION_KEYS = ("max_similarity", "max_pd_gap", "max_changed_rows")
-SECTIONS = ("features", "importance", "champion", "audit", "gate")
+COHORT_KEYS = ("same_shape_across", "max_shape_gap")
+SECTIONS = ("features", "importance", "champion", "cohorts", "audit", "gate")
 GATE_KEYS = ("decide",)
 DECIDE = ("evidence", "limits")
 
@@ -135,6 +136,10 @@ class GatePolicy:
     #: prediction may differ from the champion's by more than 1e-6: a converted artifact against the trained model
     champion_max_pd_gap: float | None = None
     champion_max_changed_rows: float | None = None
+    #: ``[cohorts] same_shape_across``: a column whose cohorts every feature's PD must share the shape of, within
+    #: ``max_shape_gap`` (prediction units on the ICE-spread scale; default: materiality x the prediction sd)
+    cohort_column: str | None = None
+    cohort_max_shape_gap: float | None = None
     audit: Mapping[str, Any] = field(default_factory=dict)
     #: "evidence" (default): a limit with a noise test fails when the score exceeds it with confidence (a one-sided
     #: minimum-effect test, :mod:`autopdp.gating.limits`); "limits": on the raw score against the limit alone
@@ -169,6 +174,14 @@ class GatePolicy:
         _check_keys(imp, IMPORTANCE_KEYS, "importance")
         champ = data.get("champion") or {}
         _check_keys(champ, CHAMPION_KEYS, "champion")
+        cohorts = data.get("cohorts") or {}
+        _check_keys(cohorts, COHORT_KEYS, "cohorts")
+        column = cohorts.get("same_shape_across")
+        if column is not None and (not isinstance(column, str) or not column):
+            raise InputError(f"policy key 'cohorts.same_shape_across' must be a column name, got {column!r}.")
+        if "max_shape_gap" in cohorts and column is None:
+            raise InputError("policy key 'cohorts.max_shape_gap' modifies a rule the policy does not set: add "
+                             "'cohorts.same_shape_across' = \"COLUMN\" (or remove the key).")
         gate_keys = data.get("gate") or {}
         _check_keys(gate_keys, GATE_KEYS, "gate")
         decide = gate_keys.get("decide", "evidence")
@@ -198,10 +211,14 @@ class GatePolicy:
             if "max_pd_gap" in champ else None,
             champion_max_changed_rows=_share(champ["max_changed_rows"], "champion.max_changed_rows")
             if "max_changed_rows" in champ else None,
+            cohort_column=column,
+            cohort_max_shape_gap=_number(cohorts["max_shape_gap"], "cohorts.max_shape_gap", minimum=0)
+            if "max_shape_gap" in cohorts else None,
             audit=audit_keys,
             decide=decide,
         )
-        _check_rules(data.get("features") or {}, imp, champ)
+        if column is None:
+            _check_rules(data.get("features") or {}, imp, champ)
         return policy
 
     @classmethod
@@ -264,7 +281,8 @@ class GatePolicy:
         return (base.replace(**changes) if changes else base), reset
 
     def audit_config(self, base: AuditConfig | None = None) -> AuditConfig:
-        """The audit settings the gate needs: declared directions and bounds added to ``base``."""
+        """The audit settings the gate needs: declared directions and bounds added to ``base``, and the cohort
+        column of ``[cohorts] same_shape_across``."""
         base = base or AuditConfig()
         if self.audit:
             base = base.replace(**self.audit)
@@ -275,4 +293,5 @@ class GatePolicy:
                 directions[name] = fp.monotonic
             if fp.lipschitz is not None:
                 bounds[name] = fp.lipschitz
-        return base.replace(expected_monotonic=directions, lipschitz=bounds)
+        cohort = self.cohort_column if self.cohort_column is not None else base.cohort
+        return base.replace(expected_monotonic=directions, lipschitz=bounds, cohort=cohort)

@@ -25,6 +25,10 @@ Policy (TOML)::
     max_pd_gap = 1e-6            # largest 1D PD difference to the champion (e.g. a converted ONNX file's)
     max_changed_rows = 0         # share of rows whose prediction differs from the champion's by more than 1e-6
 
+    [cohorts]
+    same_shape_across = "region" # every feature's PD has the same shape in each cohort of this column
+    max_shape_gap = 0.1          # tolerated gap between two cohorts' centred PDs (default: the materiality threshold)
+
     [audit]                      # optional AuditConfig keys for the audit the gate runs
     grid_resolution = 20
 
@@ -427,6 +431,38 @@ def _gap_checks(audit, policy, champ) -> list:
     return out
 
 
+def _cohort_checks(audit, policy) -> list:
+    """``[cohorts] same_shape_across``: per feature, the largest gap between two cohorts' centred PDs held to the
+    limit (``max_shape_gap``, else the audit's materiality threshold on the ICE-spread scale).  With ``decide =
+    "evidence"`` a gap above the limit fails only when the cohorts' shapes differ clear of noise (the audit's
+    permutation test, adjusted across features, :mod:`autopdp.findings.cohorts`); the limit itself is held to the
+    estimate, not tested."""
+    if policy.cohort_column is None:
+        return []
+    c = audit.cohorts()
+    if c is None or c.get("column") != policy.cohort_column:
+        return [_limit_check("same_shape", "(all)", None, policy.cohort_max_shape_gap or 0.0,
+                             reason=f"the audit has no cohorts of {policy.cohort_column!r} (run it with --cohort "
+                                    f"{policy.cohort_column})", what=f"shape gap across {policy.cohort_column}")]
+    out = []
+    for f in c["features"]:
+        limit = policy.cohort_max_shape_gap if policy.cohort_max_shape_gap is not None else f.get("threshold")
+        gap = f.get("shape_gap")
+        clear = f.get("adjusted_p") is not None and f["adjusted_p"] <= audit.config.significance
+        check = _limit_check("same_shape", f["feature"], gap, limit if limit is not None else 0.0,
+                             reason="fewer than two cohorts with enough rows",
+                             what=f"largest gap between two cohorts' centred PDs across {c['column']}",
+                             note="the policy's limit" if policy.cohort_max_shape_gap is not None else
+                             "the materiality threshold")
+        if not check.passed and check.measured is not None and not clear and policy.decide == "evidence":
+            check = dataclasses.replace(check, passed=True, message=(
+                f"{f['feature']}: the cohorts' centred PDs are up to {_fmt(gap)} apart, above the allowed "
+                f"{_fmt(limit)}, but their shapes do not differ clear of noise (adjusted p = "
+                f"{_fmt(f.get('adjusted_p'))}): passes."))
+        out.append(check)
+    return out
+
+
 def _decided_limits(audit, policy, limits: list) -> list:
     """The limit checks decided: with ``decide = "evidence"`` by the gate's own tests, one family (Holm) across
     every noise-tested limit check of the policy."""
@@ -510,6 +546,7 @@ def gate(audit, policy, *, champion: str | None = None) -> GateResult:
         _champion_limits(audit, policy, names, champ, limits)
     checks += _decided_limits(audit, policy, limits)
     checks += _gap_checks(audit, policy, champ)
+    checks += _cohort_checks(audit, policy)
     checks = robust_verdicts(audit, policy, checks)
     if policy.forbidden or policy.required:
         checks += _rank_checks(audit, policy)

@@ -84,6 +84,7 @@ def audit_dict(audit, finding_texts: list, ice_file: str | None = None) -> dict:
         "set_aside": {f: list(cs) for f, cs in audit.set_aside_patterns().items()},
         # the tested regions of the heterogeneous features (issue 55); absent in files of earlier versions
         **({"regions": jsonable(list(audit.region_records.values()))} if audit.region_records is not None else {}),
+        **({"cohorts": jsonable(dict(audit.cohort_record))} if audit.cohort_record is not None else {}),
         "evidence_meta": evidence_meta,
         "evidence": {c: tables(_evidence_dict(e, evidence_meta.get(c, {}), audit.config) for e in by.values())
                      for c, by in audit.evidence.items()},
@@ -229,7 +230,20 @@ def _fields(d: dict, results: list, comparisons: dict, sample_weight=None) -> di
         run=d.get(RUN_KEY, {}), evidence=evidence,
         stage_failures=tuple(StageFailure.from_dict(f) for f in d.get("stage_failures", ())),
         sample_weight=sample_weight, **_refits_from(d.get("refits")), region_records=_regions_from(d.get("regions")),
+        cohort_record=_cohorts_from(d.get("cohorts")),
     )
+
+
+def _cohorts_from(record):
+    """``cohort_record`` from results.json's ``cohorts`` (absent: None)."""
+    if record is None:
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("column"), str) or not isinstance(
+            record.get("features"), list) or not all(isinstance(f, dict) and isinstance(f.get("curves"), list)
+                                                     for f in record["features"]):
+        raise InputError("results.json's 'cohorts' is damaged: expected a column and a list of features with their "
+                         "curves; write the file again with autopdp.")
+    return record
 
 
 def _regions_from(records):

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .regions import region_alt, region_curves, regions_sentence
+from .regions import cohorts_context, region_alt, region_curves, regions_sentence
 from ..config import config_record
 from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
@@ -16,7 +16,8 @@ from ..trust.ood import OOD_MOSTLY, OOD_OK, ood_verdict
 from ..utils.formatting import share
 from .figure_queue import _figures_drawn_together, _plot
 from .figures import plot_importance, plot_interaction, plot_pd_1d, plot_pd_2d
-from .methodology import adjustment_name, confidence_text, finding_definition, method_context, tested_text
+from .methodology import (adjustment_name, confidence_text, finding_definition, interaction_scale, method_context,
+                          tested_text)
 from .findings import UTILITY_DEFINITIONS, evidence_text, finding_sentence, fmt, p_text, robustness_sentence, title_of
 from .cover import cover
 from .overview import cautions, data_evidence, no_findings, pfi_text, skill, untested
@@ -471,10 +472,11 @@ def _draw(audit, findings, html: bool) -> tuple[dict, list]:
                                      title=f"PD-based feature importance (Greenwell){across}")
                                if not audit.importance.empty else None)
         drawn["interaction"] = _plot(plot_interaction, _max_across(audit, audit.interaction),
-                                     title=f"PD-based interaction (Greenwell, {_interaction_scale(audit)} scale), strongest pairs{across}") \
+                                     title=f"PD-based interaction (Greenwell, {interaction_scale(audit)} scale), strongest pairs{across}") \
             if not audit.interaction.empty else None
         drawn["utilities"] = _utility_sections(audit, audit.config.top_k)
         drawn["pairs"] = _pair_section(audit)
+        drawn["cohorts"] = cohorts_context(audit)
         tables = criterion_tables(audit, drawn["utilities"])
         drawn["pages"] = finding_pages(audit, findings, drawn["utilities"], drawn["pairs"], audit.config.top_k, tables)
         drawn["small"] = []
@@ -503,7 +505,7 @@ def _tables(audit) -> dict:
         # ranked like the importance chart: most important (largest over the classes) first
         "importance_table": _importance_table(audit, imp) if not imp.empty else None,
         "interaction_table": _table(inter.loc[inter.max(axis=1).sort_values(ascending=False, kind="stable").index].head(20),
-                                    "pair", [f"{c}: {_interaction_scale(audit)} scale" for c in _class_columns(audit, inter)])
+                                    "pair", [f"{c}: {interaction_scale(audit)} scale" for c in _class_columns(audit, inter)])
         if not inter.empty else None,
         "all_scores": all_scores(audit),
     }
@@ -568,7 +570,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         "outcome": outcome_summary(audit),
         "cautions": cautions(audit),
         "skill": skill(audit),
-        "surrogate": audit.metadata.get("surrogate"),
+        "surrogate": audit.metadata.get("surrogate"), "cohorts": drawn["cohorts"],
         "counts": {
             "pd_1d": len(audit.results_1d), "pd_2d": len(audit.results_2d), "selected": len(audit.selection),
             "utilities": len(drawn["utilities"]),
@@ -581,7 +583,7 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         ],
         "importance_svg": drawn["importance"],
         "interaction_svg": drawn["interaction"],
-        "interaction_scale": _interaction_scale(audit),
+        "interaction_scale": interaction_scale(audit),
         "utilities": drawn["utilities"],
         "pairs": drawn["pairs"],
         "small_multiples": drawn["small"],
@@ -589,11 +591,3 @@ def build_context(audit, *, page_size: str = "A4", extra_timings: dict | None = 
         **_run_context(audit, timings),
     }
 
-
-def _interaction_scale(audit) -> str:
-    """The scale the interaction statistic was computed on (autopdp.pd.link), by its short name."""
-    from .methodology import _criterion_scale
-
-    items = list((audit.evidence or {}).get("interaction", {}).values())
-    scale = _criterion_scale("interaction", items) if items else "-"
-    return scale if scale != "-" else "response"

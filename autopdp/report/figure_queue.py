@@ -16,7 +16,7 @@ from .figures import draw_all
 __all__ = ["WORD_FIGURES"]
 
 #: The parts of the context whose figures the Word document shows (word.py): only they carry a PNG too.
-WORD_FIGURES = ("importance", "interaction", "pages")
+WORD_FIGURES = ("importance", "interaction", "pages", "cohorts")
 
 _QUEUE: ContextVar = ContextVar("autopdp_figure_queue", default=None)
 

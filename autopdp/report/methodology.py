@@ -285,3 +285,10 @@ def method_context(audit) -> dict:
         "max_noise_draws": cfg.max_noise_draws,
         "learner": learner_text(audit),
     }
+
+
+def interaction_scale(audit) -> str:
+    """The scale the interaction statistic was computed on (autopdp.pd.link), by its short name."""
+    items = list((audit.evidence or {}).get("interaction", {}).values())
+    scale = _criterion_scale("interaction", items) if items else "-"
+    return scale if scale != "-" else "response"

@@ -93,3 +93,54 @@ def region_curves(audit, features, criterion) -> list:
 def region_alt(audit, features, criterion) -> str:
     r = _found(audit, features, criterion)
     return "" if r is None else f", the PD of each of its {len(r['regions'])} tested regions overlaid (dash-dotted)"
+
+
+def _shape_sentence(f: dict, column: str) -> str:
+    on = "" if f.get("scale") in (None, "", "prediction") else f" on the {f['scale'].split(' (')[0]} scale"
+    verdict = ("its shape differs across the cohorts" if f.get("finding") else
+               "no shape difference shown" if f.get("p") is not None else "not tested")
+    if f.get("p") is None:
+        return f"{f['feature']}: {verdict} (fewer than two cohorts with enough ICE rows)."
+    return (f"{f['feature']}: {verdict} of {column}: two cohorts' centred PDs are up to {fmt(f.get('shape_gap'))} "
+            f"apart{on} (material above {fmt(f.get('threshold'))}), permutation p = {fmt(f.get('p'), 2)}, adjusted "
+            f"{fmt(f.get('adjusted_p'), 2)}.")
+
+
+def cohorts_context(audit) -> dict | None:
+    """The Cohorts chapter: its introduction (cohorts, those left out, the level gap said once), a row per
+    feature, and a figure per feature whose shape differs (each cohort's PD, its share in the legend)."""
+    c = getattr(audit, "cohort_record", None)
+    if not c:
+        return None
+    from .figure_queue import _plot
+    from .figures import plot_pd_1d
+
+    column = c["column"]
+    levels = ", ".join(f"{lv['level']} ({lv['rows']:,} rows)" for lv in c.get("levels", []))
+    gap = c.get("level_gap") or {}
+    means = ", ".join(f"{k} {fmt(v)}" for k, v in (gap.get("means") or {}).items())
+    left = {k: why for f in c["features"] for k, why in (f.get("left_out") or {}).items()}
+    intro = (f"Cohorts of {column}: {levels}. Their average predictions differ by up to {fmt(gap.get('gap'))} "
+             f"({means}): a difference of level, said once here. Each feature's test below is of the shape of its "
+             "PD across the cohorts (the centred curves of the audit's ICE rows), a permutation test of the cohort "
+             f"labels, the p-values adjusted across the {len(c['features'])} features; a cohort needs "
+             f"{c.get('min_rows', 30)} ICE rows to be tested." if gap else f"Cohorts of {column}: {levels}.")
+    if left:
+        intro += " Left out of the tests: " + "; ".join(f"{k} ({why})" for k, why in left.items()) + "."
+    figures = []
+    for f in c["features"]:
+        if not f.get("finding"):
+            continue
+        r = audit.pd((f["feature"],))
+        curves = [(f"{g['level']} ({g['share']:.0%})", np.asarray(g["average_prediction"], dtype=float))
+                  for g in f["curves"]]
+        svg = _plot(plot_pd_1d, r, target_index=0, extra_curves=curves, ice_curves=0,
+                    distribution=(audit.data_summary or {}).get("distributions", {}).get(f["feature"]))
+        figures.append({"svg": svg, "caption": _shape_sentence(f, column),
+                        "alt": f"Partial dependence on {f['feature']} with each cohort of {column}'s PD overlaid "
+                               "(dash-dotted) and the data distribution underneath."})
+    rows = [{"feature": f["feature"], "shape_gap": fmt(f.get("shape_gap")), "p": fmt(f.get("p"), 2),
+             "adjusted_p": fmt(f.get("adjusted_p"), 2), "finding": "yes" if f.get("finding") else "no"}
+            for f in c["features"]]
+    return {"column": column, "intro": intro, "rows": rows, "figures": figures,
+            "sentences": [_shape_sentence(f, column) for f in c["features"] if f.get("finding")]}

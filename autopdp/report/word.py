@@ -112,6 +112,7 @@ def _contents(w, ctx):
     if any(f["kind"] == "1d" for f in ctx.get("finding_pages") or []):
         titles.append("Findings, one page each")
     titles += ["Two-feature partial dependence", "Importance and interaction",
+               *([f"Cohorts of {ctx['cohorts']['column']}"] if ctx.get("cohorts") else []),
                f"Rankings: top {ctx.get('top_rows') or 10} of each criterion", "Methodology and caveats", "Appendix"]
     w.toc(titles)
 
@@ -275,6 +276,17 @@ def _importance(w, ctx):
             "(Greenwell):", f"(Greenwell) on the {ctx.get('interaction_scale', 'response')} scale:"), "alt": INTERACTION_ALT})
 
 
+def _cohorts(w, c):
+    w.heading(f"Cohorts of {c['column']}", 1)
+    w.para(c["intro"])
+    for sentence in c["sentences"] or ["No feature's PD shape differs across the cohorts."]:
+        w.para(sentence)
+    w.table(["feature", "shape gap", "p", "adjusted p", "finding"],
+            [[r["feature"], r["shape_gap"], r["p"], r["adjusted_p"], r["finding"]] for r in c["rows"]])
+    for f in c["figures"]:
+        w.figure(f)
+
+
 def _appendix(w, ctx):
     w.heading("Appendix", 1)
     w.para("Every PDP's figure and its score under every criterion are in report.html and results.json; this "
@@ -426,6 +438,8 @@ def render_docx(context: dict, template=None, template_dir=None) -> bytes:
     _finding_pages(w, context)
     _pair_pages(w, context)
     _importance(w, context)
+    if context.get("cohorts"):
+        _cohorts(w, context["cohorts"])
     _rankings(w, context)
     _methodology(w, context, template_dir)
     _appendix(w, context)
