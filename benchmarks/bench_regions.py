@@ -14,6 +14,15 @@ grids) with the audit's threshold (0.05 prediction sd), Benjamini-Hochberg over 
   complement).
 
 Printed: each rate with its 95% Clopper-Pearson interval, the time per feature, and the load.
+
+``--effector N``: on the first N seeds of each case, effector's ``explain()`` (effector 0.6, ``method="pdp"``, its
+defaults) runs beside autopdp on the same fitted model and audit rows (d as its category codes, the numeric design
+matrix effector takes): the time of each (autopdp: the PDs with ICE and the regions of every feature; effector: the
+whole call), whether a's first split is on the planted feature at its place, and the false splits (effector: every
+split its final CALM chain keeps on a feature the truth gives no region (a and its planted partner have regions:
+the interaction is symmetric), and every split below a's first one; autopdp: every reported region of a feature
+the truth gives none, and every second-level split of a).
+effector is not a dependency of autopdp: ``pip install effector`` to run this part.
 """
 
 from __future__ import annotations
@@ -50,16 +59,26 @@ TRUTH = {
 }
 
 
-def _one(case, seed, n):
-    import autopdp
-    from autopdp.findings.regions import find_regions
-    from autopdp.findings.significance import adjust_p_values
+#: the feature the planted interaction pairs a with: its own ICE curves are heterogeneous too (their true regions)
+PARTNER = {"numeric": "b", "categorical": "d"}
+
+
+def _data(case, seed, n):
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     rng = np.random.default_rng(seed)
     train, X = _rows(rng, n), _rows(rng, n)
     y = TRUTH[case](train) + 0.5 * rng.normal(size=n)
     model = HistGradientBoostingRegressor(categorical_features="from_dtype", random_state=seed).fit(train, y)
+    return model, X
+
+
+def _one(case, seed, n):
+    import autopdp
+    from autopdp.findings.regions import find_regions
+    from autopdp.findings.significance import adjust_p_values
+
+    model, X = _data(case, seed, n)
     threshold = 0.05 * float(np.std(model.predict(X)))
     splits, t0 = [], time.perf_counter()
     for r in autopdp.partial_dependence(model, X, list(X.columns), kind="both", options=autopdp.PDOptions(subsample=None)):
@@ -70,7 +89,70 @@ def _one(case, seed, n):
     p = np.array([s.p if np.isfinite(s.p) else 1.0 for s in splits])
     adjusted = adjust_p_values(p, "bh")
     found = {s.feature: s for s, q in zip(splits, adjusted) if q <= 0.05 and s.material}
-    return found, seconds
+    return found, seconds * len(splits)
+
+
+def _effector(case, seed, n):
+    """effector's explain() on the same model and rows: (seconds, a's first split (feature, threshold or None),
+    false splits)."""
+    import effector
+
+    model, X = _data(case, seed, n)
+    levels = list(X.d.cat.categories)
+    Z = X.assign(d=X.d.cat.codes.astype(float)).to_numpy()
+    cols = list(X.columns)
+
+    def predict(M):
+        frame = pd.DataFrame(M, columns=cols)
+        frame["d"] = pd.Categorical.from_codes(frame.d.round().astype(int).clip(0, len(levels) - 1), levels)
+        return model.predict(frame)
+
+    t0 = time.perf_counter()
+    kinds = ["nominal" if c == "d" else "continuous" for c in cols]
+    report = effector.explain(Z, predict, method="pdp", schema={"feature_types": kinds})
+    seconds = time.perf_counter() - t0
+    calms = report.to_dict().get("explained_variance", {}).get("calms") or [{}]
+    partitions = calms[-1].get("partitions") or {}
+    first, false = None, 0
+    for feature, part in partitions.items():
+        splits = [r for r in part.get("regions", []) if r.get("level", 0) >= 1]
+        name = cols[int(feature)]
+        if name == PARTNER.get(case):  # the planted interaction is symmetric: its partner has regions too
+            continue
+        if name == "a" and case != "additive":
+            top = [r for r in splits if r.get("level") == 1]
+            if top:
+                c = top[0]["rule"]["conditions"][0]
+                first = (cols[int(c["feature"])], c.get("lo") if c.get("lo") is not None else c.get("hi"))
+            false += len([r for r in splits if r.get("level", 0) >= 2]) // 2
+        else:
+            false += len(splits) // 2
+    return seconds, first, false
+
+
+def _effector_table(args) -> None:
+    print(f"effector 0.6 explain() beside autopdp, {args.effector} seeds a case (load "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    for case in TRUTH:
+        ours_t, theirs_t, ours_place, theirs_place, ours_false, theirs_false = [], [], 0, 0, 0, 0
+        for seed in range(args.effector):
+            found, s = _one(case, seed, args.rows)
+            ours_t.append(s)
+            a = found.get("a")
+            ours_place += case != "additive" and _at_place(case, found)
+            ours_false += sum(1 for f in found if f not in ("a", PARTNER.get(case)) or case == "additive")
+            ours_false += 0 if a is None or case == "additive" else sum(len(r.rule) > 1 for r in a.regions) // 2
+            t, first, false = _effector(case, seed, args.rows)
+            theirs_t.append(t)
+            theirs_false += false
+            if first is not None and case == "numeric":
+                theirs_place += first[0] == "b" and abs(float(first[1]) - 0.2) <= 0.1
+            elif first is not None and case == "categorical":
+                theirs_place += first[0] == "d"  # an interval of codes: {p, s} needs two cuts
+        k = args.effector
+        print(f"  {case:12s} autopdp {np.mean(ours_t):5.2f} s, at place {ours_place}/{k}, false splits {ours_false}"
+              f"   |   effector {np.mean(theirs_t):5.2f} s, first split on the planted feature {theirs_place}/{k}, "
+              f"false splits {theirs_false}")
 
 
 def _at_place(case, found) -> bool:
@@ -87,7 +169,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--rows", type=int, default=1000)
+    ap.add_argument("--effector", type=int, default=0, metavar="N", help="seeds a case for effector's side-by-side")
+    ap.add_argument("--skip-rates", action="store_true", help="only the effector side-by-side")
     args = ap.parse_args()
+    if args.effector:
+        _effector_table(args)
+    if args.skip_rates:
+        return
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"{args.seeds} seeds of {args.rows} rows; load {load}")
     for case in TRUTH:
