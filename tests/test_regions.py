@@ -120,6 +120,10 @@ def test_a_classifier_s_regions_on_the_log_odds_scale(audited):
     assert first["feature"] == "b" and abs(first["value"] - 0.3) < 0.1
     assert sum(g["share"] for g in r["regions"]) == pytest.approx(1.0)
     assert audited.regions("nothing")["reason"].startswith("not examined")
+    from autopdp.report.explore import all_pdps
+
+    row = next(r for r in all_pdps(audited, set())["rows"] if r["label"] == "a")
+    assert "regions on b" in row["findings"]  # the HTML's table of every PD marks it
     text = regions_sentence(audited, ("a",))
     assert "For whom: where b ≤" in text and "log-odds scale" in text and "tested on the other half" in text
 

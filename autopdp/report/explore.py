@@ -133,8 +133,8 @@ def criterion_tables(audit, utilities) -> list[dict]:
 
 
 def all_pdps(audit, figure_keys) -> dict:
-    """Every PDP with every score (the wide table), the criteria it is a finding under and its smallest
-    adjusted p-value; ``open`` when the page holds its figure (``figure_keys``)."""
+    """Every PDP with every score (the wide table), the criteria it is a finding under (and its tested regions)
+    and its smallest adjusted p-value; ``open`` when the page holds its figure (``figure_keys``)."""
     cols = [c for c in audit.scores.columns if c not in ("features", "kind")]
     ev = audit.evidence or {}
     rows = []
@@ -142,6 +142,9 @@ def all_pdps(audit, figure_keys) -> dict:
         feats = tuple(row["features"])
         found = [c for c in cols if (e := ev.get(c, {}).get(feats)) is not None and e.passed]
         shown = [f"{c} ({label})" if (label := robust_label(ev[c][feats])) else c for c in found]
+        reg = (audit.region_records or {}).get(feats[0]) if len(feats) == 1 else None
+        if reg and reg.get("finding"):  # its tested regions (issue 55), by the features that split them
+            shown.append("regions on " + ", ".join(sorted({c["feature"] for g in reg["regions"] for c in g["rule"]})))
         ps = [e.adjusted_p for c in cols if (e := ev.get(c, {}).get(feats)) is not None
               and np.isfinite(e.adjusted_p)]
         key = pdp_key(feats)
