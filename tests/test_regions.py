@@ -124,6 +124,11 @@ def test_a_classifier_s_regions_on_the_log_odds_scale(audited):
 
     row = next(r for r in all_pdps(audited, set())["rows"] if r["label"] == "a")
     assert "regions on b" in row["findings"]  # the HTML's table of every PD marks it
+    from autopdp.report.regions import region_ice_groups
+
+    groups = region_ice_groups(audited, audited.pd(("a",)), "ice_variance")  # the figure colours each region's rows
+    assert groups is not None and set(groups) == set(range(len(r["regions"])))
+    assert sum(groups == 0) == len(r["regions"][0]["ice_index"])
     text = regions_sentence(audited, ("a",))
     assert "For whom: where b ≤" in text and "log-odds scale" in text and "tested on the other half" in text
 
@@ -134,7 +139,7 @@ def test_regions_in_results_json_and_an_older_file_reads_not_assessed(audited):
     record = next(r for r in d["regions"] if r["feature"] == "a")
     assert set(record) >= {"feature", "explained", "p", "adjusted_p", "finding", "regions"}
     # a classifier: the regional PDs on the log-odds scale, and on the probability scale for the figure
-    assert set(record["regions"][0]) == {"rule", "share", "grid", "average", "average_prediction"}
+    assert set(record["regions"][0]) == {"rule", "share", "grid", "average", "average_prediction", "ice_index"}
     assert {c["op"] for g in record["regions"] for c in g["rule"]} <= {"<=", ">", "in", "not in"}
     back = autopdp.Audit.from_json(json.dumps(d))
     assert back.regions("a") == audited.regions("a")

@@ -54,13 +54,16 @@ class Region:
     average: np.ndarray
     #: the regional PD on the prediction's own scale, where the curves were on another (the figure draws it)
     average_prediction: np.ndarray | None = None
+    #: the positions of its rows among the ICE curves given (the figure colours them)
+    index: np.ndarray | None = None
 
     def to_dict(self, grid) -> dict:
         return {"rule": [{"feature": c[0], "op": c[1], "value": _plain(c[2]), **({"or_missing": True} if c[3:] else {})}
                          for c in self.rule],
                 "share": float(self.share), "grid": np.asarray(grid).tolist(), "average": self.average.tolist(),
                 **({} if self.average_prediction is None else
-                   {"average_prediction": self.average_prediction.tolist()})}
+                   {"average_prediction": self.average_prediction.tolist()}),
+                **({} if self.index is None else {"ice_index": np.asarray(self.index).tolist()})}
 
 
 @dataclass(frozen=True)
@@ -271,7 +274,8 @@ def find_regions(feature: str, ice, grid, others: pd.DataFrame, weights=None, *,
             leaves.append(((cond,), np.flatnonzero(rows)))
     mean = lambda v, idx: (w[idx] @ v[idx]) / w[idx].sum()  # noqa: E731 - a region's weighted PD
     regions = tuple(Region(rule, float(w[idx].sum() / w.sum()), mean(ice, idx),
-                           None if shown is None else mean(np.asarray(shown, dtype=float), idx)) for rule, idx in leaves)
+                           None if shown is None else mean(np.asarray(shown, dtype=float), idx), idx)
+                    for rule, idx in leaves)
     return RegionSplit(feature, explained, gap, p, material, regions)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .regions import cohorts_context, region_alt, region_curves, regions_sentence
+from .regions import cohorts_context, region_alt, region_curves, region_ice_groups, regions_sentence
 from ..config import config_record
 from ..scores.selection import PAIR_CRITERIA
 from ..scores.utilities import TRUST_IDS
@@ -181,7 +181,8 @@ def _pd_figure(audit, features, uid=None, target_index=None):
         refits = getattr(audit, "refit_curves", {}).get(r.features)
         svg = _plot(plot_pd_1d, r, target_index=t, comparison=g,
                     comparison_label=_g_label(uid, score) if g is not None else None, distribution=dist, ood=ood,
-                    extra_curves=_overlays(audit, r, uid), refits=None if refits is None else refits[:, t])
+                    extra_curves=_overlays(audit, r, uid), refits=None if refits is None else refits[:, t],
+                    ice_groups=region_ice_groups(audit, r, uid))
         alt = f"Partial dependence of {what} on {name}"
         if refits is not None:
             alt += f", its pointwise Monte-Carlo 95% band (each grid value's own interval, not one for the whole curve) beside the range of {refits.shape[0]} refits' PDs and their mean"

@@ -212,10 +212,13 @@ def _band(result, f, spread):
 
 
 def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None, extra_curves=(),
-               distribution=None, ice_curves=ICE_CURVES, title=None, ood=None, width=5.2, height=3.2, refits=None) -> str:
+               distribution=None, ice_curves=ICE_CURVES, title=None, ood=None, width=5.2, height=3.2, refits=None,
+               ice_groups=None) -> str:
     """PD line, a sample of ICE curves, +-1 std band, the comparison curve g, the data distribution
     and grey bands where most of the PD's augmented rows are unrealistic.  ``refits`` (K, grid): the refits'
-    PDs (issue 31): their range is drawn beside the PD's pointwise Monte-Carlo 95% band, with their mean (the learner-PD)."""
+    PDs (issue 31): their range is drawn beside the PD's pointwise Monte-Carlo 95% band, with their mean (the learner-PD).
+    ``ice_groups``: each ICE row's group number (-1: none), the curves drawn in the colour of the extra curve of that
+    number (a region's ICE curves in its PD's colour)."""
     x, levels = _x_positions(result)
     f = np.asarray(result.average[target_index], dtype=float)
     std = np.asarray(result.std[target_index], dtype=float)
@@ -233,9 +236,12 @@ def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None
                 ice = np.asarray(result.individual[target_index], dtype=float)
                 step = max(1, ice.shape[0] // ice_curves)
                 curves = ice[::step][:ice_curves]
+                groups = None if ice_groups is None else np.asarray(ice_groups)[::step][:ice_curves]
+                colors = ICE_COLOR if groups is None else [
+                    OTHER_COLORS[(g + 1) % len(OTHER_COLORS)] if g >= 0 else ICE_COLOR for g in groups]
                 # one artist for all the curves (drawn as fast as a single line, the same look)
-                ax.add_collection(LineCollection([np.column_stack([x, c]) for c in curves], colors=ICE_COLOR,
-                                                 alpha=0.18, linewidths=0.6))
+                ax.add_collection(LineCollection([np.column_stack([x, c]) for c in curves], colors=colors,
+                                                 alpha=0.18 if groups is None else 0.3, linewidths=0.6))
                 ax.update_datalim(np.column_stack([np.tile(x, len(curves)), curves.ravel()]))
                 ax.autoscale_view()
             if not crisp and np.isfinite(std).all():

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..utils.formatting import fmt
 
-__all__ = ["regions_sentence", "rule_text", "region_curves", "region_alt"]
+__all__ = ["regions_sentence", "rule_text", "region_curves", "region_alt", "region_ice_groups"]
 
 def rule_text(rule) -> str:
     """``-0.9 < a ≤ 0.2 and d in {p, s}``: a feature's numeric conditions merged into one interval; ``(or missing)``
@@ -92,7 +92,21 @@ def region_curves(audit, features, criterion) -> list:
 
 def region_alt(audit, features, criterion) -> str:
     r = _found(audit, features, criterion)
-    return "" if r is None else f", the PD of each of its {len(r['regions'])} tested regions overlaid (dash-dotted)"
+    return "" if r is None else (f", the PD of each of its {len(r['regions'])} tested regions overlaid (dash-dotted) "
+                                 "with its rows' ICE curves in its colour")
+
+
+def region_ice_groups(audit, result, criterion):
+    """Each kept ICE row's region (its position in the record's ``regions``; -1 outside them), for the figure; None
+    when the PD has no tested regions or the record does not place its ICE rows."""
+    r = _found(audit, result.features, criterion)
+    if r is None or result.individual is None or any("ice_index" not in g for g in r["regions"]):
+        return None
+    groups = np.full(np.asarray(result.individual).shape[1], -1)
+    for k, g in enumerate(r["regions"]):
+        idx = np.asarray(g["ice_index"], dtype=np.intp)
+        groups[idx[(idx >= 0) & (idx < groups.size)]] = k
+    return groups
 
 
 def _shape_sentence(f: dict, column: str) -> str:
