@@ -29,6 +29,7 @@ PARALLEL_FROM = 60
 #: many rows the data has: the figure's size and drawing time do not grow with the rows.  The 2D figures show where
 #: the data lies by rows per grid cell (or by at most 400 sampled rows with ``keep_points``), never row by row.
 ICE_CURVES = 40
+PD_SIZE = (5.2, 3.2)  # a 1D PD figure's width and height (inches)
 
 PD_COLOR = "#1f4e79"
 BAND_COLOR = "#9ecae1"
@@ -212,8 +213,7 @@ def _band(result, f, spread):
 
 
 def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None, extra_curves=(),
-               distribution=None, ice_curves=ICE_CURVES, title=None, ood=None, width=5.2, height=3.2, refits=None,
-               ice_groups=None) -> str:
+               distribution=None, ice_curves=ICE_CURVES, title=None, ood=None, refits=None, ice_groups=None) -> str:
     """PD line, a sample of ICE curves, +-1 std band, the comparison curve g, the data distribution
     and grey bands where most of the PD's augmented rows are unrealistic.  ``refits`` (K, grid): the refits'
     PDs (issue 31): their range is drawn beside the PD's pointwise Monte-Carlo 95% band, with their mean (the learner-PD).
@@ -222,7 +222,7 @@ def plot_pd_1d(result, *, target_index=0, comparison=None, comparison_label=None
     x, levels = _x_positions(result)
     f = np.asarray(result.average[target_index], dtype=float)
     std = np.asarray(result.std[target_index], dtype=float)
-    with _figure(width, height) as fig:
+    with _figure(*PD_SIZE) as fig:
         ax = fig.add_subplot(111)
         _draw_distribution(ax, result, distribution)
         _shade_ood(ax, x, ood, levels)
