@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .regions import _curves_on_scale, _num, _permutation_between
+from .regions import _curves_on_scale, _num, _permutation_between, ice_row_positions
 
 __all__ = ["cohort_column", "cohort_tests", "MIN_COHORT_ROWS"]
 
@@ -58,7 +58,7 @@ def _one(result, labels, inputs, config, threshold, rng, n_perm):
     """The cohorts' PDs of one feature and their shape test: a record."""
     curves, scale = _curves_on_scale(result, inputs, config)
     shown = np.asarray(result.individual, dtype=float)[0]
-    rows = np.asarray(result.ice_rows, dtype=np.intp)
+    rows = ice_row_positions(result)
     lab = labels[rows]
     w = np.ones(rows.size) if inputs.sample_weight is None else np.asarray(inputs.sample_weight, dtype=float)[rows]
     levels, counts = np.unique(lab, return_counts=True)
@@ -91,7 +91,7 @@ def cohort_tests(inputs, results_1d, labels, column: str, evidence, config, seed
     rng = np.random.default_rng(seed)
     features = []
     for r in results_1d:
-        if len(r.features) != 1 or r.individual is None or r.ice_rows is None:
+        if len(r.features) != 1 or r.individual is None:
             continue
         e = evidence.get("ice_variance", {}).get(r.features)
         curves, _ = _curves_on_scale(r, inputs, config)

@@ -298,6 +298,14 @@ def _curves_on_scale(result, inputs, config) -> tuple[np.ndarray, str]:
     return all_curves[0].reshape(all_curves.shape[1], -1), name
 
 
+def ice_row_positions(result) -> np.ndarray:
+    """The frame positions of a PD's kept ICE curves: ``ice_rows``, or every row in order when it is None (the PD
+    kept the curve of every row)."""
+    if result.ice_rows is not None:
+        return np.asarray(result.ice_rows, dtype=np.intp)
+    return np.arange(np.asarray(result.individual).shape[1], dtype=np.intp)
+
+
 def _flagged(evidence) -> list:
     """The features with an ICE-spread finding or in a pair with an interaction finding, in that order."""
     out = [f for (f, *rest), e in evidence.get("ice_variance", {}).items() if not rest and e.passed]
@@ -321,14 +329,14 @@ def audit_regions(inputs, results_1d, evidence, config, seed: int, features=None
         if f not in by_feature:
             continue
         i, r = by_feature[f]
-        if r.individual is None or r.ice_rows is None or f not in names:
+        if r.individual is None or f not in names:
             splits.append((RegionSplit(f, np.nan, np.nan, np.nan, False, reason="no ICE curves kept"), r, "", np.nan))
             continue
         curves, scale = _curves_on_scale(r, inputs, config)
         e = evidence.get("ice_variance", {}).get((f,))
         thr = float(e.threshold) if e is not None and np.isfinite(e.threshold) else \
             config.materiality * float(np.std(curves))
-        rows = np.asarray(r.ice_rows, dtype=np.intp)
+        rows = ice_row_positions(r)
         taken = frame.take_rows(rows)
         others = pd.DataFrame({n: taken.column(k) for k, n in enumerate(names) if n != f})
         w = None if inputs.sample_weight is None else inputs.sample_weight[rows]
@@ -344,5 +352,6 @@ def audit_regions(inputs, results_1d, evidence, config, seed: int, features=None
         s = dataclasses.replace(s, adjusted_p=float(q) if np.isfinite(s.p) else np.nan,
                                 finding=bool(np.isfinite(s.p) and q <= config.significance and s.material))
         out[s.feature] = {**s.to_dict(r.grid[0]), "scale": scale, "threshold": _num(thr),
-                          "rows": 0 if r.ice_rows is None else int(len(r.ice_rows)), "min_explained": MIN_EXPLAINED}
+                          "rows": 0 if r.individual is None else int(np.asarray(r.individual).shape[1]),
+                          "min_explained": MIN_EXPLAINED}
     return out

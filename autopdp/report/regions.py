@@ -35,14 +35,19 @@ def rule_text(rule) -> str:
     return " and ".join(parts)
 
 
-def _movement(region, numeric: bool, f: str) -> str:
+def _movement(region, numeric: bool, f: str, on: str) -> str:
+    """What the average prediction does over the feature's grid in one region: a clause of the sentence."""
     avg = np.asarray(region.get("average") or [], dtype=float)
     if avg.size < 2 or not np.isfinite(avg).all():
-        return "its PD is not known"
+        return f"the PD of {f} is not known"
     if not numeric:
-        return f"its levels' averages span {fmt(float(avg.max() - avg.min()))}"
+        grid = region.get("grid") or []
+        hi, lo = (str(grid[int(i)]) if int(i) < len(grid) else "?" for i in (np.argmax(avg), np.argmin(avg)))
+        return (f"the average prediction{on} over {f}'s levels spans {fmt(float(avg.max() - avg.min()))} (highest at "
+                f"{hi}, lowest at {lo})")
     change = float(avg[-1] - avg[0])
-    return f"{'rises' if change > 0 else 'falls'} by {fmt(abs(change))} from {f}'s first to its last grid value"
+    return (f"the average prediction{on} {'rises' if change > 0 else 'falls'} by {fmt(abs(change))} from {f}'s first "
+            "to its last grid value")
 
 
 def regions_sentence(audit, features, criterion: str = "ice_variance") -> str:
@@ -66,8 +71,8 @@ def regions_sentence(audit, features, criterion: str = "ice_variance") -> str:
                 f"{r.get('min_explained', 0.5):.0%} needed, with regional curves more than {fmt(r.get('threshold'))} "
                 f"apart{on}).")
     numeric = all(isinstance(v, (int, float)) for v in (regions[0].get("grid") or [0]))
-    pieces = [f"where {rule_text(g['rule'])} ({g['share']:.0%} of the rows) the average prediction{on} "
-              f"{_movement(g, numeric, f)}" for g in regions]
+    pieces = [f"where {rule_text(g['rule'])} ({g['share']:.0%} of the rows) {_movement(g, numeric, f, on)}"
+              for g in regions]
     return (f" For whom: {'; '.join(pieces)}. The split, {test}, explains {fmt(100 * r['explained'], 2)}% of the "
             f"centred ICE curves' spread (at least {r.get('min_explained', 0.5):.0%} needed), its regional curves "
             f"{fmt(r.get('gap'))} apart at most (threshold {fmt(r.get('threshold'))}{on}).")
