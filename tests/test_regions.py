@@ -149,3 +149,17 @@ def test_regions_in_results_json_and_an_older_file_reads_not_assessed(audited):
     d["regions"] = [{"no feature": 1}]
     with pytest.raises(autopdp.InputError, match="'regions' is damaged"):
         autopdp.Audit.from_json(json.dumps(d))
+
+
+def test_a_pd_that_kept_every_row_s_curve_is_examined_too():
+    """Under ``subsample`` rows the PD keeps every row's ICE curve (``ice_rows`` None): the regions read them all."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame({"a": rng.normal(size=600), "b": rng.uniform(-1, 1, 600)})
+    y = 2 * X.a * np.sign(X.b) + 0.2 * rng.normal(size=600)
+    audit = autopdp.audit(RandomForestRegressor(50, random_state=0).fit(X, y), X, y,
+                          config=autopdp.AuditConfig(pairs=False, noise_draws=50))
+    assert audit.pd(("a",)).ice_rows is None
+    r = audit.regions("a")
+    assert r["finding"] and r["rows"] == 600 and r["regions"][0]["rule"][0]["feature"] == "b"
