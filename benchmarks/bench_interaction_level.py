@@ -23,7 +23,6 @@ in that many runs with probability 99% (``binomial_slack``), and ``uptime``'s lo
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import _load  # noqa: E402 - the load average, as every benchmark prints it
 from calibration_cases import binomial_slack, clopper_pearson  # noqa: E402
 from autopdp import AuditConfig, audit  # noqa: E402
 from autopdp.scores.importance import interaction_statistic, marginal_weights  # noqa: E402
@@ -70,10 +70,6 @@ def run(seed: int, n: int, skew: int, population_sd: float) -> dict:
     return {"own": _audit(X, truth / own_sd)[0].passed,
             "population": _audit(X, truth / population_sd)[0].passed,
             "power 2x": _audit(X, truth / (2.0 * population_sd))[0].passed}
-
-
-def _load() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip().split("load average:")[-1]
 
 
 def main(argv=None) -> int:

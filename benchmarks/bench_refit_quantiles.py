@@ -30,7 +30,6 @@ seeds in which x2 is (power at 4x the threshold), with 95% Clopper-Pearson inter
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 import warnings
@@ -41,6 +40,7 @@ import pandas as pd
 from sklearn.ensemble import GradientBoostingRegressor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import _load  # noqa: E402 - the load average, as every benchmark prints it
 from calibration_cases import clopper_pearson  # noqa: E402
 from autopdp import AuditConfig, audit  # noqa: E402
 from autopdp.findings.null_draws import at_threshold  # noqa: E402
@@ -51,6 +51,7 @@ B = 0.41
 COLUMNS = ("x1", "x2", "x3", "x4")
 NOISE = ("x3", "x4")
 METHODS = ("normal", "t (K-1)", "subsampling", "audit (robust)")
+
 
 
 def _data(rng, n):
@@ -113,10 +114,6 @@ def run(seed: int, n_train: int, k: int) -> dict:
                   config=AuditConfig(refits=k, pairs=False, utilities=("slope",)))
     return {r.features[0]: _decisions(a, r, k, float(a.refits.correction), rng) for r in a.results
             if r.ndim == 1 and r.features in a.refit_curves}
-
-
-def _load() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip().split("load average:")[-1]
 
 
 def main(argv=None) -> int:

@@ -60,26 +60,23 @@ def onnx_forest(model, adapter) -> tuple[NodeForest, int]:
     return _regressor_forest(table, n_features, spec["input_float32"])
 
 
-def _ints(attrs, name, n=None) -> np.ndarray:
-    value = attrs.get(name)
+def _array(value, name, n, kinds: str, dtype, what: str) -> np.ndarray:
+    """An attribute as a flat array of ``dtype``, its elements of the numpy ``kinds`` and, when ``n`` is given,
+    ``n`` of them; :class:`TreePathUnavailable` otherwise."""
     out = np.asarray([] if value is None else value).reshape(-1)
-    if out.size and out.dtype.kind not in "iu":
-        raise TreePathUnavailable(f"ONNX tree attribute {name} is not integers")
-    out = out.astype(np.int64)
+    if out.size and out.dtype.kind not in kinds:
+        raise TreePathUnavailable(f"ONNX tree attribute {name} is not {what}")
     if n is not None and out.size != n:
         raise TreePathUnavailable(f"ONNX tree attribute {name} has {out.size} entries, not {n}")
-    return out
+    return out.astype(dtype)
+
+
+def _ints(attrs, name, n=None) -> np.ndarray:
+    return _array(attrs.get(name), name, n, "iu", np.int64, "integers")
 
 
 def _floats(attrs, name, n=None) -> np.ndarray:
-    value = attrs.get(name + "_as_tensor", attrs.get(name))
-    out = np.asarray([] if value is None else value).reshape(-1)
-    if out.size and out.dtype.kind not in "fiu":
-        raise TreePathUnavailable(f"ONNX tree attribute {name} is not numbers")
-    out = out.astype(np.float64)
-    if n is not None and out.size != n:
-        raise TreePathUnavailable(f"ONNX tree attribute {name} has {out.size} entries, not {n}")
-    return out
+    return _array(attrs.get(name + "_as_tensor", attrs.get(name)), name, n, "fiu", np.float64, "numbers")
 
 
 def _classic(attrs, prefix: str) -> dict:
