@@ -163,3 +163,18 @@ def test_a_pd_that_kept_every_row_s_curve_is_examined_too():
     assert audit.pd(("a",)).ice_rows is None
     r = audit.regions("a")
     assert r["finding"] and r["rows"] == 600 and r["regions"][0]["rule"][0]["feature"] == "b"
+
+
+def test_with_refits_the_record_says_whether_the_split_holds():
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(6)
+    X = pd.DataFrame({"a": rng.normal(size=1200), "b": rng.uniform(-1, 1, 1200), "c": rng.normal(size=1200)})
+    y = 2 * X.a * np.sign(X.b - 0.2) + X.c + 0.3 * rng.normal(size=1200)
+    model = HistGradientBoostingRegressor(random_state=0).fit(X, y)
+    audit = autopdp.audit(model, X, y, train=(X, y),
+                          config=autopdp.AuditConfig(pairs=False, refits=3, noise_draws=50))
+    r = audit.regions("a")
+    assert r["refits"]["fitted"] == 3 and r["refits"]["holds"] == 3 and min(r["refits"]["explained"]) > 0.5
+    assert "Across 3 refits of the learner on the same rows" in regions_sentence(audit, ("a",))
+    assert autopdp.Audit.from_json(audit.to_json()).regions("a")["refits"]["holds"] == 3

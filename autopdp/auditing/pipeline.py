@@ -39,7 +39,7 @@ from ..pd.result import PDResult
 from ..scores.coverage import outside_grid
 from ..findings.evidence import assess
 from ..findings.cohorts import cohort_column, cohort_tests
-from ..findings.regions import audit_regions
+from ..findings.regions import audit_regions, regions_across_refits
 from ..findings.robustness import learner_level, with_robustness
 from ..pd.refits import checked_train, refit_curves, refit_spec, run_refits
 from ..scores.skill import permutation_importance
@@ -496,7 +496,8 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
         outside = outside_job.result()
     t0 = time.perf_counter()
     with announce("regions and cohorts of the heterogeneous features", progress):
-        regions = audit_regions(scored.inputs, pds.res1, evidence, config, random_state)
+        regions = regions_across_refits(audit_regions(scored.inputs, pds.res1, evidence, config, random_state),
+                                        pds.res1, refits, scored.inputs, config)
         cohorts = None if data.cohort is None else cohort_tests(scored.inputs, pds.res1, data.cohort[1],
                                                                 data.cohort[0], evidence, config, random_state)
     timings["regions"] = time.perf_counter() - t0

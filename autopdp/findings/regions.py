@@ -355,3 +355,44 @@ def audit_regions(inputs, results_1d, evidence, config, seed: int, features=None
                           "rows": 0 if r.individual is None else int(np.asarray(r.individual).shape[1]),
                           "min_explained": MIN_EXPLAINED}
     return out
+
+
+def regions_across_refits(records: dict, results_1d, refits, inputs, config) -> dict:
+    """``records`` with, for each region finding, whether its first split holds for each refit of the learner: the
+    refit's ICE curves on the same rows (:mod:`autopdp.pd.refits` keeps them in the audit's row order), on the same
+    scale, split by the same rule, must show the same materiality (the split explains at least
+    :data:`MIN_EXPLAINED` of their heterogeneity and the regional curves differ by more than the threshold).  Adds
+    ``refits: {fitted, holds, explained, gap}``; the records of an audit without refits are returned as they are."""
+    from types import SimpleNamespace
+
+    if refits is None or not getattr(refits, "assessed", False):
+        return records
+    position = {r.features[0]: i for i, r in enumerate(results_1d) if len(r.features) == 1}
+    out = dict(records)
+    for f, rec in records.items():
+        if not rec.get("finding") or f not in position:
+            continue
+        i = position[f]
+        rows = ice_row_positions(results_1d[i])
+        w = np.ones(rows.size) if inputs.sample_weight is None else np.asarray(inputs.sample_weight, float)[rows]
+        first = rec["regions"][0]["rule"][0]
+        left = np.zeros(rows.size, dtype=bool)
+        for g in rec["regions"]:
+            if g["rule"][0] == first:
+                left[np.asarray(g["ice_index"], dtype=np.intp)] = True
+        explained, gaps = [], []
+        for one in refits.pds:
+            r = one.res1[i]
+            if r.individual is None or np.asarray(r.individual).shape[1] != rows.size:
+                continue
+            curves, _ = _curves_on_scale(r, SimpleNamespace(link=one.link), config)
+            C = curves - curves.mean(axis=1, keepdims=True)
+            total = _heterogeneity(C, w)
+            explained.append(_between(C, w, left) / total if total > 0 else 0.0)
+            mean = lambda m: (w[m] @ C[m]) / w[m].sum()  # noqa: E731
+            gaps.append(float(np.max(np.abs(mean(left) - mean(~left)))))
+        thr = rec.get("threshold") or 0.0
+        holds = sum(e >= MIN_EXPLAINED and g > thr for e, g in zip(explained, gaps))
+        out[f] = {**rec, "refits": {"fitted": len(explained), "holds": int(holds), "explained": explained,
+                                    "gap": gaps}}
+    return out

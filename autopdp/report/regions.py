@@ -73,9 +73,13 @@ def regions_sentence(audit, features, criterion: str = "ice_variance") -> str:
     numeric = all(isinstance(v, (int, float)) for v in (regions[0].get("grid") or [0]))
     pieces = [f"where {rule_text(g['rule'])} ({g['share']:.0%} of the rows) {_movement(g, numeric, f, on)}"
               for g in regions]
+    across = r.get("refits") or {}
+    held = (f" Across {across['fitted']} refits of the learner on the same rows, the first split explains at least "
+            f"{r.get('min_explained', 0.5):.0%} with regional curves above the threshold in {across['holds']}."
+            if across.get("fitted") else "")
     return (f" For whom: {'; '.join(pieces)}. The split, {test}, explains {fmt(100 * r['explained'], 2)}% of the "
             f"centred ICE curves' spread (at least {r.get('min_explained', 0.5):.0%} needed), its regional curves "
-            f"{fmt(r.get('gap'))} apart at most (threshold {fmt(r.get('threshold'))}{on}).")
+            f"{fmt(r.get('gap'))} apart at most (threshold {fmt(r.get('threshold'))}{on}).{held}")
 
 
 def _found(audit, features, criterion):
