@@ -295,10 +295,6 @@ def _extract_forest(model, adapter) -> tuple[NodeForest, int]:
             raise TreePathUnavailable(f"HistGradientBoostingRegressor with loss={model.loss!r}")
         return _classifier_link(b, adapter, K)
     module = type(model).__module__
-    if hasattr(model, "tree_ensemble"):  # an ONNX file (autopdp.io.onnx_model.OnnxModel)
-        from .onnx_trees import onnx_forest
-
-        return onnx_forest(model, adapter)
     if module.startswith("xgboost"):
         return _xgboost(model, adapter)
     if module.startswith("lightgbm"):

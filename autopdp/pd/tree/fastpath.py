@@ -18,7 +18,8 @@ import pandas as pd
 from ..data import Frame
 from ..engine import Augmenter
 from ..selfcheck import float32_sums
-from .extract import MAX_TREE_BYTES, extract_forest
+from .extract import MAX_TREE_BYTES, check_forest_size, extract_forest
+from .onnx_trees import onnx_forest
 from .ice import RowKernel
 from .exact_pd import TreePathUnavailable, TreePD, boosting_offset, extract_ensemble
 
@@ -104,7 +105,11 @@ class TreePlan:
         self.rows_unavailable = ""
         self.forest = None
         try:
-            self.forest, self.n_out = extract_forest(self.final, adapter, max_bytes)
+            if hasattr(self.final, "tree_ensemble"):  # an ONNX file's trees (autopdp.io.onnx_model.OnnxModel)
+                self.forest, self.n_out = onnx_forest(self.final, adapter)
+                check_forest_size(self.forest, max_bytes)
+            else:
+                self.forest, self.n_out = extract_forest(self.final, adapter, max_bytes)
             if self.forest.feature.size and int(self.forest.feature.max()) >= Z.shape[1]:
                 raise TreePathUnavailable(f"the trees split on column {int(self.forest.feature.max())} of an input "
                                           f"of {Z.shape[1]} columns")
