@@ -53,6 +53,13 @@ def test_a_planted_cohort_difference_is_found_and_its_curves_are_the_cohorts(by_
     assert c["level_gap"]["gap"] >= 0 and set(c["level_gap"]["means"]) == {"north", "south", "east"}
 
 
+def test_a_cohort_column_that_is_a_feature_is_not_compared_with_itself(case):
+    model, data, y = case
+    c = autopdp.audit(model, data, y, config=CFG.replace(cohort="r")).cohorts()  # r: a model feature, 0/1
+    assert c["column"] == "r" and "r" not in [f["feature"] for f in c["features"]]
+    assert next(f for f in c["features"] if f["feature"] == "a")["finding"]  # north (r = 1) has a's other slope
+
+
 def test_an_independent_column_shows_no_cohort_difference(case):
     model, data, y = case
     c = autopdp.audit(model, data, y, config=CFG.replace(cohort="indep")).cohorts()

@@ -13,6 +13,8 @@ the ICE curves of its rows (on the ICE-spread criterion's scale, and on the pred
   its scale).  The p-values are adjusted across features (``multiple_testing``); a finding is adjusted p at most
   ``significance`` and material.
 * A cohort with fewer than :data:`MIN_COHORT_ROWS` ICE rows is named and left out, with the reason.
+* When the column is itself a model feature, its own PD is not compared across its cohorts: each cohort holds one
+  of its values, so their curves differ by construction.
 """
 
 from __future__ import annotations
@@ -91,8 +93,8 @@ def cohort_tests(inputs, results_1d, labels, column: str, evidence, config, seed
     rng = np.random.default_rng(seed)
     features = []
     for r in results_1d:
-        if len(r.features) != 1 or r.individual is None:
-            continue
+        if len(r.features) != 1 or r.individual is None or r.features[0] == column:
+            continue  # the cohort column's own PD differs across its cohorts by construction
         e = evidence.get("ice_variance", {}).get(r.features)
         curves, _ = _curves_on_scale(r, inputs, config)
         thr = float(e.threshold) if e is not None and np.isfinite(e.threshold) else \
