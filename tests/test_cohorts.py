@@ -142,3 +142,18 @@ def test_the_command_line_takes_cohort(case, tmp_path):
     assert "Cohorts of region" in (tmp_path / "out" / "report.html").read_text()
     bad = subprocess.run(cli + ["--cohort", "nope", "--out", str(tmp_path / "bad")], capture_output=True, text=True)
     assert bad.returncode == 2 and "cohort column 'nope'" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_shape_test_holds_its_level_on_cohorts_unrelated_to_the_curves():
+    """Three cohorts of unequal sizes, heterogeneous heavy-tailed curves unrelated to them, exponential (heavy)
+    weights, 120 rows: the permutation test rejects at 5% in at most 5% of 300 seeds (binomial slack)."""
+    from autopdp.findings.regions import _permutation_between
+
+    hits = 0
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        C = rng.standard_t(3, size=(120, 1)) * np.linspace(-1, 1, 8)[None] + rng.lognormal(size=(120, 8))
+        C = C - C.mean(axis=1, keepdims=True)
+        codes = rng.choice(3, size=120, p=[0.6, 0.3, 0.1])
+        hits += _permutation_between(C, rng.exponential(size=120), codes, rng, 199) <= 0.05
+    assert hits <= 24, hits  # 5% of 300 is 15; P(X > 24) < 1% under Binomial(300, 0.05)
