@@ -46,11 +46,29 @@ def test_a_planted_cohort_difference_is_found_and_its_curves_are_the_cohorts(by_
     grid = np.asarray(a["curves"][0]["grid"])
     slope = lambda v: np.polyfit(grid, v, 1)[0]  # noqa: E731
     assert slope(curves["north"]) == pytest.approx(2, abs=0.3) and slope(curves["south"]) == pytest.approx(-1, abs=0.3)
-    # each cohort's curve is the mean of its ICE rows' curves
-    r = by_region.pd(("a",))
-    labels = case[1]["region"].to_numpy()[np.asarray(r.ice_rows)]
-    assert np.allclose(curves["east"], np.asarray(r.individual)[0][labels == "east"].mean(axis=0))
+    # each cohort's curve is its exact PD over all its rows (2,000 rows, of which the audit keeps 1,000 ICE curves)
+    assert len(by_region.pd(("a",)).ice_rows) < len(case[1])
+    model, data = case[0], case[1]
+    for level in ("east", "north"):
+        assert np.allclose(curves[level], _brute_pd(model, data[data.region == level], "a", grid), atol=1e-9)
+    assert all(g["exact"] for g in a["curves"])
     assert c["level_gap"]["gap"] >= 0 and set(c["level_gap"]["means"]) == {"north", "south", "east"}
+
+
+def _brute_pd(model, rows, feature, grid, weights=None):
+    """The PD by predicting every row at every grid value (the model's own columns)."""
+    X = rows[["a", "b", "c", "r"]]
+    return np.array([np.average(model.predict(X.assign(**{feature: v})), weights=weights) for v in grid])
+
+
+def test_cohort_pds_are_exact_and_weighted(case):
+    model, data, y = case
+    w = np.random.default_rng(3).exponential(size=len(data))
+    c = autopdp.audit(model, data, y, sample_weight=w, config=CFG.replace(cohort="region")).cohorts()
+    b = next(f for f in c["features"] if f["feature"] == "b")
+    for g in b["curves"]:
+        m = (data.region == g["level"]).to_numpy()
+        assert np.allclose(g["average_prediction"], _brute_pd(model, data[m], "b", g["grid"], w[m]), atol=1e-9)
 
 
 def test_a_cohort_column_that_is_a_feature_is_not_compared_with_itself(case):

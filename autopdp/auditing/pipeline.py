@@ -38,7 +38,7 @@ from ..scores.utilities import TRUST_IDS
 from ..pd.result import PDResult
 from ..scores.coverage import outside_grid
 from ..findings.evidence import assess
-from ..findings.cohorts import cohort_column, cohort_tests
+from ..findings.cohorts import cohort_column, cohort_pds, cohort_tests
 from ..findings.regions import audit_regions, regions_across_refits
 from ..findings.robustness import learner_level, with_robustness
 from ..pd.refits import checked_train, refit_curves, refit_spec, run_refits
@@ -498,8 +498,11 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
     with announce("regions and cohorts of the heterogeneous features", progress):
         regions = regions_across_refits(audit_regions(scored.inputs, pds.res1, evidence, config, random_state),
                                         pds.res1, refits, scored.inputs, config)
-        cohorts = None if data.cohort is None else cohort_tests(scored.inputs, pds.res1, data.cohort[1],
-                                                                data.cohort[0], evidence, config, random_state)
+        cohorts = None if data.cohort is None else cohort_tests(
+            scored.inputs, pds.res1, data.cohort[1], data.cohort[0], evidence, config, random_state,
+            exact=cohort_pds(model, data.frame, pds.res1, data.cohort[1], data.weights, dict(
+                response=config.response, target=config.target, method=config.method,
+                categorical_features=pds.categorical, max_batch_mb=config.max_batch_mb)))
     timings["regions"] = time.perf_counter() - t0
     pds = _without_2d_ice(pds)
     gaps = comparison_gaps(scored.inputs.predictions, scored.inputs.comparison_predictions, pds.res1,

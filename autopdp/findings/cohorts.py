@@ -1,8 +1,9 @@
 """Cohorts the validator names (issue 55): each feature's PD per cohort of a column, and a test of their shapes.
 
 The column (``cohort=`` / ``--cohort``) is a model feature or not; a column that is not a feature is never passed to
-the model (:func:`cohort_column`).  For every 1D PD with kept ICE curves, each cohort's PD is the weighted mean of
-the ICE curves of its rows (on the ICE-spread criterion's scale, and on the prediction's for the figure).
+the model (:func:`cohort_column`).  For every 1D PD with kept ICE curves, each cohort's PD on the prediction's scale
+(the figure's) is the exact PD over every row of the cohort, on the feature's own grid (:func:`cohort_pds`); the
+test reads the cohorts' ICE rows on the ICE-spread criterion's scale.
 
 * **Shapes, not levels.** Cohorts differ in level (their average prediction), stated once for the column; the test
   is of the centred curves: the heterogeneity between the cohorts' mean centred curves (as for regions,
@@ -24,7 +25,7 @@ import pandas as pd
 
 from .regions import _curves_on_scale, _num, _permutation_between, ice_row_positions
 
-__all__ = ["cohort_column", "cohort_tests", "MIN_COHORT_ROWS"]
+__all__ = ["cohort_column", "cohort_pds", "cohort_tests", "MIN_COHORT_ROWS"]
 
 #: the fewest ICE rows a cohort needs to be tested
 MIN_COHORT_ROWS = 30
@@ -56,10 +57,39 @@ def cohort_column(model, X, cohort):
     return str(cohort), labels, (X if feature else X.drop(columns=[cohort]))
 
 
-def _one(result, labels, inputs, config, threshold, rng, n_perm):
+def cohort_pds(model, frame, results_1d, labels, weights, pd_kwargs: dict) -> dict:
+    """``{feature: {level: PD (first target) on the feature's grid}}``: each cohort's exact PD over all its rows.
+
+    One :func:`autopdp.partial_dependence` call per cohort on that cohort's rows (the tree path where it applies), on
+    the grids of ``results_1d``; ``pd_kwargs``: the audit's response, target, method, categorical features and
+    memory cap.  ``labels``: the cohort of every row of ``frame``; ``weights``: the rows' weights (None: equal).
+    """
+    from ..pd.options import keywords
+    from ..pd.partial_dependence import partial_dependence
+
+    labels = np.asarray(labels, dtype=object).astype(str)
+    kept = [r for r in results_1d if len(r.features) == 1 and r.individual is not None]
+    if not kept:
+        return {}
+    grids = {r.features[0]: list(r.grid[0]) if r.kinds[0] == "categorical" else np.asarray(r.grid[0]) for r in kept}
+    out: dict = {name: {} for name in grids}
+    for level in np.unique(labels):
+        rows = np.flatnonzero(labels == level)
+        w = None if weights is None else np.asarray(weights, dtype=float)[rows]
+        if w is not None and not w.sum() > 0:
+            continue
+        res = partial_dependence(model, frame.take_rows(rows), list(grids), **keywords(
+            custom_values=grids, kind="average", sample_weight=w, std_rows=0, **pd_kwargs))
+        for name, r in zip(grids, res):
+            out[name][str(level)] = np.asarray(r.average, dtype=float)[0].ravel()
+    return out
+
+
+def _one(result, labels, inputs, config, threshold, rng, n_perm, exact=None):
     """The cohorts' PDs of one feature and their shape test: a record."""
     curves, scale = _curves_on_scale(result, inputs, config)
     shown = np.asarray(result.individual, dtype=float)[0]
+    exact = exact or {}
     rows = ice_row_positions(result)
     lab = labels[rows]
     w = np.ones(rows.size) if inputs.sample_weight is None else np.asarray(inputs.sample_weight, dtype=float)[rows]
@@ -81,12 +111,15 @@ def _one(result, labels, inputs, config, threshold, rng, n_perm):
             "threshold": _num(threshold), "material": bool(np.isfinite(gap) and gap > threshold), "left_out": left_out,
             "curves": [{"level": k, "share": float(w[lab == k].sum() / w.sum()), "rows": int((lab == k).sum()),
                         "grid": np.asarray(result.grid[0]).tolist(), "average": mean(curves, lab == k).tolist(),
-                        "average_prediction": mean(shown, lab == k).tolist()} for k in kept]}
+                        "average_prediction": (exact[k] if k in exact else mean(shown, lab == k)).tolist(),
+                        "exact": k in exact} for k in kept]}
 
 
-def cohort_tests(inputs, results_1d, labels, column: str, evidence, config, seed: int, n_perm: int = 1999) -> dict:
+def cohort_tests(inputs, results_1d, labels, column: str, evidence, config, seed: int, n_perm: int = 1999,
+                 exact: dict | None = None) -> dict:
     """The ``cohorts`` record: ``{column, levels, level_gap, features: [...]}`` (see module docs); ``labels``: the
-    cohort of every row of the audit's frame."""
+    cohort of every row of the audit's frame; ``exact``: :func:`cohort_pds` (None: each cohort's PD is the mean of
+    its ICE rows' curves)."""
     from .significance import adjust_p_values
 
     labels = np.asarray(labels, dtype=object).astype(str)
@@ -99,7 +132,7 @@ def cohort_tests(inputs, results_1d, labels, column: str, evidence, config, seed
         curves, _ = _curves_on_scale(r, inputs, config)
         thr = float(e.threshold) if e is not None and np.isfinite(e.threshold) else \
             config.materiality * float(np.std(curves))
-        features.append(_one(r, labels, inputs, config, thr, rng, n_perm))
+        features.append(_one(r, labels, inputs, config, thr, rng, n_perm, (exact or {}).get(r.features[0])))
     p = np.array([f["p"] if f["p"] is not None else 1.0 for f in features])
     adjusted = adjust_p_values(p, config.multiple_testing) if p.size else p
     for f, q in zip(features, adjusted):

@@ -144,8 +144,9 @@ def cohorts_context(audit) -> dict | None:
     means = ", ".join(f"{k} {fmt(v)}" for k, v in (gap.get("means") or {}).items())
     left = {k: why for f in c["features"] for k, why in (f.get("left_out") or {}).items()}
     intro = (f"Cohorts of {column}: {levels}. Their average predictions differ by up to {fmt(gap.get('gap'))} "
-             f"({means}): a difference of level, said once here. Each feature's test below is of the shape of its "
-             "PD across the cohorts (the centred curves of the audit's ICE rows), a permutation test of the cohort "
+             f"({means}): a difference of level, said once here. Each cohort's PD in the figures is over all its "
+             "rows. Each feature's test below is of the shape of its PD across the cohorts (the centred curves of "
+             "the audit's ICE rows), a permutation test of the cohort "
              f"labels, the p-values adjusted across the {len(c['features'])} features; a cohort needs "
              f"{c.get('min_rows', 30)} ICE rows to be tested." if gap else f"Cohorts of {column}: {levels}.")
     if left:
