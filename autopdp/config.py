@@ -241,6 +241,8 @@ class AuditConfig:
     #: a column of the data naming cohorts (--cohort): every feature's PD per cohort and a test of their shapes
     #: (:mod:`autopdp.findings.cohorts`); a column that is not a model feature is never passed to the model
     cohort: str | None = None
+    #: features examined for regions on request (--regions), besides those with an ICE-spread or interaction finding
+    regions: tuple = ()
     # Deprecated (one release): the cover's keys, now ReportOptions'; kept aside for audit() and warned of.
     title: InitVar[Any] = None
     model_name: InitVar[Any] = None
@@ -271,6 +273,7 @@ class AuditConfig:
             cats[str(feat)] = tuple(levels)
         set_("categories", types.MappingProxyType(cats))
         set_("groups", _groups(self.groups))
+        set_("regions", (self.regions,) if isinstance(self.regions, str) else tuple(self.regions))
         for key in ("percentiles", "utilities", "criteria_2d"):
             set_(key, tuple(getattr(self, key)))
         for key in ("features", "categorical_features"):
@@ -311,14 +314,14 @@ class AuditConfig:
                              f"got {self.keep_points!r}.")
         if self.cohort is not None and (not isinstance(self.cohort, str) or not self.cohort):
             raise InputError(f"config key 'cohort' (--cohort) must be a column name, got {self.cohort!r}.")
+        if not all(isinstance(f, str) and f for f in self.regions):
+            raise InputError(f"config key 'regions' (--regions) lists feature names, got {list(self.regions)!r}.")
         if self.multiple_testing not in ("bh", "holm"):
             raise InputError(f"config key 'multiple_testing' must be 'bh' or 'holm', got {self.multiple_testing!r}.")
 
     def _check_options(self):
-        _positive_int(self, "max_rows", allow_none=True)
-        _positive_int(self, "max_rows_2d", allow_none=True)
-        _positive_int(self, "max_rows_2d_tree", allow_none=True)
-        _positive_int(self, "subsample", allow_none=True)
+        for key in ("max_rows", "max_rows_2d", "max_rows_2d_tree", "subsample"):
+            _positive_int(self, key, allow_none=True)
         _positive_int(self, "integer_as_categorical", minimum=0)
         _positive_int(self, "max_levels", minimum=2, maximum=MAX_LEVELS_LIMIT)
         if self.loss not in ("l2", "l1"):

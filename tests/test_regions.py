@@ -178,3 +178,33 @@ def test_with_refits_the_record_says_whether_the_split_holds():
     assert r["refits"]["fitted"] == 3 and r["refits"]["holds"] == 3 and min(r["refits"]["explained"]) > 0.5
     assert "Across 3 refits of the learner on the same rows" in regions_sentence(audit, ("a",))
     assert autopdp.Audit.from_json(audit.to_json()).regions("a")["refits"]["holds"] == 3
+
+
+def test_regions_on_request_for_a_feature_without_a_finding():
+    """``regions=`` (``--regions``) examines a feature the audit did not flag: c's curves differ with d, but by far
+    less than the threshold, so c has a split on d that is not material."""
+    from argparse import Namespace
+
+    from autopdp.cli.settings import _with_flags
+
+    rng = np.random.default_rng(6)
+    X = pd.DataFrame({"a": rng.normal(size=600), "b": rng.uniform(-1, 1, 600), "c": rng.normal(size=600),
+                      "d": rng.normal(size=600)})
+
+    def model(Z):
+        Z = pd.DataFrame(Z, columns=list("abcd"))
+        return (2 * Z.a * np.sign(Z.b) + Z.c + 0.002 * Z.c * np.sign(Z.d)).to_numpy()
+
+    cfg = autopdp.AuditConfig(pairs=False, noise_draws=50)
+    plain = autopdp.audit(model, X, config=cfg)
+    asked = autopdp.audit(model, X, config=cfg.replace(regions=("c",)))
+    assert plain.regions("c")["reason"].startswith("not examined") and plain.regions("a")["finding"]
+    c = asked.regions("c")
+    assert c["finding"] is False and c["material"] is False and c["regions"][0]["rule"][0]["feature"] == "d"
+    assert c["gap"] < c["threshold"] and asked.regions("a")["finding"]  # the flagged features are still examined
+    with pytest.raises(autopdp.InputError, match="regions .--regions. feature 'cc' is not in the data's features"):
+        autopdp.audit(model, X, config=cfg.replace(regions=("cc",)))
+    with pytest.raises(autopdp.InputError, match="config key 'regions'"):
+        cfg.replace(regions=(1,))
+    flags = Namespace(pairs=None, keep_points=None, cohort=None, group=None, regions=["a,c", "b"])
+    assert _with_flags(cfg.replace(regions="c"), flags).regions == ("c", "a", "b")

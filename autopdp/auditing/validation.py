@@ -357,6 +357,9 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     names = list(frame.names) if config.features is None else [frame.names[frame.position_of(f)] for f in config.features]
     for f in list(config.expected_monotonic) + list(config.lipschitz):
         frame.position_of(f)  # unknown feature names in the config are errors
+    for f in config.regions:
+        if f not in frame.names:
+            raise column_error("regions (--regions) feature", f, frame.names, "data's features")
     if isinstance(config.pairs, tuple):  # misspelled pair names are errors before any PD is computed
         for f in {f for pair in config.pairs for f in pair}:
             if f not in frame.names:

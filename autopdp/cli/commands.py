@@ -362,6 +362,9 @@ def _common_args(p):
                    help="one-hot columns audited as one categorical feature NAME (repeatable): NAME=col1,col2,... or "
                         "NAME=prefix* (e.g. state=state_*); its PD sets exactly one of them per level (config key "
                         "groups)")
+    p.add_argument("--regions", action="append", default=None, metavar="FEATURE[,FEATURE...]",
+                   help="examine these features for regions (tested splits on the other features) besides every "
+                        "feature with an ICE-spread or interaction finding; repeatable")
     p.add_argument("--cohort", default=None, metavar="COLUMN",
                    help="a column of the data naming cohorts (region, product): every feature's PD per cohort and a "
                         "test of their shapes, in a Cohorts chapter; a column that is not a model feature is never "

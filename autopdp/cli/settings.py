@@ -47,6 +47,9 @@ def _with_flags(cfg, args):
         changes["keep_points"] = True
     if getattr(args, "cohort", None):
         changes["cohort"] = args.cohort
+    if getattr(args, "regions", None):
+        asked = [f.strip() for text in args.regions for f in text.split(",") if f.strip()]
+        changes["regions"] = tuple(dict.fromkeys([*cfg.regions, *asked]))
     if getattr(args, "group", None):
         from ..auditing.groups import parse_group
 
