@@ -1,14 +1,18 @@
-"""Running feature-set groups on a Dask cluster (``pip install autopdp[dask]``).
+"""Running PDs on a Dask cluster (``pip install autopdp[dask]``).
 
-The setup (data, model, grids, tree-path counts) is scattered to every worker
-once; each task then names only its group of feature sets.
+Rows are the unit of work (:mod:`autopdp.pd.rows`): each task holds one row partition (its rows, the model, the
+grids and the checked tree plan) and computes every feature set on it, so each row's tree tables are built once
+on the whole cluster and each worker receives only its rows.  A task carries its partition in the task itself, so
+the scheduler can run it again on another worker when its worker is lost.  The few calls that cannot be split by
+rows (scikit-learn's recursion method; leaf counting with a sampled spread) run as groups of feature sets on a
+setup sent to every worker once.
 """
 
 from __future__ import annotations
 
 from ..errors import InputError, InputTypeError
 
-__all__ = ["run_on_dask", "dask_workers"]
+__all__ = ["run_on_dask", "run_partitions_on_dask", "dask_workers"]
 
 
 def _client(scheduler):
@@ -55,6 +59,21 @@ def run_on_dask(scheduler, fn, setup, groups, on_done):
             results[i] = fut.result()
             on_done(len(groups[i]))
         return results
+    finally:
+        if own:
+            client.close()
+
+
+def run_partitions_on_dask(scheduler, fn, parts, jobs):
+    """``[fn(part, jobs) for part in parts]`` on the cluster, in order, one task per row partition."""
+    import warnings
+
+    client, own = _client(scheduler)
+    try:
+        with warnings.catch_warnings():  # each task carries its rows on purpose (a lost worker's task reruns)
+            warnings.filterwarnings("ignore", message=".*[Ll]arge (object|graph).*")
+            futures = [client.submit(fn, part, jobs, pure=False, retries=1) for part in parts]
+        return client.gather(futures)
     finally:
         if own:
             client.close()

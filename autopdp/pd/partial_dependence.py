@@ -20,6 +20,7 @@ from .sampling import _weighted_sample, certainty_rows  # noqa: F401
 from .tree.exact_pd import TreePathUnavailable
 from .grids import build_spec, resolve_categorical
 from .result import PDResult
+from .rows import merge, partitions, row_bounds, splits_by_rows
 from .setup import _check_options, _normalise_features, _Setup
 
 __all__ = ["partial_dependence", "compute_all", "PDOptions", "COMPUTE_ALL_OPTIONS"]
@@ -83,7 +84,7 @@ def _tree_group(setup: _Setup, plan, spec_sets, keeps) -> list[PDResult]:
             if not plan.counting:
                 raise
         else:
-            note = f"PD, ICE and std exact by the tree path on all {setup.frame.n_rows:,} rows."
+            note = f"PD, ICE and std exact by the tree path on all {setup.rows_total:,} rows."
             return [
                 _tree_result(setup, specs, avg, std, indiv, keep_rows if indiv is not None else None, note)
                 for specs, (avg, std, indiv) in zip(spec_sets, exact)
@@ -98,7 +99,7 @@ def _tree_group(setup: _Setup, plan, spec_sets, keeps) -> list[PDResult]:
             out.append(_tree_result(setup, specs, avg, np.full(avg.shape, np.nan), None, None, note))
         else:
             sample, rows = spread
-            note = (f"PD exact by the tree path on all {setup.frame.n_rows:,} rows; ICE curves and std from "
+            note = (f"PD exact by the tree path on all {setup.rows_total:,} rows; ICE curves and std from "
                     f"{len(rows):,} sampled rows.")
             out.append(_tree_result(setup, specs, avg, np.asarray(sample.std), sample.individual, np.asarray(rows),
                                     note))
@@ -263,6 +264,8 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
         blocks = setup.block_plan()  # the preprocessing once, before the work is shared out
         if blocks is not None:  # every set's block values and probe check in one call each, not one per group
             blocks.check_many([[setup.spec(p) for p in positions] for positions, _ in jobs])
+    if scheduler is not None and splits_by_rows(setup, jobs):
+        return _on_row_partitions(setup, jobs, workers, scheduler, progress, desc)
     groups = _groups(setup, jobs, workers, distributed=scheduler is not None)
     bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
     out: list[PDResult] = []
@@ -287,6 +290,28 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
     finally:
         bar.close()
     return out
+
+
+def run_partition(part: _Setup, jobs) -> list[PDResult]:
+    """Every job's PD on one row partition (:meth:`_Setup.for_rows`), by the local code path.  A partition whose
+    weights are all 0 has no average of its own (NaN, left out of :func:`autopdp.pd.rows.merge`)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return [r for group in _groups(part, jobs, 1) for r in _run_group(part, group)]
+
+
+def _on_row_partitions(setup: _Setup, jobs, workers: int, scheduler, progress, desc) -> list[PDResult]:
+    """Every job on one row partition per Dask worker, merged (:mod:`autopdp.pd.rows`)."""
+    from .distributed import run_partitions_on_dask
+
+    parts = partitions(setup, jobs, workers)
+    bounds = row_bounds(setup.frame.n_rows, workers)
+    bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
+    try:
+        per_partition = run_partitions_on_dask(scheduler, run_partition, parts, jobs)
+        bar.update(len(jobs))
+    finally:
+        bar.close()
+    return merge(setup, per_partition, bounds)
 
 
 @accepts_old_keywords(PDOptions())

@@ -167,6 +167,7 @@ class _Setup:
         self.std_rows = int(std_rows)
         self.random_state = random_state
         self.weights = np.ones(self.frame.n_rows) if self.sample_weight is None else self.sample_weight
+        self.rows_total = self.frame.n_rows  # every row of the call (a row partition's setup keeps its parent's)
         self.tree_unavailable = "not tried"
         self._plan = None
         self._plan_done = False
@@ -210,6 +211,29 @@ class _Setup:
             return np.arange(n)
         rng = np.random.default_rng(0 if self.random_state is None else self.random_state)  # same rows every run
         return _weighted_sample(n, self.std_rows, self.sample_weight, rng)
+
+    def for_rows(self, start: int, stop: int) -> "_Setup":
+        """This setup on the rows ``start:stop`` of its frame: a row partition (:mod:`autopdp.pd.rows`).
+
+        The grids (build them first: :meth:`spec`), the adapter and the checked tree plan carry over (the plan's
+        kernel is rebuilt on these rows without new checks, :meth:`TreePlan.subset`); the weights are these rows';
+        the ICE rows are those of this call that fall in the partition, in the call's order, at their positions
+        in the partition (``ice_rows`` None: every row's curve, as in the call).
+        """
+        other = copy.copy(self)
+        rows = np.arange(start, stop)
+        other.frame = self.frame.take_rows(rows)
+        other.sample_weight = None if self.sample_weight is None else self.sample_weight[start:stop]
+        other.weights = self.weights[start:stop]
+        if self.ice_rows is not None:
+            inside = (self.ice_rows >= start) & (self.ice_rows < stop)
+            other.ice_rows = np.asarray(self.ice_rows[inside], dtype=np.int64) - start
+        other._specs = dict(self._specs)
+        other.nearest = {}
+        if self._plan is not None:
+            other._plan = self._plan.subset(rows, other.frame)
+        other._blocks, other._blocks_done = None, False  # the preprocessing of these rows, built where they run
+        return other
 
     def with_grid_resolution(self, grid_resolution) -> "_Setup":
         """The same setup with another grid resolution (grids are rebuilt)."""

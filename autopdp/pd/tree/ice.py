@@ -438,6 +438,6 @@ class RowKernel:
             var = np.maximum(s2[s, :, :gj * gk] / total - m1 * m1, 0.0)
             indiv = None
             if keep_set[s] >= 0:
-                indiv = ice[keep_set[s], :, :, :gj * gk].reshape((T, keep_rows.size) + shape).copy()
+                indiv = ice[keep_set[s], :, :keep_rows.size, :gj * gk].reshape((T, keep_rows.size) + shape).copy()
             out.append((mean.reshape((T,) + shape), np.sqrt(var).reshape((T,) + shape), indiv))
         return out

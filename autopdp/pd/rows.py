@@ -1,0 +1,87 @@
+"""Rows as the unit of work: a call's PDs computed on row partitions and merged (issue 54).
+
+Each partition (:meth:`autopdp.pd.setup._Setup.for_rows`: the rows ``start:stop``, the call's grids, adapter and
+checked tree plan) computes every feature set's PD on its own rows with the same code as a local call
+(:func:`autopdp.pd.partial_dependence.run_partition`) and returns it: a small summary per feature set (the weight
+total, the weighted mean and spread of its rows' ICE curves per grid cell, its density counts, and the ICE curves
+of the call's ICE rows that fall in it), never the rows.  :func:`merge` reduces them to the PD of all the rows: the
+weighted means, the spread by the parallel variance formula (Chan et al.), the counts summed and the ICE curves
+put back in the call's order.  The merged numbers are those of one pass over every row up to floating-point
+rounding (tested against it at every partition count, ``tests/test_rows.py``).
+
+Used where each partition's spread is over all its rows (the per-row tree kernel, leaf counting without a
+spread, brute force); a leaf-counting PD whose spread comes from a row sample, and scikit-learn's recursion
+method, are not split by rows (:func:`splits_by_rows`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .result import PDResult
+
+__all__ = ["row_bounds", "splits_by_rows", "partitions", "merge"]
+
+
+def row_bounds(n: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous row ranges of nearly equal size covering ``0:n`` (fewer when there are fewer rows)."""
+    parts = max(1, min(int(parts), n))
+    edges = np.linspace(0, n, parts + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def splits_by_rows(setup, jobs) -> bool:
+    """Whether this call's PDs can be computed on row partitions and merged exactly (see the module docs)."""
+    if setup.method == "recursion" or setup.frame.n_rows < 2:
+        return False
+    plan = setup.tree_plan()
+    if plan is None or setup.centered:
+        return True  # brute force: every partition's spread is over all its rows
+    rows_needed = setup.want_std or any(keep for _, keep in jobs)
+    return bool(plan.per_row or not rows_needed)
+
+
+def partitions(setup, jobs, parts: int) -> list:
+    """The call's row partitions (their setups), after every grid is built on all the rows."""
+    for positions, _ in jobs:
+        for p in positions:
+            setup.spec(p)
+    return [setup.for_rows(a, b) for a, b in row_bounds(setup.frame.n_rows, parts)]
+
+
+def _merged(setup, per_part: list[PDResult], bounds, note: str) -> PDResult:
+    """One feature set's PD of all the rows from its partitions' results."""
+    first = per_part[0]
+    W = np.array([r.total_weight for r in per_part], dtype=float)
+    live = W > 0
+    total = float(W.sum())
+    avgs = np.stack([np.asarray(r.average, dtype=float) for r in per_part])
+    share = (W / total).reshape((-1,) + (1,) * (avgs.ndim - 1))
+    average = np.where(live.reshape(share.shape), avgs * share, 0.0).sum(axis=0)
+    stds = np.stack([np.asarray(r.std, dtype=float) for r in per_part])
+    within = np.where(live.reshape(share.shape), (stds ** 2 + (avgs - average) ** 2) * share, 0.0).sum(axis=0)
+    std = np.sqrt(np.maximum(within, 0.0))
+    w = setup.weights
+    individual, ice_rows = None, first.ice_rows
+    if first.individual is not None:
+        individual = np.concatenate([np.asarray(r.individual) for r in per_part], axis=1)
+        ice_rows = None if setup.ice_rows is None else setup.ice_rows
+        if ice_rows is not None:  # the curves come partition after partition; put them back in ice_rows' order
+            part_of = np.searchsorted([a for a, _ in bounds], ice_rows, side="right") - 1
+            individual = individual[:, np.argsort(np.argsort(part_of, kind="stable"), kind="stable")]
+    notes = tuple(dict.fromkeys(n for r in per_part for n in r.notes)) + (note,)
+    return dataclasses.replace(
+        first, average=average, std=std, stderr=std * (np.sqrt(float((w * w).sum())) / total),
+        counts=sum(np.asarray(r.counts) for r in per_part), n_rows=int(sum(r.n_rows for r in per_part)),
+        total_weight=total, individual=individual, ice_rows=ice_rows, notes=notes)
+
+
+def merge(setup, per_partition: list[list[PDResult]], bounds) -> list[PDResult]:
+    """The PDs of all the rows, in job order, from each partition's results (same order)."""
+    note = (f"Computed on {len(bounds)} row partitions and merged (the same PD, spread and ICE curves as one pass "
+            "over every row, to floating-point rounding).")
+    if len(per_partition) == 1:
+        return per_partition[0]
+    return [_merged(setup, list(rs), bounds, note) for rs in zip(*per_partition)]

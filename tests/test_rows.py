@@ -1,0 +1,150 @@
+"""Rows as the unit of work (issue 54): PDs computed on row partitions and merged equal one pass over every row, at
+every partition count, on the tree path and by brute force, with weights, missing values, kept ICE rows and 2D
+sets; a Dask cluster of worker processes gets one partition per task, and a worker lost mid-audit is replaced."""
+
+import itertools
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestRegressor
+
+import autopdp
+from autopdp.pd.options import PDOptions
+from autopdp.pd.partial_dependence import run_partition
+from autopdp.pd.rows import merge, partitions, row_bounds, splits_by_rows
+from autopdp.pd.setup import _Setup
+
+
+@pytest.fixture(scope="module")
+def case():
+    rng = np.random.default_rng(0)
+    n = 700
+    X = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("abcd"))
+    X.loc[rng.random(n) < 0.1, "c"] = np.nan
+    y = (X.a * X.b + X.c.fillna(0) + rng.normal(size=n) > 0).astype(int)
+    w = rng.exponential(size=n)
+    w[:60] = 0.0  # a partition of zero weight at 7 and more partitions
+    return HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(X, y), X, w
+
+
+def _setup(model, X, w, method, subsample):
+    setup = _Setup(model, X, response="auto", grid_resolution=7, percentiles=(0.05, 0.95), custom_values=None,
+                   categorical_features=None, sample_weight=w, kind="both", method=method,
+                   options=PDOptions(subsample=subsample, random_state=1))
+    plan = setup.tree_plan()
+    if plan is not None:
+        plan.prepare(setup.weights, rows=True)
+    return setup
+
+
+JOBS = [((p,), True) for p in range(4)] + [((a, b), False) for a, b in itertools.combinations(range(4), 2)]
+
+
+@pytest.mark.parametrize("method", ["tree", "brute"])
+@pytest.mark.parametrize("subsample", [None, 100])
+def test_merged_partitions_equal_one_pass_at_every_partition_count(case, method, subsample):
+    model, X, w = case
+    one = autopdp.compute_all(model, X, sample_weight=w, method=method, grid_resolution=7,
+                              options=PDOptions(subsample=subsample, random_state=1))
+    setup = _setup(model, X, w, method, subsample)
+    assert splits_by_rows(setup, JOBS)
+    for parts in (1, 2, 3, 7, 64, 700):
+        bounds = row_bounds(len(X), parts)
+        assert bounds[0][0] == 0 and bounds[-1][1] == len(X) and len(bounds) == parts
+        merged = merge(setup, [run_partition(p, JOBS) for p in partitions(setup, JOBS, parts)], bounds)
+        assert [r.features for r in merged] == [r.features for r in one]
+        for a, b in zip(one, merged):
+            assert b.method == a.method and b.n_rows == a.n_rows and b.total_weight == pytest.approx(a.total_weight)
+            np.testing.assert_allclose(b.average, a.average, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(b.std, a.std, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(b.stderr, a.stderr, rtol=0, atol=1e-12)
+            np.testing.assert_array_equal(b.counts, a.counts)
+            assert (a.ice_rows is None) == (b.ice_rows is None)
+            if a.ice_rows is not None:
+                np.testing.assert_array_equal(a.ice_rows, b.ice_rows)
+            if a.individual is not None:  # each kept row's own curve, in the call's order
+                np.testing.assert_array_equal(b.individual, a.individual)
+            if parts > 1:
+                assert any("row partitions" in note for note in b.notes)
+
+
+def test_a_call_that_cannot_be_split_by_rows_is_not(case):
+    model, X, w = case
+    assert not splits_by_rows(_setup(model, X, None, "recursion", None), JOBS)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield cluster, client
+    client.close()
+    cluster.close()
+
+
+def test_an_audit_on_worker_processes_equals_the_local_one_one_partition_per_task(cluster):
+    from distributed import get_task_stream
+
+    _, client = cluster
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame(rng.uniform(-1, 1, size=(3000, 4)), columns=list("abcd"))
+    y = 2 * X.a * np.sign(X.b) + X.c + rng.normal(0, 0.3, 3000)
+    model = RandomForestRegressor(30, min_samples_leaf=5, random_state=0).fit(X, y)
+    cfg = autopdp.AuditConfig(grid_resolution=8, grid_resolution_2d=5, noise_draws=50)
+    local = autopdp.audit(model, X, y, config=cfg, progress=False)
+    with get_task_stream(client) as stream:
+        remote = autopdp.audit(model, X, y, config=cfg, scheduler=client, progress=False)
+    sd = float(np.std(model.predict(X)))
+    for a, b in zip(local.results, remote.results):
+        assert a.features == b.features and b.method == "tree"
+        assert np.max(np.abs(a.average - b.average)) <= 1e-9 * sd
+    tasks = [t for t in stream.data if str(t["key"]).startswith("run_partition-")]
+    workers = set(client.scheduler_info()["workers"])
+    assert len(tasks) == 4 and {t["worker"] for t in tasks} == workers  # 1D and 2D: one partition per worker each
+    assert [e.passed for c in local.evidence.values() for e in c.values()] == \
+        [e.passed for c in remote.evidence.values() for e in c.values()]
+    assert [(r["feature"], r["finding"]) for r in local.regions()] == \
+        [(r["feature"], r["finding"]) for r in remote.regions()]
+
+
+class _DiesOnce:
+    """A model whose first prediction inside a Dask worker ends that worker's process (a machine lost mid-audit);
+    every other prediction is the fitted model's."""
+
+    def __init__(self, model, flag):
+        self.model, self.flag = model, str(flag)
+        self.n_features_in_ = model.n_features_in_
+
+    def predict(self, X):
+        try:
+            from distributed import get_worker
+
+            get_worker()
+        except ValueError:
+            return self.model.predict(X)  # not in a worker
+        if not os.path.exists(self.flag):
+            open(self.flag, "w").close()
+            os._exit(1)
+        return self.model.predict(X)
+
+
+def test_a_worker_lost_mid_audit_is_replaced_and_the_answer_is_the_same(cluster, tmp_path):
+    import sys
+
+    import cloudpickle
+
+    _, client = cluster
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.uniform(-1, 1, size=(400, 3)), columns=list("abc"))
+    y = X.a + X.b * X.c + rng.normal(0, 0.1, 400)
+    model = _DiesOnce(RandomForestRegressor(10, random_state=0).fit(X, y), tmp_path / "died")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
+    local = autopdp.compute_all(model.model, X, grid_resolution=5, method="brute")
+    remote = autopdp.compute_all(model, X, grid_resolution=5, method="brute",
+                                 options=autopdp.PDOptions(subsample=1000, scheduler=client))
+    assert (tmp_path / "died").exists()  # a worker did die
+    for a, b in zip(local, remote):
+        np.testing.assert_allclose(b.average, a.average, rtol=0, atol=1e-12)
