@@ -100,8 +100,7 @@ def _one(size: int, workers: int) -> dict:
     if workers:
         from distributed import Client, LocalCluster
 
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=max(1, (os.cpu_count() or 1) // workers),
-                               processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     load_before = _load()
     with _PeakMemory() as mem:

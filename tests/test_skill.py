@@ -241,3 +241,29 @@ def test_nothing_is_set_aside_without_skill_or_without_a_target(noise_and_signal
     a = noise_and_signal["noise"]
     assert a.metadata["skill"]["shows_skill"] is False and a.set_aside == ()
     assert "Set aside" not in _text(a)
+
+
+def test_permutation_importance_above_its_row_limit_uses_a_seeded_sample_and_says_so():
+    """Above ``max_rows`` the importance is the same statistic on a seeded sample of rows (the record says how many
+    of how many); at or below it every row is used."""
+    from autopdp.pd.data import as_frame
+    from autopdp.pd.response import make_adapter
+    from autopdp.report.overview import pfi_rows
+    from autopdp.scores.skill import permutation_importance
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame({"x": rng.normal(size=3000), "z": rng.normal(size=3000)})
+    y = 2 * X.x + rng.normal(size=3000)
+    model = LinearRegression().fit(X, y)
+    adapter, frame = make_adapter(model), as_frame(X)
+    pred = model.predict(X)[:, None]
+    full = permutation_importance(adapter, frame, y.to_numpy(), pred, ["x", "z"], seed=1)
+    part = permutation_importance(adapter, frame, y.to_numpy(), pred, ["x", "z"], seed=1, max_rows=1000)
+    again = permutation_importance(adapter, frame, y.to_numpy(), pred, ["x", "z"], seed=1, max_rows=1000)
+    assert (full["rows"], full["of"]) == (3000, 3000) and pfi_rows(full) == ""
+    assert (part["rows"], part["of"]) == (1000, 3000) and part == again
+    assert pfi_rows(part) == " on a seeded sample of 1,000 of the 3,000 rows"
+    # the same quantity: 2 b^2 Var(x) = 8 for x within the sample's interval; about 0 for z
+    lo, hi = part["features"]["x"]["interval"]
+    assert lo < 8 < hi and part["features"]["x"]["shown"] and abs(part["features"]["z"]["value"]) < 0.05

@@ -515,7 +515,6 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
             "the trust checks (OOD share, ALE, StratPD, surrogate) and the data plots under the PDs are unweighted."
         )
     notes = list(dict.fromkeys(notes))  # one line per distinct note
-    timings["total"] = time.perf_counter() - started
     t0 = time.perf_counter()
     with announce("held-out permutation importance", progress):  # the data's evidence beside the PD importance
         pfi = permutation_importance(data.adapter, data.frame, data.y_pd, scored.inputs.predictions,
@@ -523,6 +522,7 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
                                      getattr(model, "classes_", None), seed=random_state,
                                      significance=config.significance)
     timings["permutation_importance"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - started
     metadata = {**audit_metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight),
                 "permutation_importance": pfi, **({"comparison_gap": gaps} if gaps else {})}
     run = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "timings_s": timings}

@@ -432,8 +432,10 @@ def _importance_table(audit, df: pd.DataFrame):
     from .explore import _state, finding_text
 
     pfi = (audit.metadata or {}).get("permutation_importance") or {}
-    extra = [f"held-out permutation importance ({pfi['loss']} increase, 95% interval)", "the data show it?"] \
-        if pfi else []
+    from .overview import pfi_rows
+
+    extra = [f"held-out permutation importance ({pfi['loss']} increase{pfi_rows(pfi)}, 95% interval)",
+             "the data show it?"] if pfi else []
     table = _table(_ranked(df), "feature", ["rank", *_class_columns(audit, df), "finding?", *extra])
     by = (audit.evidence or {}).get("importance_1d", {})
     for rank, row in enumerate(table["rows"], 1):

@@ -138,13 +138,20 @@ def set_aside(audit) -> str:
         return ""
     pfi = (audit.metadata or {}).get("permutation_importance") or {}
     by = pfi.get("features", {})
-    parts = [f"{f} ({', '.join(cs)}; permuting it changes the {pfi.get('loss', 'loss')} by {pfi_text(by.get(f), named=True)}, "
+    parts = [f"{f} ({', '.join(cs)}; permuting it changes the {pfi.get('loss', 'loss')}{pfi_rows(pfi)} by "
+             f"{pfi_text(by.get(f), named=True)}, "
              f"adjusted p = {fmt(by.get(f, {}).get('adjusted_p'), 2)})" for f, cs in patterns.items()]
     n = len(patterns)
     return (f"Set aside: the patterns of the fitted model on {n} feature{'s' if n > 1 else ''} passed their tests "
             f"but are not counted among the findings, because the held-out permutation importance does not show "
             f"{'these features' if n > 1 else 'the feature'} to matter to the predictions' accuracy "
             f"(Benjamini-Hochberg across the features): " + "; ".join(parts) + ".")
+
+
+def pfi_rows(pfi: dict) -> str:
+    """" on a seeded sample of 50,000 of the 1,000,000 rows" when the permutation importance used a sample."""
+    rows, of = pfi.get("rows"), pfi.get("of")
+    return f" on a seeded sample of {rows:,} of the {of:,} rows" if rows and of and rows < of else ""
 
 
 def pfi_text(v, named: bool = False) -> str:
@@ -164,4 +171,5 @@ def data_evidence(audit, features) -> str:
     if not v or v["shown"] or ((audit.metadata or {}).get("skill") or {}).get("shows_skill") is False:
         return ""
     return (f" (The held-out data do not show that {features[0]} matters to the predictions' accuracy: permuting it "
-            f"changes the {pfi['loss']} by {pfi_text(v, named=True)}, adjusted p = {fmt(v['adjusted_p'], 2)}.)")
+            f"changes the {pfi['loss']}{pfi_rows(pfi)} by {pfi_text(v, named=True)}, adjusted p = "
+            f"{fmt(v['adjusted_p'], 2)}.)")

@@ -191,15 +191,27 @@ def _permuted(data, position: int, order):
     return out
 
 
+#: the most rows the held-out permutation importance predicts on (a seeded sample above it, stated in the record)
+MAX_PFI_ROWS = 50_000
+
+
 def permutation_importance(adapter, frame, y, predictions, features, weights=None, classes=None, repeats: int = 5,
-                           seed: int = 0, significance: float = 0.05) -> dict | None:
+                           seed: int = 0, significance: float = 0.05, max_rows: int = MAX_PFI_ROWS) -> dict | None:
     """Held-out permutation importance of each feature on the rows' target, the data's evidence beside the PD
     importance: the mean increase of the per-row loss (squared error, or log-loss) when the feature's column is
     permuted (``repeats`` times, averaged per row), its 95% interval (a sandwich over the rows), a one-sided p-value
     of "no increase" and the Benjamini-Hochberg-adjusted one across the features.  None without a target or a
-    per-row loss."""
+    per-row loss.  Above ``max_rows`` rows it is computed on a seeded uniform sample of that many rows (its
+    interval is that sample's; ``rows`` and ``of`` in the record say so): each feature costs ``repeats`` predictions
+    of every row used, and at 50,000 rows the interval is already far narrower than any materiality threshold."""
     if y is None:
         return None
+    of = frame.n_rows
+    if of > max_rows:
+        rows = np.sort(np.random.default_rng([seed, 54]).choice(of, size=max_rows, replace=False))
+        frame, y = frame.take_rows(rows), np.asarray(y)[rows]
+        predictions = np.asarray(predictions).reshape(of, -1)[rows]
+        weights = None if weights is None else np.asarray(weights, dtype=float)[rows]
     loss = _row_loss(adapter, y, classes)
     if loss is None:
         return None
@@ -226,4 +238,4 @@ def permutation_importance(adapter, frame, y, predictions, features, weights=Non
         v["adjusted_p"] = float(a)
         v["shown"] = bool(np.isfinite(a) and a <= significance)
     kind = "squared error" if not getattr(adapter, "is_classifier", False) else "log-loss"
-    return {"loss": kind, "repeats": repeats, "features": out}
+    return {"loss": kind, "repeats": repeats, "rows": frame.n_rows, "of": of, "features": out}

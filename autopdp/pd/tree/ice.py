@@ -56,9 +56,16 @@ def apply_link(raw: np.ndarray, link: int, scale: float = 1.0) -> np.ndarray:
 
 
 def n_threads() -> int:
-    """Threads for the compiled kernels: the CPUs this process may use."""
+    """Threads for the compiled kernels: the CPUs this process may use; inside a Dask worker, the worker's own
+    threads (its share of the machine: two workers of one thread on two cores each use one)."""
     import os
+    import sys
 
+    if "distributed" in sys.modules:
+        try:
+            return max(1, int(sys.modules["distributed"].get_worker().state.nthreads))
+        except (ValueError, AttributeError):  # not in a worker
+            pass
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
