@@ -389,7 +389,8 @@ def _report_text_args(p):
     r.add_argument("--conditions", help="conditions of the approval (needed with 'approve with conditions')")
 
 
-def _model_data_args(p, data_help="data: .csv or .parquet, with the target column"):
+def _model_data_args(p, data_help="data: .csv or .parquet, a folder of .parquet parts or a pattern like "
+                                   "'data/*.parquet', with the target column"):
     p.add_argument("--data", required=True, help=data_help)
     p.add_argument("--target", required=True, help="name of the target column in the data")
     p.add_argument("--target-map", default=None, metavar="LABEL=VALUE,...",

@@ -83,6 +83,19 @@ def _decimal(decimal, sep: str) -> str:
 MAX_DATA_MB = 1024
 
 
+def _parquet_size(p: Path) -> tuple[int, int, int]:
+    """(bytes, rows, columns): the bytes a Parquet file expands to in memory by its footer (its rows x columns x 8,
+    or its uncompressed size if larger), and the rows and columns it declares."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(p).metadata
+    except Exception as exc:  # noqa: BLE001 - pyarrow's errors on a damaged footer are bad input
+        raise InputError(f"cannot read data file {str(p)!r} as Parquet: {type(exc).__name__}: {exc}.") from None
+    stored = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return max(stored, meta.num_rows * meta.num_columns * 8), meta.num_rows, meta.num_columns
+
+
 def _check_data_size(p: Path, suffix: str, max_mb: float) -> None:
     """Refuse a data file that would expand past ``max_mb`` before it is read: a CSV by its size, a Parquet file by
     its footer (a 1.3 MB file can declare 150 million rows of a run-length-encoded column)."""
@@ -90,24 +103,62 @@ def _check_data_size(p: Path, suffix: str, max_mb: float) -> None:
     if suffix == ".csv":
         size, what = p.stat().st_size, "is"
     else:
-        import pyarrow.parquet as pq
-
-        try:
-            meta = pq.ParquetFile(p).metadata
-        except Exception as exc:  # noqa: BLE001 - pyarrow's errors on a damaged footer are bad input
-            raise InputError(f"cannot read data file {str(p)!r} as Parquet: {type(exc).__name__}: {exc}.") from None
-        stored = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-        size, what = max(stored, meta.num_rows * meta.num_columns * 8), "declares"
+        size, rows, cols = _parquet_size(p)
         if size <= limit:
             return
-        raise InputError(f"data file {str(p)!r} declares {meta.num_rows:,} rows x {meta.num_columns:,} columns "
-                         f"(about {size / 2 ** 20:,.0f} MB in memory), over the {max_mb:,g} MB limit for data; if it is "
+        raise InputError(f"data file {str(p)!r} declares {rows:,} rows x {cols:,} columns (about "
+                         f"{size / 2 ** 20:,.0f} MB in memory), over the {max_mb:,g} MB limit for data; if it is "
                          f"really that large, rerun with --max-data-mb {int(size / 2 ** 20) + 1} (API: max_mb=), or "
                          f"audit a sample of its rows.")
     if size > limit:
         raise InputError(f"data file {str(p)!r} {what} {size / 2 ** 20:,.0f} MB, over the {max_mb:,g} MB limit for data; "
                          f"if it is really that large, rerun with --max-data-mb {int(size / 2 ** 20) + 1} (API: max_mb=), "
                          f"or audit a sample of its rows.")
+
+
+def parquet_parts(path) -> list[Path] | None:
+    """The Parquet files of a data folder or glob pattern, in name order (None when ``path`` names neither).
+
+    A folder holds the parts of one table (as Spark, Dask and pyarrow write them: hidden files and ``_SUCCESS``
+    markers are skipped); every other file in it is refused, as is a folder or pattern that names no file."""
+    text = str(path)
+    p = Path(text)
+    if p.is_dir():
+        files, where = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith((".", "_"))), "folder"
+    elif any(ch in text for ch in "*?["):
+        import glob
+
+        files, where = sorted(Path(f) for f in glob.glob(text) if Path(f).is_file()), "pattern"
+    else:
+        return None
+    if not files:
+        raise InputError(f"data {where} {text!r} names no files; give a folder of .parquet files, a pattern like "
+                         "'data/*.parquet', or one .csv or .parquet file.")
+    other = [f for f in files if f.suffix.lower() not in (".parquet", ".pq")]
+    if other:
+        raise InputError(f"data {where} {text!r} holds {other[0].name!r}, which is not a .parquet file; a data folder "
+                         "holds only the Parquet parts of one table.")
+    return files
+
+
+def _read_parts(files: list[Path], text: str, max_mb: float) -> pd.DataFrame:
+    """One table from the Parquet parts, each footer checked and the sum of their sizes bounded before any is read,
+    and every part's columns (names and types) those of the first."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    total = sum(_parquet_size(f)[0] for f in files)
+    if total > max_mb * 2 ** 20:
+        raise InputError(f"data {text!r} ({len(files)} Parquet files) declares about {total / 2 ** 20:,.0f} MB in "
+                         f"memory, over the {max_mb:,g} MB limit for data; if it is really that large, rerun with "
+                         f"--max-data-mb {int(total / 2 ** 20) + 1} (API: max_mb=), or audit a sample of its rows.")
+    first = pq.read_schema(files[0])
+    for f in files[1:]:
+        schema = pq.read_schema(f)
+        if not schema.equals(first, check_metadata=False):
+            raise InputError(f"data {text!r}: part {f.name!r} has columns {schema.names} of other types or names than "
+                             f"{files[0].name!r} ({first.names}); the parts of a data folder must be one table.")
+    return pa.concat_tables([pq.read_table(f) for f in files]).to_pandas()
 
 
 def load_data(path, *, sep=None, na_values=None, decimal=None, max_mb: float = MAX_DATA_MB) -> pd.DataFrame:
@@ -128,6 +179,17 @@ def load_data(path, *, sep=None, na_values=None, decimal=None, max_mb: float = M
     max_mb : float
         The largest table the file may expand to (:data:`MAX_DATA_MB`), checked before it is read.
     """
+    parts = parquet_parts(path)
+    if parts is not None:
+        if sep is not None or na_values is not None or decimal is not None:
+            raise InputError(f"--sep, --na-values and --decimal apply to CSV files; data {str(path)!r} is Parquet.")
+        try:
+            df = _read_parts(parts, str(path), max_mb)
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - pyarrow's errors on a damaged part are bad input
+            raise InputError(f"cannot read data {str(path)!r}: {type(exc).__name__}: {exc}.") from None
+        return _checked_table(df, Path(str(path)), ".parquet", {})
     p = Path(path)
     if not p.exists():
         raise InputError(f"data file {str(p)!r} does not exist.")
@@ -161,6 +223,12 @@ def load_data(path, *, sep=None, na_values=None, decimal=None, max_mb: float = M
         raise InputError(f"cannot read data file {str(p)!r}: {exc}.") from None
     except (OSError, ImportError) as exc:  # unreadable file, or no Parquet engine (pyarrow) installed
         raise InputError(f"cannot read data file {str(p)!r}: {type(exc).__name__}: {exc}.") from None
+    return _checked_table(df, p, suffix, csv_options)
+
+
+def _checked_table(df: pd.DataFrame, p: Path, suffix: str, csv_options: dict) -> pd.DataFrame:
+    """The table read, refused when it has no rows, a column name twice, or (a CSV) one column of another
+    separator's fields."""
     if df.shape[0] == 0:
         raise InputError(f"data file {str(p)!r} has a header but no rows.")
     header = _csv_header(p, csv_options["sep"]) if suffix == ".csv" else [str(c) for c in df.columns]

@@ -41,7 +41,16 @@ _REQUIRED = {"numpy", "pandas", "scikit-learn", "scipy", "cvxpy", "numba", "jobl
 
 def file_record(path, role: str) -> dict:
     """``{"role", "path", "name", "bytes", "sha256"}`` of an input file (sha256 as ``sha256sum`` prints it)."""
+    from .loading import parquet_parts
+
     p = Path(path)
+    parts = parquet_parts(path) if role in ("data", "training data") else None
+    if parts is not None:  # a folder or pattern of Parquet parts: each part, and the digest of their sha256sum list
+        records = [file_record(f, role) for f in parts]
+        listing = "".join(f"{r['sha256']}  {r['name']}\n" for r in records).encode()
+        return {"role": role, "path": str(path), "name": p.name, "bytes": sum(r["bytes"] for r in records),
+                "sha256": hashlib.sha256(listing).hexdigest(),
+                "parts": [{k: r[k] for k in ("name", "bytes", "sha256")} for r in records]}
     try:
         digest = sha256_file(p)
         size = p.stat().st_size

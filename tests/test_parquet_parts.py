@@ -1,0 +1,82 @@
+"""Data where it lives (issue 54): ``--data`` takes a folder of Parquet parts or a glob pattern, bounded by the
+parts' footers before any is read, every part checked to be the same table, and recorded part by part."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+from sklearn.linear_model import LogisticRegression
+
+from autopdp.cli import main
+from autopdp.errors import InputError
+from autopdp.io.loading import load_data
+from autopdp.io.provenance import file_record
+
+
+@pytest.fixture(scope="module")
+def table():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=300), "b": rng.uniform(0, 5, 300), "k": rng.choice(["x", "y"], 300)})
+    return X.assign(target=(X.a + 0.3 * X.b + rng.normal(size=300) > 1).astype(int))
+
+
+def _parts(folder, df, k=3):
+    folder.mkdir()
+    for i, part in enumerate(np.array_split(np.arange(len(df)), k)):
+        df.iloc[part].to_parquet(folder / f"part-{i:05d}.parquet", index=False)
+    (folder / "_SUCCESS").write_text("")  # as Spark writes it
+    return folder
+
+
+def test_a_folder_and_a_pattern_read_as_the_one_table(table, tmp_path):
+    folder = _parts(tmp_path / "data", table)
+    for given in (folder, str(folder / "part-*.parquet")):
+        pd.testing.assert_frame_equal(load_data(given), table)
+    record = file_record(folder, "data")
+    assert [p["name"] for p in record["parts"]] == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    assert record["bytes"] == sum(p["bytes"] for p in record["parts"]) and len(record["sha256"]) == 64
+    assert file_record(folder, "data")["sha256"] == record["sha256"]
+
+
+@pytest.mark.parametrize("case,message", [
+    ("empty", "names no files"),
+    ("stray", "holds 'notes.txt', which is not a .parquet file"),
+    ("schema", "has columns .* of other types or names than 'part-00000.parquet'"),
+    ("big", r"declares about .* MB in memory, over the 0.005 MB limit for data; if it is really that large, rerun "
+            r"with --max-data-mb"),
+    ("csv_option", "--sep, --na-values and --decimal apply to CSV files"),
+])
+def test_bad_folders_are_refused_in_one_line(table, tmp_path, case, message):
+    folder = tmp_path / "data"
+    kwargs = {}
+    if case == "empty":
+        folder.mkdir()
+    else:
+        _parts(folder, table)
+    if case == "stray":
+        (folder / "notes.txt").write_text("x")
+    if case == "schema":
+        table.rename(columns={"b": "B"}).iloc[:5].to_parquet(folder / "part-00009.parquet", index=False)
+    if case == "big":
+        kwargs["max_mb"] = 0.005
+    if case == "csv_option":
+        kwargs["sep"] = ";"
+    with pytest.raises(InputError, match=message) as info:
+        load_data(folder, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_the_command_line_audits_a_parquet_folder(table, tmp_path, capsys):
+    folder = _parts(tmp_path / "data", table[["a", "b", "target"]])
+    model = LogisticRegression().fit(table[["a", "b"]], table.target)
+    sio.dump(model, tmp_path / "m.skops")
+    out = tmp_path / "out"
+    code = main(["report", "--model", str(tmp_path / "m.skops"), "--data", str(folder / "*.parquet"),
+                 "--target", "target", "--out", str(out), "--formats", "json"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    data = json.loads((out / "results.json").read_text())
+    assert data["metadata"]["data"]["rows"] == 300
+    assert len(data["metadata"]["provenance"]["inputs"]["data"]["parts"]) == 3
