@@ -1,6 +1,9 @@
-"""The audit at 50k, 200k and 1M rows x 14, locally and on a Dask LocalCluster of 1 and 2 workers (issue 32).
+"""The audit at 50k, 200k and 1M rows x 14, locally and on a Dask LocalCluster of 1 and 2 workers (issues 32, 54).
 
     python benchmarks/bench_scale.py [--sizes 50000,200000,1000000] [--workers 1,2] [--skip-dask]
+
+Each worker is a process with one thread (its kernels use that one thread: its share of the machine), so W workers
+use W cores; the speed-up of W workers is printed over 1 worker and over the local run (every core of the machine).
 
 The model is the full-Adult one of the README's figures: a HistGradientBoostingClassifier with 200 iterations and
 native categoricals, fitted on the 48,842 real rows of ``../shared/data/adult``.  Each size is the Adult rows
@@ -12,7 +15,7 @@ Printed per run: the audit's wall time, its stages (``Audit.run["timings_s"]``),
 process plus its children (the Dask workers are child processes of a LocalCluster), sampled every 50 ms.  The
 speed-up is the local time over the cluster's.  The load average is printed beside each figure: take the figures
 on an idle machine.  On Dask only the PDs' feature-set groups run on the workers; validation, scoring, the trust
-checks and the noise tests run in the calling process (docs/user-guide.md, "Dask").
+checks and the noise tests run in the calling process (README, "When one machine is not enough").
 """
 
 from __future__ import annotations
@@ -130,9 +133,10 @@ def main(argv=None) -> int:
     modes = [0] + ([] if args.skip_dask else [int(w) for w in args.workers.split(",")])
     print(f"autopdp.audit(model, X, y) on the Adult rows resampled; HGB 200 iterations, native categoricals; "
           f"{os.cpu_count()} cores")
-    print(f"{'rows':>9s}  {'where':14s} {'seconds':>8s} {'peak MB':>8s} {'speed-up':>8s}   stages (s)   load before / after")
+    print(f"{'rows':>9s}  {'where':14s} {'seconds':>8s} {'peak MB':>8s} {'vs local':>8s} {'vs 1 wkr':>8s}   stages (s)   "
+          "load before / after")
     for size in sizes:
-        local = None
+        local = one = None
         for w in modes:
             proc = subprocess.run([sys.executable, __file__, "--one", str(size), str(w)], capture_output=True,
                                   text=True)
@@ -142,10 +146,12 @@ def main(argv=None) -> int:
                 continue
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             local = r["seconds"] if not w else local
+            one = r["seconds"] if w == 1 else one
             where = "local" if not w else f"Dask {w} worker" + ("s" if w > 1 else "")
             speed = f"{local / r['seconds']:.2f}x" if w and local else ""
+            over_one = f"{r['seconds'] / one:.2f}" if w > 1 and one else ""
             stages = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
-            print(f"{size:9,d}  {where:14s} {r['seconds']:8.1f} {r['peak_mb']:8.0f} {speed:>8s}   {stages}   "
+            print(f"{size:9,d}  {where:14s} {r['seconds']:8.1f} {r['peak_mb']:8.0f} {speed:>8s} {over_one:>8s}   {stages}   "
                   f"{r['load_before']} / {r['load_after']}", flush=True)
     return 0
 
