@@ -71,3 +71,35 @@ def test_stratpd_refuses_a_leaf_size_that_is_not_a_row_count_and_a_target_with_g
             stratpd(X, np.arange(40.0), "a", min_samples_leaf=bad)
     with pytest.raises(InputError, match="2 missing or infinite"):
         stratpd(X, np.r_[np.nan, np.inf, np.arange(38.0)], "a")
+
+
+def test_above_its_row_limit_stratpd_grows_on_a_seeded_sample_and_the_sentence_says_so(monkeypatch):
+    """Above ``MAX_STRATPD_ROWS`` each curve is StratPD on the same seeded sample of rows (the limit shrunk here
+    from 50,000 to 200); the finding's sentence names the sample."""
+    import pandas as pd
+
+    from autopdp.pd.data import as_frame
+    from types import SimpleNamespace
+
+    from autopdp.report.findings import finding_sentence
+    from autopdp.trust import checks
+    from autopdp.trust.modelfree import stratpd
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=600), "b": rng.normal(size=600)})
+    y = X.a + X.b ** 2 + 0.1 * rng.normal(size=600)
+    monkeypatch.setattr(checks, "MAX_STRATPD_ROWS", 200)
+    r = type("R", (), {"ndim": 1, "features": ("a",), "targets": (None,), "target_index": lambda self, t: 0})()
+    adapter = type("A", (), {"is_classifier": False})()
+    one = checks._stratpd_curves(adapter, as_frame(X), y.to_numpy(), [r], {"a": "numeric", "b": "numeric"}, 3)
+    two = checks._stratpd_curves(adapter, as_frame(X), y.to_numpy(), [r], {"a": "numeric", "b": "numeric"}, 3)
+    rows = np.sort(np.random.default_rng([3, 55]).choice(600, 200, replace=False))
+    direct = stratpd(X.iloc[rows].reset_index(drop=True), y.to_numpy()[rows], "a")
+    got = one[("a", None)]
+    assert np.array_equal(got.x, two[("a", None)].x) and np.array_equal(got.x, direct.x)
+    assert np.allclose(got.pd, direct.pd)
+    assert checks._stratpd_sample(600) == "a seeded sample of 200 of the 600 rows" and checks._stratpd_sample(200) == ""
+    score = SimpleNamespace(available=True, value=0.25, details={"sample": checks._stratpd_sample(600)}, target=None)
+    assert finding_sentence(("a",), "stratpd", score) == ("a: the centred PD departs from the data's own partial "
+                                                          "dependence (StratPD, on a seeded sample of 200 of the "
+                                                          "600 rows) by 0.25.")

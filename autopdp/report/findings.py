@@ -364,7 +364,9 @@ def finding_sentence(features: tuple, uid: str, score, *, criteria: dict | None 
                 f"{name}, verdict {verdict} (ok up to {OOD_OK:.0%}, mostly unrealistic above {OOD_MOSTLY:.0%}); "
                 f"{advice}.")
     if uid in ("stratpd", "ale_divergence"):
-        what = "the data's own partial dependence (StratPD)" if uid == "stratpd" else "its accumulated local effects (ALE)"
+        sample = f", on {d['sample']}" if d.get("sample") else ""
+        what = f"the data's own partial dependence (StratPD{sample})" if uid == "stratpd" else \
+            "its accumulated local effects (ALE)"
         return f"{name}: the centred PD{of} departs from {what} by {v}{rel}."
     if uid == "ice_variance":
         if (d.get("centering") or "mean") == "none":

@@ -151,8 +151,17 @@ def _exact_ale_curves(model, frame, results, config, frame_2d=None) -> dict:
     return out
 
 
-def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
-    """``{(feature, target): StratPD curve, or the exception it raised}`` of the 1D PDPs, on a thread pool.
+#: the most rows StratPD's stratifying trees grow on: above it, a seeded sample of that many rows (the sentence says so)
+MAX_STRATPD_ROWS = 50_000
+
+
+def _stratpd_sample(n: int) -> str:
+    return f"a seeded sample of {MAX_STRATPD_ROWS:,} of the {n:,} rows" if n > MAX_STRATPD_ROWS else ""
+
+
+def _stratpd_curves(adapter, frame, y, results, kinds, random_state: int = 0) -> dict:
+    """``{(feature, target): StratPD curve, or the exception it raised}`` of the 1D PDPs, on a thread pool; above
+    :data:`MAX_STRATPD_ROWS` rows, on a seeded sample of that many (each tree sorts and splits every row it has).
 
     Each curve grows its own stratifying tree (a compiled kernel that releases the GIL), so the trees grow side
     by side; each curve is the same whatever the number of threads.
@@ -163,6 +172,9 @@ def _stratpd_curves(adapter, frame, y, results, kinds) -> dict:
 
     categorical = [k for k, v in kinds.items() if v == "categorical"] or None
     yy = np.asarray(y)
+    if frame.n_rows > MAX_STRATPD_ROWS:
+        rows = np.sort(np.random.default_rng([random_state, 55]).choice(frame.n_rows, MAX_STRATPD_ROWS, replace=False))
+        frame, yy = frame.take_rows(rows), yy[rows]
     encoded = encode_columns(frame, categorical)  # once: every curve's tree reads the same columns,
     order = sorted_columns(encoded)  # each sorted once
 
@@ -232,7 +244,7 @@ def _stratpd_score(r, t, y, adapter, stratpd_curves: dict, curves: dict, loss) -
                 "stratpd", "no value of this feature has the 5 slopes StratPD needs within the leaves of "
                 "its stratifying tree: too few rows for a model-free curve.", target)
         return _centred_gap("stratpd", np.asarray(r.average[t], dtype=float), _on_grid(curve, r), r.density, loss,
-                            target, {"what": "StratPD (model-free)"})
+                            target, {"what": "StratPD (model-free)", "sample": _stratpd_sample(len(y))})
     except Exception as exc:  # noqa: BLE001 - expected conditions named below; anything else is a bug
         numeric_y = np.asarray(y).dtype.kind in "biuf"
         if isinstance(exc, ValueError) and not adapter.is_classifier and not numeric_y:
@@ -274,7 +286,7 @@ def _measured(model, adapter, frame, y, results, config, wanted, kinds, support,
         oods = side.submit(contextvars.copy_context().run, _ood_measures, support, results) \
             if support is not None else None
         exact_ale = _exact_ale_curves(model, frame, results, config, frame_2d) if "ale_divergence" in wanted else {}
-        stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds) \
+        stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds, random_state) \
             if "stratpd" in wanted and y is not None else {}
         ood_by_pd = oods.result() if oods is not None else {}
         surrogate = surrogate_job.result() if surrogate_job is not None else None
