@@ -137,6 +137,10 @@ def test_illustrations_hold_what_can_be_checked(block, tmp_path):
                 assert all(re.search(rf"^{t}:", make, re.M) for t in words[1:]), words
             elif words[:2] == ["pip", "install"] or words[0] in ("python", "source", "."):
                 continue
+            elif words[0] == "dask":  # starting a cluster: a subcommand Dask installs (the dask extra)
+                from importlib.metadata import entry_points
+
+                assert words[1] in {e.name for e in entry_points(group="dask_cli")}, f"{block.id}: {words[:2]}"
             else:
                 assert is_autopdp(words), f"{block.id}: {words[0]!r}"
                 # a synopsis: its flags are checked by test_every_documented_flag_exists
