@@ -63,8 +63,13 @@ def test_every_data_file_error_names_the_file(tmp_path, content, message):
 
 
 def test_data_path_that_is_a_folder_names_it(tmp_path):
+    """A folder is read as the Parquet parts of one table (tests/test_parquet_parts.py): an empty one, or one
+    holding a CSV, is refused naming it and what to give."""
     (tmp_path / "x.csv").mkdir()
-    with pytest.raises(ValueError, match=r"data file '.*x\.csv' is not a file \(a directory\?\)"):
+    with pytest.raises(ValueError, match=r"data folder '.*x\.csv' names no files; give a folder of \.parquet files"):
+        load_data(tmp_path / "x.csv")
+    (tmp_path / "x.csv" / "part.csv").write_text("a\n1\n")
+    with pytest.raises(ValueError, match=r"holds 'part\.csv', which is not a \.parquet file"):
         load_data(tmp_path / "x.csv")
 
 
