@@ -307,8 +307,7 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         # interface (command line or Python) decides how the stage reports progress
         with announce("trust checks (out-of-distribution share, ALE, StratPD, surrogate)", progress):
             trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, predictions=predictions,
-                                               random_state=random_state, frame_2d=pds.frame_2d,
-                                               scheduler=pds.scheduler)
+                                               random_state=random_state, frame_2d=pds.frame_2d)
         timings["trust"] = time.perf_counter() - t0
         utility_scores, importance, interaction, criteria = scoring.result()
     for key, by_id in trust.items():

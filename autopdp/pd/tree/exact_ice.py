@@ -40,16 +40,6 @@ class ExactICE:
         self.plan = plan
         self.targets = self.setup.adapter.targets
 
-    def for_rows(self, start: int, stop: int) -> "ExactICE":
-        """This source on the rows ``start:stop`` (a row partition, :meth:`autopdp.pd.setup._Setup.for_rows`): the
-        same trees and checked offset, the kernel rebuilt on those rows without new checks."""
-        import copy
-
-        other = copy.copy(self)
-        other.setup = self.setup.for_rows(start, stop)
-        other.plan = other.setup.tree_plan()
-        return other
-
     def _specs(self, feature_sets, grids):
         return [
             [build_spec(self.setup.frame, p, categorical=False, grid_resolution=2, percentiles=(0.05, 0.95),
