@@ -82,7 +82,6 @@ class _PDs:
     notes: tuple
     margin: Any = None  # the model's margin for the ICE-variance criterion (autopdp.pd.margin.MarginLink) or None
     weights_2d: Any = None  # the sample weights of frame_2d's rows (None: unweighted)
-    scheduler: Any = None  # the Dask scheduler the PDs ran on (None: here); the PD outside the grid runs there too
 
     @property
     def results(self) -> list:
@@ -212,8 +211,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     ) if pairs else None)
     timings["comparisons"] = time.perf_counter() - t0
     return _PDs(res1=res1, res2=res2, comparisons=comparisons, pairs=pairs, frame_2d=frame_2d, categorical=categorical,
-                fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes), margin=margin, weights_2d=weights_2d,
-                scheduler=scheduler)
+                fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes), margin=margin, weights_2d=weights_2d)
 
 
 def _link_kwargs(config: AuditConfig, common: dict, n_jobs) -> dict:
@@ -485,8 +483,7 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
             model, data.frame, pds.res1, prediction_std=scored.inputs.prediction_std, materiality=config.materiality,
             pd_kwargs=dict(response=config.response, target=config.target, method=config.method, std_rows=0,
                            categorical_features=pds.categorical, max_batch_mb=config.max_batch_mb,
-                           sample_weight=data.weights, **({} if pds.scheduler is None else
-                                                          {"scheduler": pds.scheduler, "progress": False})),
+                           sample_weight=data.weights),
         )
         timings["outside_grid"] = time.perf_counter() - t0
         return out
