@@ -317,12 +317,11 @@ def _flagged(evidence) -> list:
 def audit_regions(inputs, results_1d, evidence, config, seed: int, features=None) -> dict:
     """``{feature: record}``: the tested regions (:func:`find_regions`) of every 1D PD with an ICE-spread or
     interaction finding and of those ``config.regions`` asks for (or of ``features``), on the ICE-spread criterion's
-    scale against its threshold, the p-values adjusted across the features examined (``config.multiple_testing``); a record is a finding when its
-    adjusted p is at most ``config.significance`` and it is material."""
+    scale against its threshold, the p-values adjusted across the features examined (``config.multiple_testing``);
+    a record is a finding when its adjusted p is at most ``config.significance`` and it is material."""
     from .significance import adjust_p_values
 
-    wanted = list(dict.fromkeys([*_flagged(evidence), *getattr(config, "regions", ())])) if features is None \
-        else list(features)
+    wanted = list(dict.fromkeys([*_flagged(evidence), *config.regions])) if features is None else list(features)
     by_feature = {r.features[0]: (i, r) for i, r in enumerate(results_1d) if len(r.features) == 1}
     frame, names = inputs.frame, list(inputs.frame.names)
     splits = []

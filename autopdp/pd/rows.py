@@ -43,12 +43,14 @@ def splits_by_rows(setup, jobs) -> bool:
     return bool(plan.per_row or not rows_needed)
 
 
-def partitions(setup, jobs, parts: int) -> list:
-    """The call's row partitions (their setups), after every grid is built on all the rows."""
+def partitions(setup, jobs, parts: int) -> tuple[list, list]:
+    """``(setups, bounds)``: the call's row partitions and their row ranges, after every grid is built on all the
+    rows."""
     for positions, _ in jobs:
         for p in positions:
             setup.spec(p)
-    return [setup.for_rows(a, b) for a, b in row_bounds(setup.frame.n_rows, parts)]
+    bounds = row_bounds(setup.frame.n_rows, parts)
+    return [setup.for_rows(a, b) for a, b in bounds], bounds
 
 
 def _merged(setup, per_part: list[PDResult], bounds, note: str) -> PDResult:
@@ -67,7 +69,7 @@ def _merged(setup, per_part: list[PDResult], bounds, note: str) -> PDResult:
     individual, ice_rows = None, first.ice_rows
     if first.individual is not None:
         individual = np.concatenate([np.asarray(r.individual) for r in per_part], axis=1)
-        ice_rows = None if setup.ice_rows is None else setup.ice_rows
+        ice_rows = setup.ice_rows
         if ice_rows is not None:  # the curves come partition after partition; put them back in ice_rows' order
             part_of = np.searchsorted([a for a, _ in bounds], ice_rows, side="right") - 1
             individual = individual[:, np.argsort(np.argsort(part_of, kind="stable"), kind="stable")]
