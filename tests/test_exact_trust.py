@@ -167,8 +167,8 @@ def test_beyond_max_rows_2d_tree_the_2d_pds_and_their_ale_use_the_same_sampled_r
     seen = {}
     original = checks._exact_ale_curves
 
-    def spy(model_, frame, results, config, frame_2d=None):
-        out = original(model_, frame, results, config, frame_2d)
+    def spy(model_, frame, results, config, frame_2d=None, scheduler=None):
+        out = original(model_, frame, results, config, frame_2d, scheduler)
         seen.update(frame=frame, frame_2d=frame_2d, curves=out)
         return out
 

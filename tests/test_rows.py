@@ -103,11 +103,70 @@ def test_an_audit_on_worker_processes_equals_the_local_one_one_partition_per_tas
         assert np.max(np.abs(a.average - b.average)) <= 1e-9 * sd
     tasks = [t for t in stream.data if str(t["key"]).startswith("run_partition-")]
     workers = set(client.scheduler_info()["workers"])
-    assert len(tasks) == 4 and {t["worker"] for t in tasks} == workers  # 1D and 2D: one partition per worker each
+    # 1D, 2D and the PD outside the grid: one partition per worker each
+    assert len(tasks) == 6 and {t["worker"] for t in tasks} == workers
+    # the exact ALE's row sums ran on the workers too: the same ALE gaps
+    assert len([t for t in stream.data if str(t["key"]).startswith("_ale_partition-")]) == 2
+    # the held-out permutation importance: one task per feature, the same numbers
+    assert len([t for t in stream.data if str(t["key"]).startswith("_increase-")]) == 4
+    for name, v in local.metadata["permutation_importance"]["features"].items():
+        assert remote.metadata["permutation_importance"]["features"][name] == v
+    # each partition's rows were sent once for all of these calls, and stayed on a worker
+    assert len([t for t in stream.data if str(t["key"]).startswith("rows-")]) == 2
+    np.testing.assert_allclose(remote.scores["ale_divergence"].to_numpy(dtype=float),
+                               local.scores["ale_divergence"].to_numpy(dtype=float), rtol=1e-9, atol=1e-12)
+    outside = [(o["feature"], o["side"], o["pd_edge"], o["pd_beyond"]) for o in local.metadata["outside_grid"]]
+    assert outside and len(outside) == len(remote.metadata["outside_grid"])
+    for (f, side, edge, beyond), o in zip(outside, remote.metadata["outside_grid"]):
+        assert (f, side) == (o["feature"], o["side"])
+        assert abs(edge - o["pd_edge"]) <= 1e-9 * sd and abs(beyond - o["pd_beyond"]) <= 1e-9 * sd
     assert [e.passed for c in local.evidence.values() for e in c.values()] == \
         [e.passed for c in remote.evidence.values() for e in c.values()]
     assert [(r["feature"], r["finding"]) for r in local.regions()] == \
         [(r["feature"], r["finding"]) for r in remote.regions()]
+
+
+def _ale_case():
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame(rng.normal(size=(900, 3)), columns=list("abc"))
+    X.loc[rng.random(900) < 0.1, "b"] = np.nan
+    y = X.a * X.b.fillna(0) + X.c + 0.1 * rng.normal(size=900)
+    return HistGradientBoostingRegressor(max_iter=40, random_state=0).fit(X, y), X
+
+
+def test_ale_row_sums_on_partitions_add_up_to_one_pass(cluster):
+    """ALE's per-interval and per-cell sums (autopdp.trust.ale.ale_sums) of row partitions add up to those of all
+    the rows, 1D and 2D, with missing values, at every partition count; on worker processes the curves are the
+    one-pass curves."""
+    from autopdp.pd.tree.exact_ice import ExactICE
+    from autopdp.trust.ale import _edges, _lower, ale_curves_exact, ale_sums
+
+    model, X = _ale_case()
+    source = ExactICE(model, X)
+    frame = source.setup.frame
+    ea, eb = _edges(X.a.to_numpy(), 8), _edges(X.b.to_numpy(), 5)
+    la, lb = _lower(ea, X.a.to_numpy()), _lower(eb, X.b.to_numpy())
+    okb = np.isfinite(X.b.to_numpy())
+    work = [((0,), (ea,), la[:, None], np.ones(len(X), bool)), ((1,), (eb,), lb[:, None], okb),
+            ((0, 1), (ea, eb), np.column_stack([la, lb]), okb)]
+    whole = ale_sums(source, work, 0)
+    assert [int(c.sum()) for c, _ in whole] == [len(X), int(okb.sum()), int(okb.sum())]
+    for parts in (2, 3, 11, 900):
+        per = [ale_sums(source.for_rows(a, b), [(p, g, low[a:b], ok[a:b]) for p, g, low, ok in work], 0)
+               for a, b in row_bounds(len(X), parts)]
+        for i, (counts, sums) in enumerate(whole):
+            np.testing.assert_array_equal(sum(p[i][0] for p in per), counts)
+            np.testing.assert_allclose(sum(p[i][1] for p in per), sums, rtol=0, atol=1e-10)
+    _, client = cluster
+    kwargs = dict(bins_1d={"a": 8, "b": 5}, bins_2d={("a", "b"): 5})
+    one = ale_curves_exact(source, frame, ["a", "b"], [("a", "b")], **kwargs)
+    split = ale_curves_exact(source, frame, ["a", "b"], [("a", "b")], scheduler=client, **kwargs)
+    assert set(one) == set(split) == {"a", "b", ("a", "b")}
+    for key in one:
+        np.testing.assert_array_equal(split[key].counts, one[key].counts)
+        np.testing.assert_allclose(split[key].pd, one[key].pd, rtol=0, atol=1e-12)
 
 
 class _DiesOnce:

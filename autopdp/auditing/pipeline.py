@@ -28,6 +28,7 @@ from ..utils.progress import announce, say
 from .summary import audit_metadata, summarise_data
 from ..pd.options import keywords
 from ..pd.partial_dependence import feature_grids, partial_dependence
+from ..pd.distributed import resident_rows
 from ..pd.tree.fastpath import model_response, plan_tree_path, share_subset, shared_plans
 from ..pd.selfcheck import self_check
 from .notes import METHOD_NOTES, comparison_gaps, gap_notes, level_notes, method_notes, na_notes, ood_note
@@ -82,6 +83,7 @@ class _PDs:
     notes: tuple
     margin: Any = None  # the model's margin for the ICE-variance criterion (autopdp.pd.margin.MarginLink) or None
     weights_2d: Any = None  # the sample weights of frame_2d's rows (None: unweighted)
+    scheduler: Any = None  # the Dask scheduler the PDs ran on (None: here); the PD outside the grid runs there too
 
     @property
     def results(self) -> list:
@@ -211,7 +213,8 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     ) if pairs else None)
     timings["comparisons"] = time.perf_counter() - t0
     return _PDs(res1=res1, res2=res2, comparisons=comparisons, pairs=pairs, frame_2d=frame_2d, categorical=categorical,
-                fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes), margin=margin, weights_2d=weights_2d)
+                fast_2d=fast_2d, tree_reason=tree_reason, notes=tuple(notes), margin=margin, weights_2d=weights_2d,
+                scheduler=scheduler)
 
 
 def _link_kwargs(config: AuditConfig, common: dict, n_jobs) -> dict:
@@ -305,7 +308,8 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
         # interface (command line or Python) decides how the stage reports progress
         with announce("trust checks (out-of-distribution share, ALE, StratPD, surrogate)", progress):
             trust, surrogate, _ = trust_scores(model, adapter, frame, y_pd, results, config, predictions=predictions,
-                                               random_state=random_state, frame_2d=pds.frame_2d)
+                                               random_state=random_state, frame_2d=pds.frame_2d,
+                                               scheduler=pds.scheduler)
         timings["trust"] = time.perf_counter() - t0
         utility_scores, importance, interaction, criteria = scoring.result()
     for key, by_id in trust.items():
@@ -441,6 +445,18 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     data = dataclasses.replace(data, notes=(*grouped, *data.notes), cohort=None if column is None else
                                (column, labels if data.rows is None else labels[data.rows]))
     timings["validate"] = time.perf_counter() - t0
+    with resident_rows(scheduler):  # on Dask: each row partition sent once, kept on a worker until the audit ends
+        result = _from_pds(model, data, config, compare, train, dict(
+            n_jobs=n_jobs, random_state=random_state, progress=progress, scheduler=scheduler, timings=timings,
+            started=started, sample_weight=sample_weight))
+    result = dataclasses.replace(result, report=report)
+    return result if source is None else attach_provenance(result, inputs={"model": source.record})
+
+
+def _from_pds(model, data: _Inputs, config: AuditConfig, compare, train, run: dict) -> Audit:
+    """:func:`audit` from the PDs on: the PDs, their self-check, the refits and :func:`_after_pds`."""
+    n_jobs, random_state, progress, scheduler, timings = (run["n_jobs"], run["random_state"], run["progress"],
+                                                          run["scheduler"], run["timings"])
     pds = _partial_dependences(model, data, config, compare, n_jobs=n_jobs, random_state=random_state,
                                progress=progress, scheduler=scheduler, timings=timings)
     t0 = time.perf_counter()
@@ -455,11 +471,9 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     # demo with refits: the learner-level tests took 102 s with BLAS's threads, 13 s without), so BLAS runs one
     # thread per caller until the audit returns.
     with threadpool_limits(limits=1, user_api="blas"):
-        result = _after_pds(model, data, pds, refits, config, random_state=random_state, progress=progress,
-                            timings=timings, compare=compare, started=started, sample_weight=sample_weight,
-                            self_checked=checked)
-    result = dataclasses.replace(result, report=report)
-    return result if source is None else attach_provenance(result, inputs={"model": source.record})
+        return _after_pds(model, data, pds, refits, config, random_state=random_state, progress=progress,
+                          timings=timings, compare=compare, started=run["started"],
+                          sample_weight=run["sample_weight"], self_checked=checked)
 
 
 def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, random_state, progress, timings,
@@ -483,7 +497,8 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
             model, data.frame, pds.res1, prediction_std=scored.inputs.prediction_std, materiality=config.materiality,
             pd_kwargs=dict(response=config.response, target=config.target, method=config.method, std_rows=0,
                            categorical_features=pds.categorical, max_batch_mb=config.max_batch_mb,
-                           sample_weight=data.weights),
+                           sample_weight=data.weights, **({} if pds.scheduler is None else
+                                                          {"scheduler": pds.scheduler, "progress": False})),
         )
         timings["outside_grid"] = time.perf_counter() - t0
         return out
@@ -520,7 +535,7 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
         pfi = permutation_importance(data.adapter, data.frame, data.y_pd, scored.inputs.predictions,
                                      [f for f in data.features if f in data.frame.names], data.weights,
                                      getattr(model, "classes_", None), seed=random_state,
-                                     significance=config.significance)
+                                     significance=config.significance, scheduler=pds.scheduler)
     timings["permutation_importance"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
     metadata = {**audit_metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight),

@@ -1,21 +1,52 @@
 """Running PDs on a Dask cluster (``pip install autopdp[dask]``).
 
-Rows are the unit of work (:mod:`autopdp.pd.rows`): each task holds one row partition (its rows, the model, the
-grids and the checked tree plan) and computes every feature set on it, so each row's tree tables are built once
-on the whole cluster and each worker receives only its rows.  A task carries its partition in the task itself, so
-the scheduler can run it again on another worker when its worker is lost.  The few calls that cannot be split by
+Rows are the unit of work (:mod:`autopdp.pd.rows`): each task computes every feature set of a call on one row
+partition (the call's grids, model and checked tree plan, beside the partition's rows), so each row's tree tables
+are built once on the whole cluster and each worker receives only its rows.  Within :func:`resident_rows` (one
+audit) a partition's rows are sent once and stay on a worker for every later call on the same rows (the 1D and 2D
+PDs, the PD outside the grid, ALE's sums); the rows travel inside the task that holds them, so the scheduler can
+make them again on another worker, and rerun the calls, when a worker is lost.  The few calls that cannot be split by
 rows (scikit-learn's recursion method; leaf counting with a sampled spread) run as groups of feature sets on a
 setup sent to every worker once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import uuid
+
 from ..errors import InputError, InputTypeError
 
-__all__ = ["run_on_dask", "run_partitions_on_dask", "dask_workers"]
+__all__ = ["run_on_dask", "run_partitions_on_dask", "run_items_on_dask", "dask_workers", "resident_rows"]
+
+#: within resident_rows: {"scheduler", "client", "blocks": {key: (future, refs)}}
+_RESIDENT: contextvars.ContextVar = contextvars.ContextVar("autopdp_dask_resident", default=None)
+
+
+@contextlib.contextmanager
+def resident_rows(scheduler):
+    """Within: one client for every call on ``scheduler`` (None: nothing to do), and the row partitions sent to it
+    kept on its workers until the block exits (then released)."""
+    if scheduler is None:
+        yield
+        return
+    client, own = _client(scheduler)
+    state = {"scheduler": scheduler, "client": client, "blocks": {}}
+    token = _RESIDENT.set(state)
+    try:
+        yield
+    finally:
+        _RESIDENT.reset(token)
+        state["blocks"].clear()
+        if own:
+            client.close()
 
 
 def _client(scheduler):
+    state = _RESIDENT.get()
+    if state is not None and state["scheduler"] is scheduler:
+        return state["client"], False
     try:
         from distributed import Client
     except ImportError:
@@ -64,15 +95,57 @@ def run_on_dask(scheduler, fn, setup, groups, on_done):
             client.close()
 
 
-def run_partitions_on_dask(scheduler, fn, parts, jobs):
-    """``[fn(part, jobs) for part in parts]`` on the cluster, in order, one task per row partition."""
+def _hold(block):
+    """A row partition's rows, held on the worker that made them (a task, so they can be made again elsewhere)."""
+    return block
+
+
+def _on_rows(fn, shell, block, payload):
+    """``fn`` of one row partition: ``shell`` (a setup or source without its rows) with the rows put back."""
+    return fn(shell.with_rows(block), payload)
+
+
+def run_partitions_on_dask(scheduler, fn, parts, payloads):
+    """``[fn(shell.with_rows(rows), payload) ...]`` on the cluster, in order, one task per row partition.
+
+    ``parts``: ``(shell, (key, refs), make_rows)`` per partition (:func:`autopdp.pd.rows.shells`); ``payloads``:
+    one per partition.  The rows are sent once per key within :func:`resident_rows` (each partition pinned to one
+    worker, others allowed), and the task runs where they are.
+    """
+    import warnings
+
+    state = _RESIDENT.get()
+    client, own = _client(scheduler)
+    blocks = state["blocks"] if state is not None and state["client"] is client else {}
+    try:
+        workers = sorted(client.scheduler_info().get("workers", {}))
+        futures = []
+        with warnings.catch_warnings():  # the rows travel inside the task that holds them (it can run again)
+            warnings.filterwarnings("ignore", message=".*[Ll]arge (object|graph).*")
+            for i, ((shell, (key, refs), make_rows), payload) in enumerate(zip(parts, payloads)):
+                if key not in blocks:
+                    where = dict(workers=[workers[i % len(workers)]], allow_other_workers=True) if workers else {}
+                    blocks[key] = (client.submit(_hold, make_rows(), key=f"rows-{uuid.uuid4().hex}", **where), refs)
+                futures.append(client.submit(_on_rows, fn, shell, blocks[key][0], payload, retries=1,
+                                             key=f"{fn.__name__}-{uuid.uuid4().hex}"))
+        return client.gather(futures)
+    finally:
+        if own:
+            client.close()
+
+
+def run_items_on_dask(scheduler, fn, shared, items):
+    """``[fn(shared, item) for item in items]`` on the cluster, in order: ``shared`` sent once (a task that holds
+    it, so it can be made again when its worker is lost), one task per item."""
     import warnings
 
     client, own = _client(scheduler)
     try:
-        with warnings.catch_warnings():  # each task carries its rows on purpose (a lost worker's task reruns)
+        with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*[Ll]arge (object|graph).*")
-            futures = [client.submit(fn, part, jobs, pure=False, retries=1) for part in parts]
+            held = client.submit(_hold, shared, key=f"shared-{uuid.uuid4().hex}")
+            futures = [client.submit(fn, held, item, retries=1, key=f"{fn.__name__}-{uuid.uuid4().hex}")
+                       for item in items]
         return client.gather(futures)
     finally:
         if own:

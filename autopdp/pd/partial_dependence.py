@@ -20,7 +20,7 @@ from .sampling import _weighted_sample, certainty_rows  # noqa: F401
 from .tree.exact_pd import TreePathUnavailable
 from .grids import build_spec, resolve_categorical
 from .result import PDResult
-from .rows import merge, partitions, splits_by_rows
+from .rows import merge, shells, splits_by_rows
 from .setup import _check_options, _normalise_features, _Setup
 
 __all__ = ["partial_dependence", "compute_all", "PDOptions", "COMPUTE_ALL_OPTIONS"]
@@ -303,10 +303,10 @@ def _on_row_partitions(setup: _Setup, jobs, workers: int, scheduler, progress, d
     """Every job on one row partition per Dask worker, merged (:mod:`autopdp.pd.rows`)."""
     from .distributed import run_partitions_on_dask
 
-    parts, bounds = partitions(setup, jobs, workers)
+    parts, bounds = shells(setup, jobs, workers)
     bar = progress_bar(total=len(jobs), desc=desc, enabled=progress)
     try:
-        per_partition = run_partitions_on_dask(scheduler, run_partition, parts, jobs)
+        per_partition = run_partitions_on_dask(scheduler, run_partition, parts, [jobs] * len(parts))
         bar.update(len(jobs))
     finally:
         bar.close()

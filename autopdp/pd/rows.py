@@ -22,7 +22,7 @@ import numpy as np
 
 from .result import PDResult
 
-__all__ = ["row_bounds", "splits_by_rows", "partitions", "merge"]
+__all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge"]
 
 
 def row_bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -51,6 +51,19 @@ def partitions(setup, jobs, parts: int) -> tuple[list, list]:
             setup.spec(p)
     bounds = row_bounds(setup.frame.n_rows, parts)
     return [setup.for_rows(a, b) for a, b in bounds], bounds
+
+
+def shells(setup, jobs, parts: int) -> tuple[list, list]:
+    """``(partitions, bounds)``: each row partition as ``(shell, (key, refs), rows)``, the setup without its rows
+    (:meth:`autopdp.pd.setup._Setup.shell_for_rows`), what identifies its rows across calls, and a function that
+    makes the rows block (:meth:`~autopdp.pd.setup._Setup.rows_block`) when the cluster does not hold it yet; after
+    every grid is built on all the rows."""
+    for positions, _ in jobs:
+        for p in positions:
+            setup.spec(p)
+    bounds = row_bounds(setup.frame.n_rows, parts)
+    return [(setup.shell_for_rows(a, b), setup.rows_key(a, b), (lambda a=a, b=b: setup.rows_block(a, b)))
+            for a, b in bounds], bounds
 
 
 def _merged(setup, per_part: list[PDResult], bounds, note: str) -> PDResult:

@@ -218,21 +218,47 @@ class _Setup:
         The grids (build them first: :meth:`spec`), the adapter and the checked tree plan carry over (the plan's
         kernel is rebuilt on these rows without new checks, :meth:`TreePlan.subset`); the weights are these rows';
         the ICE rows are those of this call that fall in the partition, in the call's order, at their positions
-        in the partition (``ice_rows`` None: every row's curve, as in the call).
+        in the partition (``ice_rows`` None: every row's curve, as in the call).  The same as
+        ``shell_for_rows(start, stop).with_rows(rows_block(start, stop))``.
         """
+        return self.shell_for_rows(start, stop).with_rows(self.rows_block(start, stop))
+
+    def shell_for_rows(self, start: int, stop: int) -> "_Setup":
+        """:meth:`for_rows` without the rows themselves (frame, weights, the plan's model matrix): what a task
+        carries to a worker that already holds the rows (:meth:`rows_block`, put in by :meth:`with_rows`)."""
         other = copy.copy(self)
-        rows = np.arange(start, stop)
-        other.frame = self.frame.take_rows(rows)
-        other.sample_weight = None if self.sample_weight is None else self.sample_weight[start:stop]
-        other.weights = self.weights[start:stop]
+        other.frame, other.sample_weight, other.weights = None, None, None
         if self.ice_rows is not None:
             inside = (self.ice_rows >= start) & (self.ice_rows < stop)
             other.ice_rows = np.asarray(self.ice_rows[inside], dtype=np.int64) - start
         other._specs = dict(self._specs)
         other.nearest = {}
         if self._plan is not None:
-            other._plan = self._plan.subset(rows, other.frame)
+            other._plan = self._plan.subset_shell()
         other._blocks, other._blocks_done = None, False  # the preprocessing of these rows, built where they run
+        return other
+
+    def rows_block(self, start: int, stop: int) -> dict:
+        """The rows ``start:stop`` as a row partition needs them: the frame's rows, their sample weights and the
+        tree plan's model matrix (and raw scores) of those rows; the same for every call on this frame and plan."""
+        rows = np.arange(start, stop)
+        Z, own = (None, None) if self._plan is None else self._plan.rows_of(rows)
+        return {"frame": self.frame.take_rows(rows), "Z": Z, "own": own,
+                "sample_weight": None if self.sample_weight is None else self.sample_weight[start:stop]}
+
+    def rows_key(self, start: int, stop: int) -> tuple:
+        """``(key, refs)``: what makes :meth:`rows_block` the same block (this frame, weights and model matrix, the
+        same rows) and the objects that key names, held with it so their identities are not reused."""
+        refs = (self.frame, self.sample_weight, None if self._plan is None else self._plan.Z)
+        return (tuple(id(r) for r in refs), int(start), int(stop)), refs
+
+    def with_rows(self, block: dict) -> "_Setup":
+        """This shell (:meth:`shell_for_rows`) with its rows (:meth:`rows_block`)."""
+        other = copy.copy(self)
+        other.frame, other.sample_weight = block["frame"], block["sample_weight"]
+        other.weights = np.ones(other.frame.n_rows) if other.sample_weight is None else other.sample_weight
+        if self._plan is not None:
+            other._plan = self._plan.filled(other.frame, block["Z"], block["own"])
         return other
 
     def with_grid_resolution(self, grid_resolution) -> "_Setup":

@@ -131,7 +131,8 @@ def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
     from ..pd.partial_dependence import partial_dependence
     from ..pd.tree.exact_pd import TreePathUnavailable
 
-    exact = pd_kwargs.get("method", "auto") in ("auto", "tree")
+    # on a Dask cluster (``scheduler``) the PD call runs on the workers' row partitions (autopdp.pd.rows)
+    exact = pd_kwargs.get("method", "auto") in ("auto", "tree") and pd_kwargs.get("scheduler") is None
     if exact:
         try:
             source = ExactICE(model, frame, response=pd_kwargs.get("response", "auto"),

@@ -195,15 +195,32 @@ def _permuted(data, position: int, order):
 MAX_PFI_ROWS = 50_000
 
 
+def _increase(shared, position: int) -> np.ndarray:
+    """Each row's mean increase of the loss over ``repeats`` permutations of column ``position`` (its own seeded
+    permutations: the same whether the features run here one after another or as tasks on a Dask cluster).
+    ``shared``: ``(adapter, data, loss, base, seed, repeats)``."""
+    adapter, data, loss, base, seed, repeats = shared
+    rng = np.random.default_rng([seed, 54, position])
+    n = base.size
+    increase = np.zeros(n)
+    for _ in range(repeats):
+        pred = np.asarray(adapter(_permuted(data, position, rng.permutation(n))), dtype=float)
+        increase += (loss(pred.reshape(n, -1)) - base) / repeats
+    return increase
+
+
 def permutation_importance(adapter, frame, y, predictions, features, weights=None, classes=None, repeats: int = 5,
-                           seed: int = 0, significance: float = 0.05, max_rows: int = MAX_PFI_ROWS) -> dict | None:
+                           seed: int = 0, significance: float = 0.05, max_rows: int = MAX_PFI_ROWS,
+                           scheduler=None) -> dict | None:
     """Held-out permutation importance of each feature on the rows' target, the data's evidence beside the PD
     importance: the mean increase of the per-row loss (squared error, or log-loss) when the feature's column is
     permuted (``repeats`` times, averaged per row), its 95% interval (a sandwich over the rows), a one-sided p-value
     of "no increase" and the Benjamini-Hochberg-adjusted one across the features.  None without a target or a
     per-row loss.  Above ``max_rows`` rows it is computed on a seeded uniform sample of that many rows (its
     interval is that sample's; ``rows`` and ``of`` in the record say so): each feature costs ``repeats`` predictions
-    of every row used, and at 50,000 rows the interval is already far narrower than any materiality threshold."""
+    of every row used, and at 50,000 rows the interval is already far narrower than any materiality threshold.
+    With a Dask ``scheduler`` each feature is one task on the cluster (the same numbers: each feature's
+    permutations have their own seed)."""
     if y is None:
         return None
     of = frame.n_rows
@@ -219,14 +236,16 @@ def permutation_importance(adapter, frame, y, predictions, features, weights=Non
     base = loss(np.asarray(predictions, dtype=float).reshape(frame.n_rows, -1))
     if not np.isfinite(base).all():
         return None
-    rng = np.random.default_rng(seed)
+    shared = (adapter, frame.data, loss, base, seed, repeats)
+    positions = [frame.names.index(name) for name in features]
+    if scheduler is None:
+        increases = [_increase(shared, p) for p in positions]
+    else:  # one task per feature, the rows sent once (autopdp.pd.distributed.run_items_on_dask)
+        from ..pd.distributed import run_items_on_dask
+
+        increases = run_items_on_dask(scheduler, _increase, shared, positions)
     out = {}
-    for name in features:
-        pos = frame.names.index(name)
-        increase = np.zeros(frame.n_rows)
-        for _ in range(repeats):
-            pred = np.asarray(adapter(_permuted(frame.data, pos, rng.permutation(frame.n_rows))), dtype=float)
-            increase += (loss(pred.reshape(frame.n_rows, -1)) - base) / repeats
+    for name, increase in zip(features, increases):
         m, se = _mean_and_se(increase, w)
         out[name] = {"value": m, "interval": _interval(m, se), "p_value": _one_sided(m, 0.0, se)}
     ps = np.array([v["p_value"] for v in out.values()], dtype=float)

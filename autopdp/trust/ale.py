@@ -108,8 +108,13 @@ def _ale_1d_curve(name, values, edges, lo, hi, ok) -> ModelFreePD:
     """The centred 1D ALE from each usable row's prediction at its interval's two edges."""
     k = _bin_index(values[ok], edges)
     K = edges.size - 1
-    counts = np.bincount(k - 1, minlength=K)
-    local = np.bincount(k - 1, weights=hi - lo, minlength=K) / np.maximum(counts, 1)
+    return _ale_1d_from_sums(name, edges, np.bincount(k - 1, minlength=K),
+                             np.bincount(k - 1, weights=hi - lo, minlength=K))
+
+
+def _ale_1d_from_sums(name, edges, counts, sums) -> ModelFreePD:
+    """The centred 1D ALE from the rows per interval and the sums of their changes across it."""
+    local = sums / np.maximum(counts, 1)
     acc = np.concatenate([[0.0], np.cumsum(local)])
     # centre: the mean over rows of the accumulated effect, each interval taken at its midpoint value
     mid = (acc[:-1] + acc[1:]) / 2
@@ -154,8 +159,14 @@ def _ale_2d_curve(name, va, vb, ea, eb, f, ok, k=None) -> ModelFreePD:
     second = f[1, 1] - f[1, 0] - f[0, 1] + f[0, 0]
     Ka, Kb = ea.size - 1, eb.size - 1
     cell = (ka - 1) * Kb + (kb - 1)
-    counts = np.bincount(cell, minlength=Ka * Kb).reshape(Ka, Kb)
-    local = (np.bincount(cell, weights=second, minlength=Ka * Kb) / np.maximum(counts.ravel(), 1)).reshape(Ka, Kb)
+    return _ale_2d_from_sums(name, ea, eb, np.bincount(cell, minlength=Ka * Kb).reshape(Ka, Kb),
+                             np.bincount(cell, weights=second, minlength=Ka * Kb).reshape(Ka, Kb))
+
+
+def _ale_2d_from_sums(name, ea, eb, counts, sums) -> ModelFreePD:
+    """The centred pure-interaction 2D ALE from the rows per cell and the sums of their second differences."""
+    Ka, Kb = ea.size - 1, eb.size - 1
+    local = sums / np.maximum(counts, 1)
     acc = np.zeros((Ka + 1, Kb + 1))
     acc[1:, 1:] = np.cumsum(np.cumsum(local, axis=0), axis=1)
     # remove each feature's main effect (the row-weighted mean change along each axis), then centre
@@ -204,7 +215,8 @@ def _lower(edges, v) -> np.ndarray:
     return out
 
 
-def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bins_2d: dict, column: int = 0) -> dict:
+def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bins_2d: dict, column: int = 0,
+                     scheduler=None) -> dict:
     """The same ALE curves as :func:`ale` and :func:`ale_2d`, with the model's values at each row's interval
     ends (1D) or cell corners (2D) computed exactly on the tree path
     (:meth:`autopdp.pd.tree.exact_ice.ExactICE.moved`: one walk per row and tree) instead of predicting
@@ -220,6 +232,9 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
         Numeric pairs for 2D ALE; ``bins_2d[pair]`` intervals per axis.
     column : int
         Which of the source's response columns to use.
+    scheduler : str or distributed.Client, optional
+        A Dask cluster: each worker reads its row partition's moved values and sums them per interval and cell
+        (:func:`ale_sums`); the sums are added here (the same curves to floating-point rounding).
 
     Returns
     -------
@@ -267,19 +282,53 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
             jobs.append((pair, (pa, pb), (ea, eb), np.column_stack([lower_for(pa, ea), lower_for(pb, eb)])))
     if not jobs:
         return {}
-    # each row's response at its interval's two ends (1D: (n, 2)) or its cell's four corners (2D: (n, 2, 2))
-    moved = source.moved([j[1] for j in jobs], [j[2] for j in jobs], [j[3] for j in jobs])
+    # per job: (positions, edges, each row's lower edge indexes, whether the row has every value)
+    work = [(positions, grids, lower, np.all([np.isfinite(columns[p]) for p in positions], axis=0))
+            for _, positions, grids, lower in jobs]
+    if scheduler is None:
+        sums = ale_sums(source, work, column)
+    else:  # each worker: its rows' sums (autopdp.pd.rows); added up here
+        from ..pd.distributed import run_partitions_on_dask, dask_workers
+        from ..pd.rows import row_bounds
+
+        bounds = row_bounds(frame.n_rows, dask_workers(scheduler))
+        per_part = run_partitions_on_dask(
+            scheduler, _ale_partition, [source.partition(a, b) for a, b in bounds],
+            [([(p, g, low[a:b], ok[a:b]) for p, g, low, ok in work], column) for a, b in bounds])
+        sums = [(sum(p[i][0] for p in per_part), sum(p[i][1] for p in per_part)) for i in range(len(work))]
     out = {}
-    for (key, positions, grids, lower), values in zip(jobs, moved):
-        values = np.asarray(values[column], dtype=float)
+    for (key, positions, grids, _), (counts, total) in zip(jobs, sums):
         if len(positions) == 1:
-            v = columns[positions[0]]
-            ok = np.flatnonzero(np.isfinite(v))
-            out[key] = _ale_1d_curve(frame.names[positions[0]], v, grids[0], values[ok, 0], values[ok, 1], ok)
+            out[key] = _ale_1d_from_sums(frame.names[positions[0]], grids[0], counts, total)
         else:
-            va, vb = columns[positions[0]], columns[positions[1]]
-            ok = np.flatnonzero(np.isfinite(va) & np.isfinite(vb))
-            f = {(da, db): values[ok, da, db] for da in (0, 1) for db in (0, 1)}
-            out[key] = _ale_2d_curve(f"{frame.names[positions[0]]} x {frame.names[positions[1]]}", va, vb, *grids, f,
-                                     ok, (lower[ok, 0] + 1, lower[ok, 1] + 1))
+            out[key] = _ale_2d_from_sums(f"{frame.names[positions[0]]} x {frame.names[positions[1]]}", *grids,
+                                         counts, total)
     return out
+
+
+def ale_sums(source, work, column: int) -> list:
+    """Per job ``(positions, edges, lower (n, 1 or 2), ok (n,))``: the rows per interval (1D) or cell (2D) and the
+    sums of their changes across it, over the rows of ``source`` with every value (``ok``); mergeable by adding."""
+    # each row's response at its interval's two ends (1D: (n, 2)) or its cell's four corners (2D: (n, 2, 2))
+    moved = source.moved([w[0] for w in work], [w[1] for w in work], [w[2] for w in work])
+    out = []
+    for (positions, grids, lower, ok), values in zip(work, moved):
+        values = np.asarray(values[column], dtype=float)[ok]
+        low = lower[ok]
+        if len(positions) == 1:
+            K = grids[0].size - 1
+            out.append((np.bincount(low[:, 0], minlength=K),
+                        np.bincount(low[:, 0], weights=values[:, 1] - values[:, 0], minlength=K)))
+        else:
+            Ka, Kb = grids[0].size - 1, grids[1].size - 1
+            cell = low[:, 0] * Kb + low[:, 1]
+            second = values[:, 1, 1] - values[:, 1, 0] - values[:, 0, 1] + values[:, 0, 0]
+            out.append((np.bincount(cell, minlength=Ka * Kb).reshape(Ka, Kb),
+                        np.bincount(cell, weights=second, minlength=Ka * Kb).reshape(Ka, Kb)))
+    return out
+
+
+def _ale_partition(source, payload) -> list:
+    """:func:`ale_sums` of one row partition (a Dask task): ``payload`` is (its rows' jobs, the column)."""
+    work, column = payload
+    return ale_sums(source, work, column)

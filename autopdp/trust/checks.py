@@ -110,13 +110,14 @@ def _ale_bins_2d(r) -> int:
     return max(2, min(10, *r.grid_shape))
 
 
-def _exact_ale_curves(model, frame, results, config, frame_2d=None) -> dict:
+def _exact_ale_curves(model, frame, results, config, frame_2d=None, scheduler=None) -> dict:
     """ALE curves of the numeric 1D and 2D PDPs from exact per-row ICE when the tree path applies.
 
     The same curves :func:`autopdp.trust.ale.ale` and :func:`autopdp.trust.ale.ale_2d` give, without predicting on
     modified copies of the data; ``{}`` when the tree path does not apply (they are then computed by
     prediction, one PDP at a time).  Keys: ``(feature,)`` or ``(feature, feature)`` and the target.  The 2D
-    curves are computed on ``frame_2d``, the rows the 2D PDs average over (default: ``frame``).
+    curves are computed on ``frame_2d``, the rows the 2D PDs average over (default: ``frame``).  With a Dask
+    ``scheduler`` the rows' sums run on the workers' row partitions (:func:`autopdp.trust.ale.ale_curves_exact`).
     """
     from .ale import ale_curves_exact
     from ..pd.tree.exact_ice import ExactICE
@@ -140,7 +141,7 @@ def _exact_ale_curves(model, frame, results, config, frame_2d=None) -> dict:
         wanted_1d = [r for r in numeric_1d if r.targets[r.target_index(None)] == target or target is None]
         wanted_2d = [r for r in numeric_2d if r.targets[r.target_index(None)] == target or target is None]
         bins = dict(bins_1d={r.features[0]: _ale_bins_1d(r) for r in wanted_1d},
-                    bins_2d={r.features: _ale_bins_2d(r) for r in wanted_2d}, column=t)
+                    bins_2d={r.features: _ale_bins_2d(r) for r in wanted_2d}, column=t, scheduler=scheduler)
         if source_2d is source:
             curves = ale_curves_exact(source, frame, [r.features[0] for r in wanted_1d],
                                       [r.features for r in wanted_2d], **bins)
@@ -269,13 +270,14 @@ def _ale_score(model, adapter, frame, r, t, config, exact_ale: dict, curves: dic
         return failed_score("ale_divergence", "trust", exc, target)
 
 
-def _measured(model, adapter, frame, y, results, config, wanted, kinds, support, predictions, random_state, frame_2d):
+def _measured(model, adapter, frame, y, results, config, wanted, kinds, support, predictions, where):
     """The measurements the scores rest on: (OOD shares by PD, the surrogate, exact ALE curves, StratPD curves).
 
     The surrogate and the OOD measurements (numpy and one core each) run on a side thread while ALE and StratPD
     (their own threads) keep this one: every number is computed alone, whatever runs beside it.  The surrogate goes
     first, beside ALE: the two largest transient arrays of the stage (the surrogate's design and StratPD's trees)
-    are then not held at once."""
+    are then not held at once.  ``where``: ``(random_state, frame_2d, scheduler)``."""
+    random_state, frame_2d, scheduler = where
     side = ThreadPoolExecutor(max_workers=1)
     try:
         fit = "surrogate_importance" in config.criteria_2d and kinds
@@ -285,7 +287,8 @@ def _measured(model, adapter, frame, y, results, config, wanted, kinds, support,
                                     max_mb=config.max_batch_mb) if fit else None
         oods = side.submit(contextvars.copy_context().run, _ood_measures, support, results) \
             if support is not None else None
-        exact_ale = _exact_ale_curves(model, frame, results, config, frame_2d) if "ale_divergence" in wanted else {}
+        exact_ale = _exact_ale_curves(model, frame, results, config, frame_2d, scheduler) \
+            if "ale_divergence" in wanted else {}
         stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds, random_state) \
             if "stratpd" in wanted and y is not None else {}
         ood_by_pd = oods.result() if oods is not None else {}
@@ -296,12 +299,13 @@ def _measured(model, adapter, frame, y, results, config, wanted, kinds, support,
 
 
 def trust_scores(model, adapter, frame, y, results, config, *, predictions=None, random_state: int = 0,
-                 frame_2d=None):
+                 frame_2d=None, scheduler=None):
     """``({features: {uid: UtilityScore}}, surrogate, curves)`` for the trust utilities in the config.
 
     ``predictions``: the model's response on ``frame`` (n_rows, n_targets) when the caller has it;
     ``frame_2d``: the rows the 2D PDs average over (a sample of ``frame`` on large data, ``max_rows_2d`` and
-    ``max_rows_2d_tree``): their 2D ALE is computed on the same rows (default: ``frame``).
+    ``max_rows_2d_tree``): their 2D ALE is computed on the same rows (default: ``frame``); ``scheduler``: a Dask
+    cluster for the exact ALE's row sums.
     """
     frame_2d = frame if frame_2d is None else frame_2d
     wanted = [u for u in config.utilities if u in TRUST_IDS]
@@ -311,7 +315,8 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     support = SupportModel(frame, kinds, random_state=random_state, max_levels=config.max_levels,
                            max_mb=config.max_batch_mb) if "ood_share" in wanted and kinds else None
     ood_by_pd, surrogate, exact_ale, stratpd_curves = _measured(
-        model, adapter, frame, y, results, config, wanted, kinds, support, predictions, random_state, frame_2d)
+        model, adapter, frame, y, results, config, wanted, kinds, support, predictions,
+        (random_state, frame_2d, scheduler))
     for r in results:
         t = r.target_index(None)
         target = r.targets[t]

@@ -40,6 +40,33 @@ class ExactICE:
         self.plan = plan
         self.targets = self.setup.adapter.targets
 
+    def for_rows(self, start: int, stop: int) -> "ExactICE":
+        """This source on the rows ``start:stop`` (a row partition, :meth:`autopdp.pd.setup._Setup.for_rows`): the
+        same trees and checked offset, the kernel rebuilt on those rows without new checks."""
+        return self.shell_for_rows(start, stop).with_rows(self.setup.rows_block(start, stop))
+
+    def shell_for_rows(self, start: int, stop: int) -> "ExactICE":
+        """:meth:`for_rows` without the rows (see :meth:`autopdp.pd.setup._Setup.shell_for_rows`)."""
+        import copy
+
+        other = copy.copy(self)
+        other.setup, other.plan = self.setup.shell_for_rows(start, stop), None
+        return other
+
+    def with_rows(self, block: dict) -> "ExactICE":
+        """This shell with its rows (:meth:`autopdp.pd.setup._Setup.rows_block`)."""
+        import copy
+
+        other = copy.copy(self)
+        other.setup = self.setup.with_rows(block)
+        other.plan = other.setup.tree_plan()
+        return other
+
+    def partition(self, start: int, stop: int) -> tuple:
+        """``(shell, (key, refs), make_rows)`` of the rows ``start:stop`` (:func:`autopdp.pd.rows.shells`)."""
+        return (self.shell_for_rows(start, stop), self.setup.rows_key(start, stop),
+                lambda: self.setup.rows_block(start, stop))
+
     def _specs(self, feature_sets, grids):
         return [
             [build_spec(self.setup.frame, p, categorical=False, grid_resolution=2, percentiles=(0.05, 0.95),

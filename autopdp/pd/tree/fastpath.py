@@ -133,20 +133,36 @@ class TreePlan:
         model's response on every row, these rows included, and a feature map that held over all rows holds over
         some of them.  The kernel itself is rebuilt on the rows; leaf counting is rebuilt when first used.
         """
+        return self.subset_shell().filled(frame, *self.rows_of(rows))
+
+    def subset_shell(self) -> "TreePlan":
+        """:meth:`subset` without its rows (no frame, no model matrix): what a row partition's task carries beside
+        rows already on the worker (:meth:`filled` puts them in)."""
         import copy
 
         other = copy.copy(self)
-        other.frame = frame
-        other.Z = np.ascontiguousarray(self.Z[np.asarray(rows, dtype=np.intp)])
+        other.frame, other.Z, other._own_raw_rows, other.model_response = None, None, None, None
         other._ensemble, other._ensemble_built, other.counting_unavailable = None, False, ""
         other._engine = None
         other._kernel = None
         other._maps = dict(self._maps)
         other._function_of = set(self._function_of)
         other._checked_offset = None if self._kernel is None else self._kernel[1].offset.copy()
-        # each row's own raw score, when this plan's kernel has it: the same sums, read instead of walked again
+        return other
+
+    def rows_of(self, rows) -> tuple:
+        """``(Z, own)``: the model matrix of ``rows`` and their own raw scores when this plan's kernel has them (the
+        same sums, read instead of walked again), or None."""
+        rows = np.asarray(rows, dtype=np.intp)
         own = None if self._kernel is None else self._kernel[1]._own_raw
-        other._own_raw_rows = None if own is None else np.ascontiguousarray(own[np.asarray(rows, dtype=np.intp)])
+        return np.ascontiguousarray(self.Z[rows]), (None if own is None else np.ascontiguousarray(own[rows]))
+
+    def filled(self, frame: Frame, Z, own) -> "TreePlan":
+        """This shell (:meth:`subset_shell`) on ``frame`` with its model matrix ``Z`` and raw scores ``own``."""
+        import copy
+
+        other = copy.copy(self)
+        other.frame, other.Z, other._own_raw_rows = frame, Z, own
         return other
 
     @property
