@@ -32,12 +32,22 @@ from ..pd.sampling import ice_row_weights
 __all__ = ["ScoringInputs", "threshold_spread", "score_result", "grid_cells", "flat_cells", "importance_table", "interaction_table", "pair_criteria"]
 
 
+#: the one-sided normal quantile at which the threshold's variance is taken (its 95% upper confidence limit)
+THRESHOLD_VARIANCE_Z = 1.645
+
+
 def threshold_spread(predictions) -> np.ndarray | None:
     """Each row's share of the relative sampling error of the prediction sd ``sd`` (population ``ddof=0``, as the
     materiality threshold takes it), linearised: ``sd_hat / sd - 1 ~ sum_i r_i`` with
     ``r_i = ((p_i - mean)^2 - sd_hat^2) / (2 n sd_hat^2)``.  ``predictions``: ``(n,)`` or ``(n, targets)``; returns
     the same shape (None when an sd is 0 or not finite).  The threshold ``materiality x sd`` then moves by
-    ``threshold x sum_i r_i``: what the null of a minimum-effect test carries besides the PD's own noise."""
+    ``threshold x sum_i r_i``: what the null of a minimum-effect test carries besides the PD's own noise.
+
+    The shares are scaled so that their variance ``sum r_i^2`` (``(kurtosis - 1) / 4n``) is its one-sided 95% upper
+    confidence limit, ``sum q_i + 1.645 x sqrt(sum (q_i - mean q)^2)`` with ``q_i = r_i^2``: a sample of
+    heavy-tailed predictions underestimates its kurtosis exactly when it missed the tails, which is when its sd,
+    and so its threshold, is low (issue 53: at skewness +2 and 300 rows an interaction at the population's
+    threshold was a finding in 7.3% of 2,000 runs with the point estimate, 5.3% with the upper limit)."""
     if predictions is None:
         return None
     p = np.asarray(predictions, dtype=float)
@@ -50,6 +60,10 @@ def threshold_spread(predictions) -> np.ndarray | None:
     if not (var > 0).all():
         return None
     r = (d2 - var) / (2.0 * p.shape[0] * var)
+    q = r * r
+    total = q.sum(axis=0)
+    upper = total + THRESHOLD_VARIANCE_Z * np.sqrt(((q - q.mean(axis=0)) ** 2).sum(axis=0))
+    r = r * np.sqrt(np.where(total > 0, upper / np.where(total > 0, total, 1.0), 1.0))
     return r[:, 0] if one else r
 
 
