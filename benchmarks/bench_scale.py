@@ -14,8 +14,9 @@ one run's memory does not carry into the next.
 Printed per run: the audit's wall time, its stages (``Audit.run["timings_s"]``), and the peak memory of the
 process plus its children (the Dask workers are child processes of a LocalCluster), sampled every 50 ms.  The
 speed-up is the local time over the cluster's.  The load average is printed beside each figure: take the figures
-on an idle machine.  On Dask only the PDs' feature-set groups run on the workers; validation, scoring, the trust
-checks and the noise tests run in the calling process (README, "When one machine is not enough").
+on an idle machine.  On Dask the PDs, the PD outside the grid and the exact ALE's sums run on the workers' resident
+row partitions, and the permutation importance one task per feature; validation, scoring, the other trust checks
+and the noise tests run in the calling process (README, "When one machine is not enough").
 """
 
 from __future__ import annotations

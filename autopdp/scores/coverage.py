@@ -131,8 +131,7 @@ def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
     from ..pd.partial_dependence import partial_dependence
     from ..pd.tree.exact_pd import TreePathUnavailable
 
-    # on a Dask cluster (``scheduler``) the PD call runs on the workers' row partitions (autopdp.pd.rows)
-    exact = pd_kwargs.get("method", "auto") in ("auto", "tree") and pd_kwargs.get("scheduler") is None
+    exact = pd_kwargs.get("method", "auto") in ("auto", "tree")
     if exact:
         try:
             source = ExactICE(model, frame, response=pd_kwargs.get("response", "auto"),
@@ -150,10 +149,30 @@ def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
     wanted = [np.unique(np.asarray(values[name], dtype=float)) for name in names]
     # a walk moves each row to the two ends of an interval: one value is paired with a second, unread one
     grids = [v if v.size >= 2 else np.array([v[0], v[0] + 1.0]) for v in wanted]
-    lower = [np.zeros((frame.n_rows, 1), dtype=np.int64) for _ in names]
-    moved = source.moved([(frame.names.index(n),) for n in names], [(g,) for g in grids], lower)
+    sets, grids = [(frame.names.index(n),) for n in names], [(g,) for g in grids]
+    scheduler = pd_kwargs.get("scheduler")
+    if scheduler is None:
+        sums = _moved_sums(source, (sets, grids, weights))
+    else:  # each worker: its resident rows' weighted sums (autopdp.pd.rows); added up here
+        from ..pd.distributed import dask_workers, run_partitions_on_dask
+        from ..pd.rows import row_bounds
+
+        bounds = row_bounds(frame.n_rows, dask_workers(scheduler))
+        per_part = run_partitions_on_dask(
+            scheduler, _moved_sums, [source.partition(a, b) for a, b in bounds],
+            [(sets, grids, None if weights is None else weights[a:b]) for a, b in bounds])
+        sums = [(sum(p[i][0] for p in per_part), sum(p[i][1] for p in per_part)) for i in range(len(names))]
     out = {}
-    for name, v, m in zip(names, wanted, moved):
-        at = np.average(m, axis=1, weights=weights)  # (T, 2): the PD at the two ends
-        out[name] = (v, at[:, :v.size])
+    for name, v, (total, weight) in zip(names, wanted, sums):
+        out[name] = (v, (total / weight)[:, :v.size])  # (T, 2): the PD at the two ends
     return out
+
+
+def _moved_sums(source, payload) -> list:
+    """Per feature: the weighted sum over ``source``'s rows of each row's response at the feature's two values
+    (``moved`` gives ``(T, rows, 2)``; the sum ``(T, 2)``) and the rows' total weight; mergeable by adding (a Dask task per row partition)."""
+    sets, grids, weights = payload
+    n = source.setup.frame.n_rows
+    moved = source.moved(sets, grids, [np.zeros((n, 1), dtype=np.int64) for _ in sets])
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    return [(np.einsum("tnk,n->tk", np.asarray(m, dtype=float), w), float(w.sum())) for m in moved]
