@@ -208,3 +208,62 @@ def test_a_worker_lost_mid_audit_is_replaced_and_the_answer_is_the_same(cluster,
     assert (tmp_path / "died").exists()  # a worker did die
     for a, b in zip(local, remote):
         np.testing.assert_allclose(b.average, a.average, rtol=0, atol=1e-12)
+
+
+class _Shifted(RandomForestRegressor):
+    """A forest whose predictions are not its trees' (its trees, read off, miss the shift): the check must refuse
+    the tree path, wherever it runs."""
+
+    def predict(self, X):
+        return super().predict(X) + 1.0
+
+
+def test_the_trees_check_on_worker_partitions_gives_the_one_pass_verdict(cluster):
+    """On Dask every row is checked against the model on its worker (autopdp.pd.rows.check_on_dask): the same
+    model responses, raw scores and offset as the one-pass check of a boosted classifier (whose constant is read
+    off the first row), and the same refusal, with the same reason, of trees that do not reproduce the model."""
+    import sys
+
+    import cloudpickle
+    from distributed import get_task_stream
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from autopdp.auditing.pipeline import _tree_reason
+    from autopdp.pd.data import as_frame
+    from autopdp.pd.response import make_adapter
+    from autopdp.pd.rows import check_on_dask
+    from autopdp.pd.tree.fastpath import plan_tree_path
+
+    _, client = cluster
+    client.wait_for_workers(2, timeout=120)  # a worker killed by an earlier test is back
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame(rng.normal(size=(2500, 3)), columns=list("abc"))
+    X.loc[rng.random(2500) < 0.05, "c"] = np.nan
+    y = (X.a + X.b * X.c.fillna(0) + rng.normal(0, 0.5, 2500) > 0).astype(int)
+    model = HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(X, y)
+    frame = as_frame(X)
+    adapter = make_adapter(model, "auto", None, probe=X.iloc[:5])
+    one = plan_tree_path(model, adapter, frame, 256e6)
+    kernel = one.kernel(np.ones(len(X)))
+    split = plan_tree_path(model, adapter, frame, 256e6)
+    with get_task_stream(client) as stream:
+        check_on_dask(split, frame, None, client)
+    assert len([t for t in stream.data if str(t["key"]).startswith("_check_partition-")]) == 2
+    np.testing.assert_array_equal(split.model_response, one.model_response)
+    np.testing.assert_array_equal(split._checked_offset, kernel.offset)
+    np.testing.assert_array_equal(split._own_raw_rows, kernel._own_raw)
+    np.testing.assert_array_equal(split.kernel(np.ones(len(X)))._own_raw, kernel._own_raw)
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
+    Xr = X.fillna(0.0)
+    shifted = _Shifted(10, random_state=0).fit(Xr, X.a)
+    fr, ad = as_frame(Xr), make_adapter(shifted, "auto", None, probe=Xr.iloc[:5])
+    local, remote = plan_tree_path(shifted, ad, fr, 256e6), plan_tree_path(shifted, ad, fr, 256e6)
+    local.prepare(np.ones(len(Xr)))
+    check_on_dask(remote, fr, None, client)
+    assert local.forest is None and remote.forest is None and remote.model_response is None
+    assert "do not reproduce the model's predictions" in local.rows_unavailable
+    assert remote.rows_unavailable == local.rows_unavailable
+    # the audit's verdict on the tree path is the same either way (leaf counting, which needs no per-row check)
+    cfg = autopdp.AuditConfig()
+    assert _tree_reason(shifted, ad, fr, cfg, scheduler=client) == _tree_reason(shifted, ad, fr, cfg)

@@ -29,6 +29,7 @@ from .summary import audit_metadata, summarise_data
 from ..pd.options import keywords
 from ..pd.partial_dependence import feature_grids, partial_dependence
 from ..pd.distributed import resident_rows
+from ..pd.rows import check_on_dask
 from ..pd.tree.fastpath import model_response, plan_tree_path, share_subset, shared_plans
 from ..pd.selfcheck import self_check
 from .notes import METHOD_NOTES, comparison_gaps, gap_notes, level_notes, method_notes, na_notes, ood_note
@@ -90,15 +91,19 @@ class _PDs:
         return list(self.res1) + list(self.res2)
 
 
-def _tree_reason(model, adapter, frame, config: AuditConfig) -> str:
-    """Why the exact tree path does not apply to this model ("" when it does)."""
+def _tree_reason(model, adapter, frame, config: AuditConfig, weights=None, scheduler=None) -> str:
+    """Why the exact tree path does not apply to this model ("" when it does).  On Dask the trees' check against
+    the model's predictions runs on the workers' row partitions (:func:`autopdp.pd.rows.check_on_dask`)."""
     if config.method not in ("auto", "tree"):
         return f"method={config.method!r}"
     if config.groups:
         return ("with feature groups (groups, --group) the model is called through a Pipeline that writes its one-hot "
                 "columns back; the tree path reads the model's own columns")
     try:
-        plan_tree_path(model, adapter, frame, config.max_batch_mb * 1e6).prepare(np.ones(frame.n_rows))
+        plan = plan_tree_path(model, adapter, frame, config.max_batch_mb * 1e6)
+        if scheduler is not None:
+            check_on_dask(plan, frame, weights, scheduler)
+        plan.prepare(np.ones(frame.n_rows), rows=scheduler is not None)
     except TreePathUnavailable as exc:
         return str(exc)
     return ""
@@ -151,7 +156,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
         max_batch_mb=config.max_batch_mb, progress=progress, method=config.method, std_rows=config.std_rows,
         scheduler=scheduler,
     )
-    tree_reason = _tree_reason(model, adapter, frame, config)
+    tree_reason = _tree_reason(model, adapter, frame, config, weights, scheduler)
     fast_2d = not tree_reason
     # ---- 1D PDs
     t0 = time.perf_counter()

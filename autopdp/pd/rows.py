@@ -22,7 +22,7 @@ import numpy as np
 
 from .result import PDResult
 
-__all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge"]
+__all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key", "check_on_dask"]
 
 
 def row_bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -51,6 +51,79 @@ def partitions(setup, jobs, parts: int) -> tuple[list, list]:
             setup.spec(p)
     bounds = row_bounds(setup.frame.n_rows, parts)
     return [setup.for_rows(a, b) for a, b in bounds], bounds
+
+
+def rows_block(frame, sample_weight, plan, start: int, stop: int) -> dict:
+    """The rows ``start:stop`` as a row partition needs them: the frame's rows, their sample weights and the tree
+    plan's model matrix (and raw scores, when known) of those rows; the same for every call on this frame and plan."""
+    rows = np.arange(start, stop)
+    Z, own = (None, None) if plan is None else plan.rows_of(rows)
+    return {"frame": frame.take_rows(rows), "Z": Z, "own": own,
+            "sample_weight": None if sample_weight is None else np.asarray(sample_weight)[start:stop]}
+
+
+def rows_key(frame, sample_weight, plan, start: int, stop: int) -> tuple:
+    """``(key, refs)``: what makes :func:`rows_block` the same block (this frame and model matrix, equal weights,
+    the same rows) and the objects that key names, held with it so their identities are not reused."""
+    import hashlib
+
+    w = None if sample_weight is None else hashlib.blake2b(
+        np.ascontiguousarray(sample_weight, dtype=float).tobytes(), digest_size=16).hexdigest()
+    refs = (frame, None if plan is None else plan.Z)
+    return (tuple(id(r) for r in refs), w, int(start), int(stop)), refs
+
+
+class _CheckShell:
+    """A tree plan's shell (:meth:`TreePlan.subset_shell`) as a row partition's task takes it."""
+
+    def __init__(self, plan):
+        self.plan = plan
+
+    def with_rows(self, block: dict):
+        return self.plan.filled(block["frame"], block["Z"], None)
+
+
+def _check_partition(plan, offset) -> tuple:
+    """One partition's check of the trees against the model: ``(theirs, raw, gap, top)`` or the reason it fails."""
+    from .tree.exact_pd import TreePathUnavailable
+    from .tree.fastpath import verify_parts
+    from .tree.ice import RowKernel
+
+    kernel = RowKernel(plan.forest, plan.Z, np.ones(plan.Z.shape[0]), np.zeros(plan.forest.value.shape[1]))
+    raw = kernel.predictions() + offset
+    try:
+        return verify_parts(kernel, raw, plan.adapter, plan.frame, plan.n_out) + (raw,)
+    except TreePathUnavailable as exc:
+        return str(exc)
+
+
+def check_on_dask(plan, frame, sample_weight, scheduler) -> None:
+    """The per-row kernel's check against the model's predictions (:meth:`TreePlan.kernel`), on every row, done on
+    the workers' row partitions (sent once: the later calls find them there).  The same verdict as one pass (the
+    largest gap and size combine by max); on success the plan takes the rows' model responses and raw scores
+    (:meth:`TreePlan.checked_elsewhere`), else its per-row path is dropped with the reason, as
+    :meth:`TreePlan.prepare` does."""
+    from .distributed import dask_workers, run_partitions_on_dask
+    from .tree.exact_pd import TreePathUnavailable
+    from .tree.fastpath import verify_verdict
+
+    if plan.forest is None or plan._kernel is not None or plan._checked_offset is not None:
+        return
+    offset = plan.first_offset()
+    bounds = row_bounds(frame.n_rows, dask_workers(scheduler))
+    shell = _CheckShell(plan.subset_shell())
+    parts = [(shell, rows_key(frame, sample_weight, plan, a, b),
+              (lambda a=a, b=b: rows_block(frame, sample_weight, plan, a, b))) for a, b in bounds]
+    per_part = run_partitions_on_dask(scheduler, _check_partition, parts, [offset] * len(parts))
+    try:
+        failed = [p for p in per_part if isinstance(p, str)]
+        if failed:
+            raise TreePathUnavailable(failed[0])
+        verify_verdict(max(p[1] for p in per_part), max(p[2] for p in per_part), plan.adapter)
+    except TreePathUnavailable as exc:
+        plan.forest, plan.rows_unavailable = None, str(exc)
+        return
+    plan.checked_elsewhere(offset, np.vstack([p[0] for p in per_part]), np.vstack([p[3] for p in per_part]))
 
 
 def shells(setup, jobs, parts: int) -> tuple[list, list]:

@@ -239,18 +239,16 @@ class _Setup:
         return other
 
     def rows_block(self, start: int, stop: int) -> dict:
-        """The rows ``start:stop`` as a row partition needs them: the frame's rows, their sample weights and the
-        tree plan's model matrix (and raw scores) of those rows; the same for every call on this frame and plan."""
-        rows = np.arange(start, stop)
-        Z, own = (None, None) if self._plan is None else self._plan.rows_of(rows)
-        return {"frame": self.frame.take_rows(rows), "Z": Z, "own": own,
-                "sample_weight": None if self.sample_weight is None else self.sample_weight[start:stop]}
+        """The rows ``start:stop`` as a row partition needs them (:func:`autopdp.pd.rows.rows_block`)."""
+        from .rows import rows_block
+
+        return rows_block(self.frame, self.sample_weight, self._plan, start, stop)
 
     def rows_key(self, start: int, stop: int) -> tuple:
-        """``(key, refs)``: what makes :meth:`rows_block` the same block (this frame, weights and model matrix, the
-        same rows) and the objects that key names, held with it so their identities are not reused."""
-        refs = (self.frame, self.sample_weight, None if self._plan is None else self._plan.Z)
-        return (tuple(id(r) for r in refs), int(start), int(stop)), refs
+        """What makes :meth:`rows_block` the same block across calls (:func:`autopdp.pd.rows.rows_key`)."""
+        from .rows import rows_key
+
+        return rows_key(self.frame, self.sample_weight, self._plan, start, stop)
 
     def with_rows(self, block: dict) -> "_Setup":
         """This shell (:meth:`shell_for_rows`) with its rows (:meth:`rows_block`)."""

@@ -147,14 +147,15 @@ class TreePlan:
         other._kernel = None
         other._maps = dict(self._maps)
         other._function_of = set(self._function_of)
-        other._checked_offset = None if self._kernel is None else self._kernel[1].offset.copy()
+        checked = self._checked_offset if self._kernel is None else self._kernel[1].offset
+        other._checked_offset = None if checked is None else np.array(checked, dtype=float)
         return other
 
     def rows_of(self, rows) -> tuple:
         """``(Z, own)``: the model matrix of ``rows`` and their own raw scores when this plan's kernel has them (the
         same sums, read instead of walked again), or None."""
         rows = np.asarray(rows, dtype=np.intp)
-        own = None if self._kernel is None else self._kernel[1]._own_raw
+        own = self._own_raw_rows if self._kernel is None else self._kernel[1]._own_raw
         return np.ascontiguousarray(self.Z[rows]), (None if own is None else np.ascontiguousarray(own[rows]))
 
     def filled(self, frame: Frame, Z, own) -> "TreePlan":
@@ -331,15 +332,30 @@ class TreePlan:
             self._kernel = (w, kernel)
             return kernel
         recon = kernel.predictions()  # raw scores without the constant
-        offset = np.zeros(self.forest.value.shape[1])
-        if not _constant_in_trees(self.final, self.forest):
-            raw0 = _raw_score(self.final, self._pre(self.frame.take_rows(np.arange(1)).data))
-            offset = raw0.reshape(-1)[: offset.size] - recon[0]
+        offset = self.first_offset(recon[0])
         self.model_response = _verify(kernel, recon + offset, self.adapter, self.frame, self.n_out)
         # checked against the model: kept for :func:`autopdp.pd.tree.moves.moved_response` and the kernel's own check
         kernel.set_offset(offset, recon + offset)
         self._kernel = (w, kernel)
         return kernel
+
+    def first_offset(self, recon0=None) -> np.ndarray:
+        """The constant the trees leave out of the raw score, read off the first row (``recon0``: the trees' sum
+        on it, when known)."""
+        offset = np.zeros(self.forest.value.shape[1])
+        if not _constant_in_trees(self.final, self.forest):
+            if recon0 is None:
+                recon0 = RowKernel(self.forest, self.Z[:1], np.ones(1), offset).predictions()[0]
+            raw0 = _raw_score(self.final, self._pre(self.frame.take_rows(np.arange(1)).data))
+            offset = raw0.reshape(-1)[: offset.size] - recon0
+        return offset
+
+    def checked_elsewhere(self, offset, model_response, own_raw) -> None:
+        """Every row was checked against the model in parts (:func:`autopdp.pd.rows.check_on_dask`): the kernel
+        takes ``offset`` and the rows' raw scores without walking or predicting again."""
+        self._checked_offset = np.asarray(offset, dtype=float).copy()
+        self.model_response, self._own_raw_rows = model_response, own_raw
+        self._kernel = None
 
     def prepare(self, w, rows: bool = False) -> None:
         """Build what every feature set shares (once, before work is shared out).
@@ -420,6 +436,14 @@ def _raw_score(final, P) -> np.ndarray:
 def _verify(kernel, raw, adapter, frame, n_out):
     """The reconstructed response of every row must be the model's own; else the path is refused.  Returns the
     model's own response (n_rows, n_targets), as ``adapter`` gives it."""
+    theirs, gap, top = verify_parts(kernel, raw, adapter, frame, n_out)
+    verify_verdict(gap, top, adapter)
+    return theirs
+
+
+def verify_parts(kernel, raw, adapter, frame, n_out):
+    """``(theirs, gap, top)``: the model's own response on the rows, the largest gap of the reconstructed one to it
+    and the largest size of it (rows checked in parts combine by max: :func:`verify_verdict`)."""
     from .ice import apply_link
 
     mine = apply_link(raw, kernel.forest.link, kernel.forest.scale)
@@ -429,13 +453,17 @@ def _verify(kernel, raw, adapter, frame, n_out):
                         for r0 in range(0, frame.n_rows, 100_000)])
     if theirs.shape != mine.shape:
         raise TreePathUnavailable(f"the tree dump gives {mine.shape[1]} outputs, the model {theirs.shape[1]}")
-    tol = 2e-5 if float32_sums(adapter.model) else 1e-9
     gap = float(np.max(np.abs(mine - theirs))) if mine.size else 0.0
-    scale = max(1.0, float(np.max(np.abs(theirs)))) if theirs.size else 1.0
-    if not np.isfinite(gap) or gap > tol * scale:
+    top = float(np.max(np.abs(theirs))) if theirs.size else 0.0
+    return theirs, gap, top
+
+
+def verify_verdict(gap: float, top: float, adapter) -> None:
+    """Refuse the path when the largest gap exceeds the tolerance (relative to the response's size, at least 1)."""
+    tol = 2e-5 if float32_sums(adapter.model) else 1e-9
+    if not np.isfinite(gap) or gap > tol * max(1.0, top):
         raise TreePathUnavailable(
             f"the extracted trees do not reproduce the model's predictions (largest gap {gap:.2e})")
-    return theirs
 
 
 _SHARED: list | None = None  # [(key, model, data, plan or the reason it is unavailable)] inside shared_plans()
