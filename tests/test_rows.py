@@ -114,6 +114,9 @@ def test_an_audit_on_worker_processes_equals_the_local_one_one_partition_per_tas
         assert remote.metadata["permutation_importance"]["features"][name] == v
     # each partition's rows were sent once for all of these calls, and stayed on a worker
     assert len([t for t in stream.data if str(t["key"]).startswith("rows-")]) == 2
+    # the tree path's check ran there first, and left each partition's raw scores with its rows
+    assert len([t for t in stream.data if str(t["key"]).startswith("_check_partition-")]) == 2
+    assert len([t for t in stream.data if str(t["key"]).startswith("ownrows-")]) == 2
     np.testing.assert_allclose(remote.scores["ale_divergence"].to_numpy(dtype=float),
                                local.scores["ale_divergence"].to_numpy(dtype=float), rtol=1e-9, atol=1e-12)
     outside = [(o["feature"], o["side"], o["pd_edge"], o["pd_beyond"]) for o in local.metadata["outside_grid"]]

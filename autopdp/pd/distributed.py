@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import operator
 import uuid
 
 from ..errors import InputError, InputTypeError
@@ -105,12 +106,20 @@ def _on_rows(fn, shell, block, payload):
     return fn(shell.with_rows(block), payload)
 
 
-def run_partitions_on_dask(scheduler, fn, parts, payloads):
+def _refreshed(fn, shell, block, payload):
+    """``(rows, result)``: ``fn`` of one row partition returns ``(own, result)``; the rows come back with ``own``
+    (their raw scores, :func:`autopdp.pd.rows.rows_block`), to stay on the worker in place of the first ones."""
+    own, result = fn(shell.with_rows(block), payload)
+    return ({**block, "own": own} if own is not None else block), result
+
+
+def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False):
     """``[fn(shell.with_rows(rows), payload) ...]`` on the cluster, in order, one task per row partition.
 
     ``parts``: ``(shell, (key, refs), make_rows)`` per partition (:func:`autopdp.pd.rows.shells`); ``payloads``:
     one per partition.  The rows are sent once per key within :func:`resident_rows` (each partition pinned to one
-    worker, others allowed), and the task runs where they are.
+    worker, others allowed), and the task runs where they are.  ``refresh``: ``fn`` returns ``(own, result)`` and
+    the resident rows are replaced, on their worker, by the rows with ``own`` (:func:`_refreshed`).
     """
     import warnings
 
@@ -126,8 +135,15 @@ def run_partitions_on_dask(scheduler, fn, parts, payloads):
                 if key not in blocks:
                     where = dict(workers=[workers[i % len(workers)]], allow_other_workers=True) if workers else {}
                     blocks[key] = (client.submit(_hold, make_rows(), key=f"rows-{uuid.uuid4().hex}", **where), refs)
-                futures.append(client.submit(_on_rows, fn, shell, blocks[key][0], payload, retries=1,
-                                             key=f"{fn.__name__}-{uuid.uuid4().hex}"))
+                if not refresh:
+                    futures.append(client.submit(_on_rows, fn, shell, blocks[key][0], payload, retries=1,
+                                                 key=f"{fn.__name__}-{uuid.uuid4().hex}"))
+                    continue
+                both = client.submit(_refreshed, fn, shell, blocks[key][0], payload, retries=1,
+                                     key=f"{fn.__name__}-{uuid.uuid4().hex}")
+                rows = client.submit(operator.getitem, both, 0, key=f"ownrows-{uuid.uuid4().hex}")
+                blocks[key] = (rows, refs)
+                futures.append(client.submit(operator.getitem, both, 1, key=f"result-{uuid.uuid4().hex}"))
         return client.gather(futures)
     finally:
         if own:

@@ -84,7 +84,8 @@ class _CheckShell:
 
 
 def _check_partition(plan, offset) -> tuple:
-    """One partition's check of the trees against the model: ``(theirs, raw, gap, top)`` or the reason it fails."""
+    """One partition's check of the trees against the model: ``(raw, (theirs, gap, top, raw))``, or
+    ``(None, reason)`` when it fails; ``raw`` (the rows' own raw scores) stays with the rows on the worker."""
     from .tree.exact_pd import TreePathUnavailable
     from .tree.fastpath import verify_parts
     from .tree.ice import RowKernel
@@ -92,9 +93,9 @@ def _check_partition(plan, offset) -> tuple:
     kernel = RowKernel(plan.forest, plan.Z, np.ones(plan.Z.shape[0]), np.zeros(plan.forest.value.shape[1]))
     raw = kernel.predictions() + offset
     try:
-        return verify_parts(kernel, raw, plan.adapter, plan.frame, plan.n_out) + (raw,)
+        return raw, verify_parts(kernel, raw, plan.adapter, plan.frame, plan.n_out) + (raw,)
     except TreePathUnavailable as exc:
-        return str(exc)
+        return None, str(exc)
 
 
 def check_on_dask(plan, frame, sample_weight, scheduler) -> None:
@@ -114,7 +115,7 @@ def check_on_dask(plan, frame, sample_weight, scheduler) -> None:
     shell = _CheckShell(plan.subset_shell())
     parts = [(shell, rows_key(frame, sample_weight, plan, a, b),
               (lambda a=a, b=b: rows_block(frame, sample_weight, plan, a, b))) for a, b in bounds]
-    per_part = run_partitions_on_dask(scheduler, _check_partition, parts, [offset] * len(parts))
+    per_part = run_partitions_on_dask(scheduler, _check_partition, parts, [offset] * len(parts), refresh=True)
     try:
         failed = [p for p in per_part if isinstance(p, str)]
         if failed:
