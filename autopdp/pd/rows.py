@@ -44,13 +44,10 @@ def splits_by_rows(setup, jobs) -> bool:
 
 
 def partitions(setup, jobs, parts: int) -> tuple[list, list]:
-    """``(setups, bounds)``: the call's row partitions and their row ranges, after every grid is built on all the
-    rows."""
-    for positions, _ in jobs:
-        for p in positions:
-            setup.spec(p)
-    bounds = row_bounds(setup.frame.n_rows, parts)
-    return [setup.for_rows(a, b) for a, b in bounds], bounds
+    """``(setups, bounds)``: the call's row partitions, each with its rows (:func:`shells`, filled here), and their
+    row ranges."""
+    split, bounds = shells(setup, jobs, parts)
+    return [shell.with_rows(make_rows()) for shell, _, make_rows in split], bounds
 
 
 def rows_block(frame, sample_weight, plan, start: int, stop: int) -> dict:
