@@ -270,3 +270,33 @@ def test_the_trees_check_on_worker_partitions_gives_the_one_pass_verdict(cluster
     # the audit's verdict on the tree path is the same either way (leaf counting, which needs no per-row check)
     cfg = autopdp.AuditConfig()
     assert _tree_reason(shifted, ad, fr, cfg, scheduler=client) == _tree_reason(shifted, ad, fr, cfg)
+
+
+def test_a_classifiers_margin_on_every_row_is_computed_on_the_resident_partitions(cluster):
+    """The margin of every row (the link scale's materiality threshold) is one task per partition on the rows the PDs
+    left there (no row is sent again), and the link scale's scores are those of the local audit."""
+    from distributed import get_task_stream
+
+    _, client = cluster
+    client.wait_for_workers(2, timeout=120)
+    rng = np.random.default_rng(6)
+    X = pd.DataFrame(rng.normal(size=(2000, 3)), columns=list("abc"))
+    y = (X.a * X.b + X.c + rng.normal(0, 0.5, 2000) > 0).astype(int)
+    model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
+    cfg = autopdp.AuditConfig(grid_resolution=8, grid_resolution_2d=5, noise_draws=50)
+    local = autopdp.audit(model, X, y, config=cfg, progress=False)
+    with get_task_stream(client) as stream:
+        remote = autopdp.audit(model, X, y, config=cfg, scheduler=client, progress=False)
+    keys = [str(t["key"]) for t in stream.data]
+    assert len([k for k in keys if k.startswith("_every_margin-")]) == 2
+    # rows sent: the audit's 2 partitions (checked, then read by the 1D PDs and the margin of every row), and the
+    # small row samples of the link scale's own ICE curves (1D, then 2D): none more for the margin of every row
+    sent = [k for k in keys if k.startswith(("rows-", "_check_partition-", "_every_margin-"))]
+    assert [k.split("-")[0] for k in sent[:6]] == ["rows"] * 2 + ["_check_partition"] * 2 + ["_every_margin"] * 2
+    assert len([k for k in keys if k.startswith("rows-")]) == 6
+    assert local.evidence["ice_variance"]  # read on the margin's log-odds
+    for column in ("ice_variance", "interaction"):
+        np.testing.assert_allclose(remote.scores[column].to_numpy(dtype=float),
+                                   local.scores[column].to_numpy(dtype=float), rtol=1e-9, atol=1e-12)
+    assert [e.passed for c in local.evidence.values() for e in c.values()] == \
+        [e.passed for c in remote.evidence.values() for e in c.values()]

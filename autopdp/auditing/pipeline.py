@@ -171,7 +171,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
     categorical = [r.features[0] for r in res1 if r.kinds[0] == "categorical"] or None
     custom_1d = {r.features[0]: list(r.grid[0]) if r.kinds[0] == "categorical" else r.grid[0] for r in res1}
     timings["pd_1d"] = time.perf_counter() - t0
-    margin = _margin(model, data, config, res1, common, n_jobs, timings)
+    margin = _margin(model, data, config, res1, common, n_jobs, timings, fast_2d)
 
     # ---- 2D PDs (on a row subsample, grids from all rows)
     res2: list[PDResult] = []
@@ -229,14 +229,17 @@ def _link_kwargs(config: AuditConfig, common: dict, n_jobs) -> dict:
     return pd_kwargs
 
 
-def _margin(model, data: _Inputs, config: AuditConfig, res1, common: dict, n_jobs, timings: dict):
+def _margin(model, data: _Inputs, config: AuditConfig, res1, common: dict, n_jobs, timings: dict, tree: bool):
     """The model's link scale (:mod:`autopdp.pd.link`: the margin or log-odds of a classifier's probabilities,
     the log of a log-link regressor's predictions) on the 1D PDs' ICE rows and grids, for the structure
-    criteria (ICE variance, interaction); None when they read the response."""
+    criteria (ICE variance, interaction); None when they read the response.  ``tree``: the exact tree path
+    applies (on Dask the margin of every row is computed where the PDs' row partitions, keyed by its plan, are)."""
     if config.ice_variance_scale != "link":
         return None
     t0 = time.perf_counter()
-    margin = model_link(model, data.adapter, data.frame, res1, _link_kwargs(config, common, n_jobs))
+    plan = plan_tree_path(model, data.adapter, data.frame, config.max_batch_mb * 1e6) if tree else None
+    margin = model_link(model, data.adapter, data.frame, res1, _link_kwargs(config, common, n_jobs),
+                        audit_rows=(data.weights, plan))
     if margin is not None and margin.curves:
         timings["margin_ice"] = time.perf_counter() - t0
     return margin

@@ -127,15 +127,16 @@ def _log(values) -> np.ndarray | None:
     return np.log(v)
 
 
-def model_link(model, adapter, frame, results_1d, pd_kwargs: dict) -> MarginLink | None:
+def model_link(model, adapter, frame, results_1d, pd_kwargs: dict, audit_rows=None) -> MarginLink | None:
     """The model's link scale for the structure criteria (see module docs), or None for its response.
 
     ``predict_proba``: :func:`autopdp.pd.margin.margin_link` (a :class:`MarginLink` without curves, with its
     ``reason``, when the margin does not apply: the clipped log-odds are used).  A log-link regressor: the log
-    of its 1D ICE curves (``transform="log"``; ``predictions`` filled by :func:`log_predictions`).
+    of its 1D ICE curves (``transform="log"``; ``predictions`` filled by :func:`log_predictions`).  ``audit_rows``:
+    ``(sample_weight, tree plan or None)`` of the audit's row partitions on Dask (:func:`margin_link`).
     """
     if adapter.response == "predict_proba":
-        return margin_link(model, adapter, frame, results_1d, pd_kwargs)
+        return margin_link(model, adapter, frame, results_1d, pd_kwargs, audit_rows)
     if adapter.response != "predict" or adapter.is_classifier:
         return None
     which = log_link_of(model)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from .rows import map_rows
 
 __all__ = ["MarginLink", "margin_link", "CHECK_ROWS", "CHECK_TOL"]
 
@@ -155,12 +156,23 @@ def _unavailable(adapter, model) -> str:
     return ""
 
 
-def margin_link(model, adapter, frame, results_1d, pd_kwargs: dict) -> MarginLink | None:
+def _every_margin(frame, payload) -> np.ndarray:
+    """The margin of every row of ``frame`` (a row partition), :data:`_BATCH_ROWS` rows per call of the model."""
+    model, n_classes = payload
+    if frame.n_rows <= _BATCH_ROWS:
+        return _margin_on(model, frame.data, n_classes)
+    return np.concatenate([_margin_on(model, frame.take_rows(np.arange(a, min(a + _BATCH_ROWS, frame.n_rows))).data,
+                                      n_classes) for a in range(0, frame.n_rows, _BATCH_ROWS)])
+
+
+def margin_link(model, adapter, frame, results_1d, pd_kwargs: dict, audit_rows=None) -> MarginLink | None:
     """The margin's link scale for the ICE-variance criterion, or None when the model has none.
 
     ``frame``: the audit's rows (:class:`~autopdp.pd.data.Frame`); ``results_1d``: the 1D PDs;
     ``pd_kwargs``: the options the PDs were computed with (grids, categorical features, method, batch
-    size, n_jobs), passed on to :func:`~autopdp.pd.partial_dependence.partial_dependence`.
+    size, n_jobs), passed on to :func:`~autopdp.pd.partial_dependence.partial_dependence`; with its ``scheduler``
+    the margin of every row is computed on the row partitions (:func:`autopdp.pd.rows.map_rows`), ``audit_rows`` being
+    ``(sample_weight, tree plan or None)`` of the audit's partitions.
     Returns None when the response is not ``predict_proba``; a :class:`MarginLink` without curves, with
     its ``reason``, when the model has no ``decision_function`` (no model call) or fails the check.
     """
@@ -183,9 +195,9 @@ def margin_link(model, adapter, frame, results_1d, pd_kwargs: dict) -> MarginLin
         if p.shape != (rows.size, n_classes) or not np.allclose(_probabilities(zc, 0).T, p, rtol=0, atol=CHECK_TOL):
             how = "sigmoid" if binary else "softmax"
             raise InputError(f"its predict_proba is not the {how} of its decision_function (to {CHECK_TOL:g})")
-        every = _margin_on(model, frame.data, n_classes) if frame.n_rows <= _BATCH_ROWS else np.concatenate(
-            [_margin_on(model, frame.take_rows(np.arange(a, min(a + _BATCH_ROWS, frame.n_rows))).data, n_classes)
-             for a in range(0, frame.n_rows, _BATCH_ROWS)])
+        weights, plan = audit_rows if audit_rows is not None else (None, None)
+        every = np.concatenate(map_rows(_every_margin, (model, n_classes), frame, sample_weight=weights, plan=plan,
+                                        scheduler=pd_kwargs.get("scheduler")))
         every = every[None, :] if binary else every.T
         predictions = _link(every, columns, all_classes).T
     except InputError as exc:

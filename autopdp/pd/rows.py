@@ -22,7 +22,8 @@ import numpy as np
 
 from .result import PDResult
 
-__all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key", "check_on_dask"]
+__all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key", "check_on_dask",
+           "map_rows"]
 
 
 def row_bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -68,6 +69,29 @@ def rows_key(frame, sample_weight, plan, start: int, stop: int) -> tuple:
         np.ascontiguousarray(sample_weight, dtype=float).tobytes(), digest_size=16).hexdigest()
     refs = (frame, None if plan is None else plan.Z)
     return (tuple(id(r) for r in refs), w, int(start), int(stop)), refs
+
+
+class _FrameShell:
+    """A per-row call that reads only its partition's rows (:func:`map_rows`): the rows' frame."""
+
+    def with_rows(self, block: dict):
+        return block["frame"]
+
+
+def map_rows(fn, payload, frame, *, sample_weight=None, plan=None, scheduler=None) -> list:
+    """``[fn(rows, payload)]`` over the row partitions of ``frame``, in row order: here one partition (every row);
+    on a Dask ``scheduler`` one per worker, run where the audit's resident rows are (keyed as the PDs' partitions
+    of ``frame``, ``sample_weight`` and the tree ``plan``, so no row is sent again).  ``fn`` is a module-level
+    function of a :class:`~autopdp.pd.data.Frame` and ``payload`` that returns a per-row result or a summary."""
+    if scheduler is None:
+        return [fn(frame, payload)]
+    from .distributed import dask_workers, run_partitions_on_dask
+
+    bounds = row_bounds(frame.n_rows, dask_workers(scheduler))
+    shell = _FrameShell()
+    parts = [(shell, rows_key(frame, sample_weight, plan, a, b),
+              (lambda a=a, b=b: rows_block(frame, sample_weight, plan, a, b))) for a, b in bounds]
+    return run_partitions_on_dask(scheduler, fn, parts, [payload] * len(parts))
 
 
 class _CheckShell:
