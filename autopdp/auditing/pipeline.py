@@ -156,8 +156,10 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
         max_batch_mb=config.max_batch_mb, progress=progress, method=config.method, std_rows=config.std_rows,
         scheduler=scheduler,
     )
+    t0 = time.perf_counter()
     tree_reason = _tree_reason(model, adapter, frame, config, weights, scheduler)
     fast_2d = not tree_reason
+    timings["tree_check"] = time.perf_counter() - t0  # the trees read off the model and checked on every row
     # ---- 1D PDs
     t0 = time.perf_counter()
     say(f"1D partial dependence of {len(features)} features", progress)
