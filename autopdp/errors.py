@@ -10,7 +10,8 @@ as the user's mistake.
 
 from __future__ import annotations
 
-__all__ = ["InputError", "InputTypeError", "ExactnessError", "advice", "command_line_interface", "interface"]
+__all__ = ["InputError", "InputTypeError", "ExactnessError", "ClusterError", "advice", "command_line_interface",
+           "interface"]
 
 
 class InputError(ValueError):
@@ -25,6 +26,13 @@ class ExactnessError(RuntimeError):
     """The exact tree path disagrees with a second computation of the same numbers (its own consistency checks,
     or the audit's self-check against the model's predictions): a fault of autopdp, never of the input, reported
     as an internal failure (exit 3)."""
+
+
+class ClusterError(RuntimeError):
+    """The Dask cluster could not finish the work it was given (its workers died running a task, the scheduler
+    went away, the tasks were cancelled): neither the input's fault nor autopdp's.  The command line reports it
+    as the stage that failed (exit 3), in one line saying what happened and what to do; no output is written and
+    an earlier run's outputs are left whole."""
 
 
 # ---------------------------------------------------------------- advice phrased for the interface in use

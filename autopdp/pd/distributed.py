@@ -17,9 +17,10 @@ import contextvars
 import operator
 import uuid
 
-from ..errors import InputError, InputTypeError
+from ..errors import ClusterError, InputError, InputTypeError, advice
 
-__all__ = ["run_on_dask", "run_partitions_on_dask", "run_items_on_dask", "dask_workers", "resident_rows"]
+__all__ = ["run_on_dask", "run_partitions_on_dask", "run_items_on_dask", "dask_workers", "resident_rows", "gathered",
+           "cluster_failures"]
 
 #: within resident_rows: {"scheduler", "client", "blocks": {key: (future, refs)}}
 _RESIDENT: contextvars.ContextVar = contextvars.ContextVar("autopdp_dask_resident", default=None)
@@ -67,6 +68,44 @@ def _client(scheduler):
                                 also=secrets_in(scheduler))) from None
 
 
+def _failure(exc) -> str | None:
+    """What happened to the cluster when ``exc`` says it could not finish (None: ``exc`` is the task's own error)."""
+    from distributed.client import FutureCancelledError
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    if isinstance(exc, KilledWorker):
+        return "its workers died while running one of its tasks and the scheduler gave up on it"
+    if isinstance(exc, CommClosedError):
+        return "the connection to the scheduler was lost"
+    if isinstance(exc, FutureCancelledError):
+        return "its tasks were cancelled (the scheduler restarted, or the client was closed)"
+    return None
+
+
+@contextlib.contextmanager
+def cluster_failures():
+    """Within: a failure of the cluster itself (:func:`_failure`) is a :class:`~autopdp.errors.ClusterError` in one
+    line saying what to do; a task's own error passes unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        what = _failure(exc)
+        if what is None:
+            raise
+        remedy = advice(cli="run again, or without --scheduler", python="run again, or with scheduler=None")
+        said = " ".join(str(exc).split()).split(". ")[0].rstrip(".")[:300]  # its first sentence
+        raise ClusterError(f"the Dask cluster could not finish its work: {what} ({type(exc).__name__}: {said}). "
+                           f"Check the workers' logs and memory (a worker that runs out of memory dies), then "
+                           f"{remedy}.") from None
+
+
+def gathered(client, futures) -> list:
+    """``client.gather(futures)``, a failure of the cluster as a :class:`~autopdp.errors.ClusterError`."""
+    with cluster_failures():
+        return client.gather(futures)
+
+
 def dask_workers(scheduler) -> int:
     client, own = _client(scheduler)
     try:
@@ -86,10 +125,11 @@ def run_on_dask(scheduler, fn, setup, groups, on_done):
         futures = [client.submit(fn, shared, group, pure=False) for group in groups]
         position = {f.key: i for i, f in enumerate(futures)}
         results = [None] * len(groups)
-        for fut in as_completed(futures):
-            i = position[fut.key]
-            results[i] = fut.result()
-            on_done(len(groups[i]))
+        with cluster_failures():
+            for fut in as_completed(futures):
+                i = position[fut.key]
+                results[i] = fut.result()
+                on_done(len(groups[i]))
         return results
     finally:
         if own:
@@ -144,7 +184,7 @@ def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False
                 rows = client.submit(operator.getitem, both, 0, key=f"ownrows-{uuid.uuid4().hex}")
                 blocks[key] = (rows, refs)
                 futures.append(client.submit(operator.getitem, both, 1, key=f"result-{uuid.uuid4().hex}"))
-        return client.gather(futures)
+        return gathered(client, futures)
     finally:
         if own:
             client.close()
@@ -162,7 +202,7 @@ def run_items_on_dask(scheduler, fn, shared, items):
             held = client.submit(_hold, shared, key=f"shared-{uuid.uuid4().hex}")
             futures = [client.submit(fn, held, item, retries=1, key=f"{fn.__name__}-{uuid.uuid4().hex}")
                        for item in items]
-        return client.gather(futures)
+        return gathered(client, futures)
     finally:
         if own:
             client.close()

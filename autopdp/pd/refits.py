@@ -388,13 +388,13 @@ def _run(learner, X, y, w, rows, seeds, spec, *, n_jobs, scheduler, progress) ->
     from sklearn.base import clone
 
     if scheduler is not None:
-        from .distributed import _client
+        from .distributed import _client, gathered
 
         client, own = _client(scheduler)
         try:  # a worker runs as many refits as it has threads: one thread each
             futures = [client.submit(_one_refit, clone(learner), X, y, w, r, s, spec, 1, pure=False)
                        for r, s in zip(rows, seeds)]
-            return client.gather(futures)
+            return gathered(client, futures)
         finally:
             if own:
                 client.close()
