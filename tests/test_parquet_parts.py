@@ -80,3 +80,33 @@ def test_the_command_line_audits_a_parquet_folder(table, tmp_path, capsys):
     data = json.loads((out / "results.json").read_text())
     assert data["metadata"]["data"]["rows"] == 300
     assert len(data["metadata"]["provenance"]["inputs"]["data"]["parts"]) == 3
+
+
+def test_a_parquet_folder_on_a_cluster_of_worker_processes_gives_the_local_report(table, tmp_path, capsys):
+    """The README's command (``--data portfolio/ --scheduler tcp://...``) on a real LocalCluster of worker
+    processes: the same PDs (to 1e-9 of the predictions' sd), findings and selection as the local run."""
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
+    from sklearn.ensemble import RandomForestClassifier
+
+    folder = _parts(tmp_path / "portfolio", table[["a", "b", "target"]])
+    model = RandomForestClassifier(20, min_samples_leaf=5, random_state=0).fit(table[["a", "b"]], table.target)
+    sio.dump(model, tmp_path / "m.skops")
+    (tmp_path / "config.toml").write_text("grid_resolution = 8\nnoise_draws = 50\n")
+    args = ["report", "--model", str(tmp_path / "m.skops"), "--data", str(folder), "--target", "target",
+            "--config", str(tmp_path / "config.toml"), "--formats", "json"]
+    assert main(args + ["--out", str(tmp_path / "local")]) == 0, capsys.readouterr().err
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+        assert main(args + ["--out", str(tmp_path / "cluster"), "--scheduler", c.scheduler_address]) == 0, \
+            capsys.readouterr().err
+    from autopdp import Audit
+
+    local, remote = (Audit.from_json(tmp_path / d / "results.json") for d in ("local", "cluster"))
+    sd = float(np.std(model.predict_proba(table[["a", "b"]])[:, 1]))
+    assert len(local.results) == len(remote.results) == 3  # a, b and the pair
+    for a, b in zip(local.results, remote.results):
+        assert a.features == b.features
+        np.testing.assert_allclose(b.average, a.average, rtol=0, atol=1e-9 * sd)
+    assert [(k, u, e.passed) for k, c in local.evidence.items() for u, e in c.items()] == \
+        [(k, u, e.passed) for k, c in remote.evidence.items() for u, e in c.items()]
+    assert local.selection and any(e.passed for c in local.evidence.values() for e in c.values())
+    assert [(s.features, s.reasons) for s in local.selection] == [(s.features, s.reasons) for s in remote.selection]
