@@ -115,3 +115,25 @@ def test_on_the_command_line_exit_3_one_line_and_the_earlier_report_whole(cluste
     assert "ClusterError: the Dask cluster could not finish its work: its workers died" in lines[0]
     assert lines[0].endswith("then run again, or without --scheduler.")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("which", ["X", "y", "sample_weight", "X_train"])
+def test_a_dask_collection_is_refused_in_one_line_not_collected_silently(data, which):
+    """numpy would collect a dask DataFrame whole into the calling process (and the audit would read it as a bare
+    array, its column names and types gone): each data argument is refused in one line saying what to pass."""
+    import dask.dataframe as dd
+
+    X, y, model = data
+    lazy = {"X": dd.from_pandas(X, npartitions=2), "y": dd.from_pandas(y, npartitions=2),
+            "sample_weight": dd.from_pandas(pd.Series(np.ones(len(X))), npartitions=2),
+            "X_train": dd.from_pandas(X, npartitions=2)}[which]
+    kwargs = {"X": X, "y": y}
+    if which == "X_train":
+        kwargs.update(train=(lazy, y), config=autopdp.AuditConfig(refits=2))
+    else:
+        kwargs[which] = lazy
+    with pytest.raises(autopdp.errors.InputTypeError) as exc:
+        autopdp.audit(model, kwargs.pop("X"), kwargs.pop("y"), progress=False, **kwargs)
+    text = str(exc.value)
+    assert "\n" not in text and text.startswith(f"{which} is a Dask collection (")
+    assert f"Pass a pandas object ({which}.compute()) when it fits in memory" in text

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..config import AuditConfig, ReportOptions, split_config
 from ..io.tree_arrays import check_tree_arrays
-from ..pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, sample_rows
+from ..pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, refuse_dask, sample_rows
 from ..errors import InputError, InputTypeError
 from ..pd.grids import is_effectively_constant, resolve_categorical
 from ..io.loading import column_error, did_you_mean
@@ -38,6 +38,7 @@ COMFORTABLE_ROWS = 200
 def _check_y(y, n: int):
     if y is None:
         return None
+    refuse_dask(y, "y")
     if isinstance(y, pd.DataFrame):
         if y.shape[1] != 1:
             raise InputError(f"y must be one column, got a DataFrame with {y.shape[1]} columns.")
@@ -84,6 +85,7 @@ def _apply_categories(X, categories):
 def _check_weights(sample_weight, n: int):
     if sample_weight is None:
         return None
+    refuse_dask(sample_weight, "sample_weight")
     try:
         w = np.asarray(pd.to_numeric(pd.Series(np.asarray(sample_weight).ravel()), errors="raise"), dtype=float)
     except (ValueError, TypeError):

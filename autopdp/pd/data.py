@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import InputError, InputTypeError
 
 __all__ = ["Frame", "as_frame", "is_categorical_dtype", "sample_rows", "probe_rows", "missing_values", "describe_missing",
-           "check_unique_columns"]
+           "check_unique_columns", "refuse_dask"]
 
 
 def is_categorical_dtype(dtype) -> bool:
@@ -141,8 +141,20 @@ def check_unique_columns(X: pd.DataFrame, name: str = "X") -> None:
         )
 
 
+def refuse_dask(value, name: str) -> None:
+    """A Dask collection (a dask DataFrame, Series or array) is refused in one line: numpy would collect it whole
+    into this process, silently, losing its column names and types."""
+    if callable(getattr(value, "__dask_graph__", None)):
+        raise InputTypeError(
+            f"{name} is a Dask collection ({type(value).__name__}): autopdp reads the data it audits into this process "
+            "and does not take Dask collections yet (collecting one here could exhaust its memory). Pass a pandas "
+            f"object ({name}.compute()) when it fits in memory; with scheduler= the PDs and the other per-row work "
+            "still run on the cluster's workers.")
+
+
 def _validated(X, name: str) -> Frame:
     """:func:`as_frame`'s checks of raw data (a separate function so tests can count them)."""
+    refuse_dask(X, name)
     if isinstance(X, pd.Series):
         raise InputTypeError(f"{name} is a pandas Series; pass a DataFrame with one column per feature (e.g. series.to_frame()).")
     if isinstance(X, pd.DataFrame):

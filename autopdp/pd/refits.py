@@ -41,6 +41,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..errors import InputError
+from .data import refuse_dask
 from .tree.fastpath import forget_plans, share_subset, shared_adapter, shared_plans
 from .link import model_link, with_surfaces
 from .options import keywords
@@ -432,6 +433,8 @@ def checked_train(train, refits: int, X=None):
                          f"{type(train).__name__}{' of ' + str(len(train)) if isinstance(train, (tuple, list)) else ''}.")
     Xt, yt = train[0], train[1]
     wt = train[2] if len(train) == 3 else None
+    for part, name in zip(train, ("X_train", "y_train", "w_train")):
+        refuse_dask(part, name)
     if not hasattr(Xt, "shape") or len(getattr(Xt, "shape", ())) != 2:
         raise InputError("train= X_train must be a DataFrame or a 2D array.")
     n = int(Xt.shape[0])
