@@ -1,6 +1,7 @@
 """The audit at 50k, 200k and 1M rows x 14, locally and on a Dask LocalCluster of 1 and 2 workers (issues 32, 54).
 
     python benchmarks/bench_scale.py [--sizes 50000,200000,1000000] [--workers 1,2] [--skip-dask]
+    python benchmarks/bench_scale.py --parquet 10000000 [--workers 2]
 
 Each worker is a process with one thread (its kernels use that one thread: its share of the machine), so W workers
 use W cores; the speed-up of W workers is printed over 1 worker and over the local run (every core of the machine).
@@ -17,6 +18,12 @@ speed-up is the local time over the cluster's.  The load average is printed besi
 on an idle machine.  On Dask the PDs, the PD outside the grid and the exact ALE's sums run on the workers' resident
 row partitions, and the permutation importance one task per feature; validation, scoring, the other trust checks
 and the noise tests run in the calling process (README, "When one machine is not enough").
+
+``--parquet ROWS``: the README's commands on a folder of Parquet parts (ROWS resampled Adult rows, 20 parts, the
+categorical columns stored as dictionaries): ``dask scheduler`` and ``--workers`` ``dask worker`` processes of one
+thread, then ``python -m autopdp report --data FOLDER --scheduler ADDRESS``.  Printed: the command's wall time,
+the peak resident memory of the calling process alone (the command; sampled every 50 ms) and of the workers, and
+the data's size as one pandas frame (``pandas.read_parquet(FOLDER).memory_usage(deep=True)``).
 """
 
 from __future__ import annotations
@@ -120,16 +127,102 @@ def _one(size: int, workers: int) -> dict:
     return out
 
 
+def _rss(procs) -> int:
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except Exception:  # noqa: BLE001 - a process that just exited
+            pass
+    return total
+
+
+def _write_parts(rows: int, folder: Path) -> Path:
+    """ROWS resampled Adult rows (seed 0) with the income label, as 20 Parquet parts; the model beside them."""
+    import numpy as np
+    import skops.io as sio
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    df, y = _adult()
+    model = HistGradientBoostingClassifier(max_iter=200, categorical_features="from_dtype", random_state=0).fit(df, y)
+    folder.mkdir(parents=True, exist_ok=True)
+    sio.dump(model, folder.parent / "model.skops")
+    pick = np.random.default_rng(0).integers(0, len(df), rows)
+    for i, part in enumerate(np.array_split(pick, 20)):
+        df.iloc[part].assign(income=y[part]).reset_index(drop=True).to_parquet(folder / f"part-{i:05d}.parquet")
+    return folder.parent / "model.skops"
+
+
+def _parquet_run(rows: int, workers: int) -> int:
+    """The README's commands on a Parquet folder of ``rows`` rows: scheduler, workers, ``autopdp report``."""
+    import tempfile
+
+    import pandas as pd
+    import psutil
+
+    work = Path(tempfile.mkdtemp(prefix="autopdp-bench-"))
+    folder = work / "portfolio"
+    model = _write_parts(rows, folder)
+    frame_mb = pd.read_parquet(folder).memory_usage(deep=True).sum() / 2 ** 20
+    address_file = work / "scheduler.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cluster = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--scheduler-file", str(address_file),
+                                 "--no-dashboard"], stderr=subprocess.DEVNULL)]
+    while not address_file.exists():
+        time.sleep(0.2)
+    time.sleep(1.0)
+    address = json.loads(address_file.read_text())["address"]
+    cluster += [subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--nworkers",
+                                  "1", "--no-dashboard"], stderr=subprocess.DEVNULL, env=env) for _ in range(workers)]
+    try:
+        time.sleep(5.0)
+        load_before = _load()
+        t0 = time.perf_counter()
+        run = psutil.Popen([sys.executable, "-m", "autopdp", "report", "--model", str(model), "--data", str(folder),
+                            "--target", "income", "--scheduler", address, "--out", str(work / "report"),
+                            "--formats", "json", "--trust-type", "functools.partial", "--trust-type",
+                            "sklearn.utils.validation.check_array"],  # HGB's categorical preprocessing
+                           stderr=subprocess.PIPE, text=True)
+        client_peak = worker_peak = 0
+        workers_now = [psutil.Process(p.pid) for p in cluster[1:]]
+        while run.poll() is None:
+            client_peak = max(client_peak, _rss([run]))
+            worker_peak = max(worker_peak, _rss([c for w in workers_now for c in [w, *w.children(recursive=True)]]))
+            time.sleep(0.05)
+        seconds = time.perf_counter() - t0
+        err = run.stderr.read()
+    finally:
+        for p in cluster:
+            p.terminate()
+        for p in cluster:
+            p.wait()
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+    if run.returncode != 0:
+        print(f"autopdp report failed ({run.returncode}): {err[-2000:]}")
+        return 1
+    print(f"{rows:,} rows in a folder of 20 Parquet parts; {workers} dask worker(s) of one thread; {os.cpu_count()} cores")
+    print(f"  autopdp report --data {folder.name}/ --scheduler ...: {seconds:.1f} s; load before / after "
+          f"{load_before} / {_load()}")
+    print(f"  peak memory: the calling process {client_peak / 2 ** 20:,.0f} MB, the workers {worker_peak / 2 ** 20:,.0f} MB; "
+          f"the data as one pandas frame {frame_mb:,.0f} MB")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="50000,200000,1000000")
     ap.add_argument("--workers", default="1,2", help="Dask LocalCluster worker processes to try")
     ap.add_argument("--skip-dask", action="store_true")
+    ap.add_argument("--parquet", type=int, metavar="ROWS", help="the README's commands on a Parquet folder of ROWS rows")
     ap.add_argument("--one", nargs=2, type=int, metavar=("SIZE", "WORKERS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         print(json.dumps(_one(*args.one)))
         return 0
+    if args.parquet:
+        return _parquet_run(args.parquet, int(args.workers.split(",")[-1]))
     sizes = [int(s) for s in args.sizes.split(",")]
     modes = [0] + ([] if args.skip_dask else [int(w) for w in args.workers.split(",")])
     print(f"autopdp.audit(model, X, y) on the Adult rows resampled; HGB 200 iterations, native categoricals; "
@@ -150,7 +243,7 @@ def main(argv=None) -> int:
             one = r["seconds"] if w == 1 else one
             where = "local" if not w else f"Dask {w} worker" + ("s" if w > 1 else "")
             speed = f"{local / r['seconds']:.2f}x" if w and local else ""
-            over_one = f"{r['seconds'] / one:.2f}" if w > 1 and one else ""
+            over_one = f"{r['seconds'] / one:.3f}" if w > 1 and one else ""
             stages = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
             print(f"{size:9,d}  {where:14s} {r['seconds']:8.1f} {r['peak_mb']:8.0f} {speed:>8s} {over_one:>8s}   {stages}   "
                   f"{r['load_before']} / {r['load_after']}", flush=True)
