@@ -272,10 +272,13 @@ def test_the_trees_check_on_worker_partitions_gives_the_one_pass_verdict(cluster
     assert _tree_reason(shifted, ad, fr, cfg, scheduler=client) == _tree_reason(shifted, ad, fr, cfg)
 
 
-def test_a_classifiers_margin_on_every_row_is_computed_on_the_resident_partitions(cluster):
+def test_a_classifiers_margin_on_every_row_is_computed_on_the_resident_partitions(cluster, monkeypatch):
     """The margin of every row (the link scale's materiality threshold) is one task per partition on the rows the PDs
-    left there (no row is sent again), and the link scale's scores are those of the local audit."""
+    left there (no row is sent again), and the link scale's scores are those of the local audit.  The rows' model
+    matrix for the trees is made on the workers, from their rows: the calling process encodes a few rows only."""
     from distributed import get_task_stream
+
+    from autopdp.pd.tree.fastpath import TreePlan
 
     _, client = cluster
     client.wait_for_workers(2, timeout=120)
@@ -285,8 +288,12 @@ def test_a_classifiers_margin_on_every_row_is_computed_on_the_resident_partition
     model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
     cfg = autopdp.AuditConfig(grid_resolution=8, grid_resolution_2d=5, noise_draws=50)
     local = autopdp.audit(model, X, y, config=cfg, progress=False)
+    encoded = []  # the rows each encoding in this (the calling) process took
+    to_Z = TreePlan._to_Z
+    monkeypatch.setattr(TreePlan, "_to_Z", lambda self, rows: encoded.append(len(rows)) or to_Z(self, rows))
     with get_task_stream(client) as stream:
         remote = autopdp.audit(model, X, y, config=cfg, scheduler=client, progress=False)
+    assert encoded and max(encoded) < len(X) // 2, encoded
     keys = [str(t["key"]) for t in stream.data]
     assert len([k for k in keys if k.startswith("_every_margin-")]) == 2
     # rows sent: the audit's 2 partitions (checked, then read by the 1D PDs and the margin of every row), and the

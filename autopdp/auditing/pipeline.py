@@ -100,7 +100,8 @@ def _tree_reason(model, adapter, frame, config: AuditConfig, weights=None, sched
         return ("with feature groups (groups, --group) the model is called through a Pipeline that writes its one-hot "
                 "columns back; the tree path reads the model's own columns")
     try:
-        plan = plan_tree_path(model, adapter, frame, config.max_batch_mb * 1e6)
+        # on Dask the rows' model matrix is made on the workers, from their rows (rows_elsewhere)
+        plan = plan_tree_path(model, adapter, frame, config.max_batch_mb * 1e6, rows_elsewhere=scheduler is not None)
         if scheduler is not None:
             check_on_dask(plan, frame, weights, scheduler)
         plan.prepare(np.ones(frame.n_rows), rows=scheduler is not None)

@@ -147,10 +147,11 @@ def _on_rows(fn, shell, block, payload):
 
 
 def _refreshed(fn, shell, block, payload):
-    """``(rows, result)``: ``fn`` of one row partition returns ``(own, result)``; the rows come back with ``own``
-    (their raw scores, :func:`autopdp.pd.rows.rows_block`), to stay on the worker in place of the first ones."""
-    own, result = fn(shell.with_rows(block), payload)
-    return ({**block, "own": own} if own is not None else block), result
+    """``(rows, result)``: ``fn`` of one row partition returns ``(kept, result)``; the rows come back with ``kept``
+    (a dict: their model matrix and raw scores, :func:`autopdp.pd.rows.rows_block`), to stay on the worker in place
+    of the first ones."""
+    kept, result = fn(shell.with_rows(block), payload)
+    return ({**block, **kept} if kept is not None else block), result
 
 
 def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False):
@@ -158,8 +159,8 @@ def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False
 
     ``parts``: ``(shell, (key, refs), make_rows)`` per partition (:func:`autopdp.pd.rows.shells`); ``payloads``:
     one per partition.  The rows are sent once per key within :func:`resident_rows` (each partition pinned to one
-    worker, others allowed), and the task runs where they are.  ``refresh``: ``fn`` returns ``(own, result)`` and
-    the resident rows are replaced, on their worker, by the rows with ``own`` (:func:`_refreshed`).
+    worker, others allowed), and the task runs where they are.  ``refresh``: ``fn`` returns ``(kept, result)`` and
+    the resident rows are replaced, on their worker, by the rows with ``kept`` (:func:`_refreshed`).
     """
     import warnings
 

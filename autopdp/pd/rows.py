@@ -53,7 +53,8 @@ def partitions(setup, jobs, parts: int) -> tuple[list, list]:
 
 def rows_block(frame, sample_weight, plan, start: int, stop: int) -> dict:
     """The rows ``start:stop`` as a row partition needs them: the frame's rows, their sample weights and the tree
-    plan's model matrix (and raw scores, when known) of those rows; the same for every call on this frame and plan."""
+    plan's model matrix (None when the plan has none here: the worker encodes its rows) and raw scores, when known,
+    of those rows; the same for every call on this frame and plan."""
     rows = np.arange(start, stop)
     Z, own = (None, None) if plan is None else plan.rows_of(rows)
     return {"frame": frame.take_rows(rows), "Z": Z, "own": own,
@@ -61,13 +62,13 @@ def rows_block(frame, sample_weight, plan, start: int, stop: int) -> dict:
 
 
 def rows_key(frame, sample_weight, plan, start: int, stop: int) -> tuple:
-    """``(key, refs)``: what makes :func:`rows_block` the same block (this frame and model matrix, equal weights,
-    the same rows) and the objects that key names, held with it so their identities are not reused."""
+    """``(key, refs)``: what makes :func:`rows_block` the same block (this frame and tree plan, equal weights, the
+    same rows) and the objects that key names, held with it so their identities are not reused."""
     import hashlib
 
     w = None if sample_weight is None else hashlib.blake2b(
         np.ascontiguousarray(sample_weight, dtype=float).tobytes(), digest_size=16).hexdigest()
-    refs = (frame, None if plan is None else plan.Z)
+    refs = (frame, plan)
     return (tuple(id(r) for r in refs), w, int(start), int(stop)), refs
 
 
@@ -105,17 +106,18 @@ class _CheckShell:
 
 
 def _check_partition(plan, offset) -> tuple:
-    """One partition's check of the trees against the model: ``(raw, (theirs, gap, top, raw))``, or
-    ``(None, reason)`` when it fails; ``raw`` (the rows' own raw scores) stays with the rows on the worker."""
+    """One partition's check of the trees against the model: ``(kept, (theirs, gap, top, raw))``, or
+    ``(None, reason)`` when it fails; ``kept`` (the rows' model matrix, encoded here, and their own raw scores)
+    stays with the rows on the worker."""
     from .tree.exact_pd import TreePathUnavailable
     from .tree.fastpath import verify_parts
     from .tree.ice import RowKernel
 
-    kernel = RowKernel(plan.forest, plan.Z, np.ones(plan.Z.shape[0]), np.zeros(plan.forest.value.shape[1]))
-    raw = kernel.predictions() + offset
     try:
-        return raw, verify_parts(kernel, raw, plan.adapter, plan.frame, plan.n_out) + (raw,)
-    except TreePathUnavailable as exc:
+        kernel = RowKernel(plan.forest, plan.Z, np.ones(plan.Z.shape[0]), np.zeros(plan.forest.value.shape[1]))
+        raw = kernel.predictions() + offset
+        return {"Z": plan.Z, "own": raw}, verify_parts(kernel, raw, plan.adapter, plan.frame, plan.n_out) + (raw,)
+    except TreePathUnavailable as exc:  # the rows' encoding, or the check itself
         return None, str(exc)
 
 

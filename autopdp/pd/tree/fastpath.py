@@ -86,12 +86,14 @@ class TreePlan:
     splits, missing values).  At least one applies, or construction fails.
     """
 
-    def __init__(self, model, adapter, frame: Frame, max_bytes: float = MAX_TREE_BYTES):
+    def __init__(self, model, adapter, frame: Frame, max_bytes: float = MAX_TREE_BYTES, rows_elsewhere: bool = False):
         self.pre, self.final = _split(model)
         self.adapter = adapter
         self.frame = frame
         self.encodes = self.pre is not None
-        P = self._pre(frame.data)
+        # rows_elsewhere (Dask): the rows' model matrix is made where they are (:meth:`filled`), from their own rows;
+        # here only the first rows are encoded, for the checks below, and the whole matrix on first use (:attr:`Z`)
+        P = self._pre(frame.take_rows(np.arange(min(frame.n_rows, 1000))).data if rows_elsewhere else frame.data)
         Z = _internal_encoding(self.final, P)
         if Z is not None:
             self.encodes = True
@@ -99,7 +101,7 @@ class TreePlan:
             if self.pre is None and frame.is_frame and not all(pd.api.types.is_numeric_dtype(t) for t in frame.data.dtypes):
                 raise TreePathUnavailable("the data has non-numeric columns and the model has no preprocessing")
             Z = _as_array(P)
-        self.Z = Z
+        self.Z = None if rows_elsewhere else Z
         self.counting_unavailable = ""
         self._ensemble, self._ensemble_built = None, False  # leaf counting's, built when first needed (:attr:`ensemble`)
         self.rows_unavailable = ""
@@ -125,6 +127,23 @@ class TreePlan:
         self._checked_offset = None  # a subset's: its parent's kernel offset, checked on every parent row
         self._own_raw_rows = None  # a subset's: its rows' own raw scores from the parent's kernel, when it had them
         self.model_response = None  # the model's own response on every row of the frame, once the kernel is checked
+
+    @property
+    def Z(self) -> np.ndarray | None:
+        """The rows as the trees see them (every row of :attr:`frame`), encoded on first use when the plan was made
+        without them (``rows_elsewhere``, or a shell :meth:`filled` with its rows only); None for a shell."""
+        if self._Z is None and self.frame is not None:
+            self._Z = self._to_Z(self.frame.data)
+        return self._Z
+
+    @Z.setter
+    def Z(self, value) -> None:
+        self._Z = value
+
+    def _rows_Z(self, rows) -> np.ndarray:
+        """The model matrix of ``rows`` of the frame, encoding only those rows when the whole one is not made."""
+        rows = np.asarray(rows, dtype=np.intp)
+        return self._Z[rows] if self._Z is not None else self._to_Z(self.frame.take_rows(rows).data)
 
     def subset(self, rows, frame: Frame) -> "TreePlan":
         """This plan on ``frame``, the rows ``rows`` of this plan's frame, without new checks.
@@ -156,7 +175,8 @@ class TreePlan:
         same sums, read instead of walked again), or None."""
         rows = np.asarray(rows, dtype=np.intp)
         own = self._own_raw_rows if self._kernel is None else self._kernel[1]._own_raw
-        return np.ascontiguousarray(self.Z[rows]), (None if own is None else np.ascontiguousarray(own[rows]))
+        Z = None if self._Z is None else np.ascontiguousarray(self._Z[rows])  # None: encoded where the rows go
+        return Z, (None if own is None else np.ascontiguousarray(own[rows]))
 
     def filled(self, frame: Frame, Z, own) -> "TreePlan":
         """This shell (:meth:`subset_shell`) on ``frame`` with its model matrix ``Z`` and raw scores ``own``."""
@@ -272,7 +292,7 @@ class TreePlan:
         frame = self.frame
         same = (Zp == Zp[:, :1, :]) | (np.isnan(Zp) & np.isnan(Zp[:, :1, :]))
         varies = ~np.all(same, axis=(0, 1))
-        base = self.Z[rows]
+        base = self._rows_Z(rows)
         base_changed = ~np.all((Zp[:, 0, :] == base) | (np.isnan(Zp[:, 0, :]) & np.isnan(base)), axis=0)
         cols = np.nonzero(varies | base_changed)[0]
         if cols.size != 1:
@@ -345,7 +365,7 @@ class TreePlan:
         offset = np.zeros(self.forest.value.shape[1])
         if not _constant_in_trees(self.final, self.forest):
             if recon0 is None:
-                recon0 = RowKernel(self.forest, self.Z[:1], np.ones(1), offset).predictions()[0]
+                recon0 = RowKernel(self.forest, self._rows_Z([0]), np.ones(1), offset).predictions()[0]
             raw0 = _raw_score(self.final, self._pre(self.frame.take_rows(np.arange(1)).data))
             offset = raw0.reshape(-1)[: offset.size] - recon0
         return offset
@@ -365,6 +385,8 @@ class TreePlan:
         work needs every row's values (ICE, std), so leaf counting is built only
         when the per-row kernel is unavailable.
         """
+        if self.forest is not None and self._own_raw_rows is not None and self.model_response is not None:
+            return  # every row checked in parts (:meth:`checked_elsewhere`): the engines are built where the rows are
         if self.forest is not None:
             try:
                 self.kernel(w)
@@ -395,7 +417,7 @@ class TreePlan:
     def _offset(self) -> np.ndarray:
         offset = self.ensemble.offset
         if np.isnan(offset).any():
-            offset = boosting_offset(self.raw_predict, self.ensemble, self.Z[:1])
+            offset = boosting_offset(self.raw_predict, self.ensemble, self._rows_Z([0]))
         return offset
 
 
@@ -540,13 +562,14 @@ def _same_weights(a, b) -> bool:
     return a is b or (np.shape(a) == np.shape(b) and np.array_equal(a, b))
 
 
-def plan_tree_path(model, adapter, frame: Frame, max_bytes: float = MAX_TREE_BYTES) -> TreePlan:
+def plan_tree_path(model, adapter, frame: Frame, max_bytes: float = MAX_TREE_BYTES,
+                   rows_elsewhere: bool = False) -> TreePlan:
     """A :class:`TreePlan` whose tables stay within ``max_bytes`` (``max_batch_mb``), or :class:`TreePathUnavailable`
-    with the reason."""
+    with the reason; ``rows_elsewhere`` (made here, not found): see :class:`TreePlan`."""
     if adapter.response in ("crisp", "callable"):
         raise TreePathUnavailable(f"response {adapter.response!r}")
     if _SHARED is None:
-        return TreePlan(model, adapter, frame, max_bytes)
+        return TreePlan(model, adapter, frame, max_bytes, rows_elsewhere)
     key = (adapter.response, None if adapter.columns is None else tuple(np.asarray(adapter.columns).tolist()),
            float(max_bytes))
     for k, m, data, plan in _SHARED:
@@ -555,7 +578,7 @@ def plan_tree_path(model, adapter, frame: Frame, max_bytes: float = MAX_TREE_BYT
                 raise TreePathUnavailable(plan)
             return plan
     try:
-        plan = TreePlan(model, adapter, frame, max_bytes)
+        plan = TreePlan(model, adapter, frame, max_bytes, rows_elsewhere)
     except TreePathUnavailable as exc:
         _SHARED.append((key, model, frame.data, str(exc)))
         raise
