@@ -180,7 +180,8 @@ def _parquet_run(rows: int, workers: int) -> int:
         t0 = time.perf_counter()
         run = psutil.Popen([sys.executable, "-m", "autopdp", "report", "--model", str(model), "--data", str(folder),
                             "--target", "income", "--scheduler", address, "--out", str(work / "report"),
-                            "--formats", "json", "--trust-type", "functools.partial", "--trust-type",
+                            "--formats", "json", "--max-data-mb", "16384", "--trust-type", "functools.partial",
+                            "--trust-type",
                             "sklearn.utils.validation.check_array"],  # HGB's categorical preprocessing
                            stderr=subprocess.PIPE, text=True)
         client_peak = worker_peak = 0
