@@ -103,6 +103,8 @@ def test_a_parquet_folder_on_a_cluster_of_worker_processes_gives_the_local_repor
     local, remote = (Audit.from_json(tmp_path / d / "results.json") for d in ("local", "cluster"))
     sd = float(np.std(model.predict_proba(table[["a", "b"]])[:, 1]))
     assert len(local.results) == len(remote.results) == 3  # a, b and the pair
+    merged = [n for r in remote.results for n in r.notes if "row partitions" in n]  # the cluster computed them
+    assert merged and not [n for r in local.results for n in r.notes if "row partitions" in n]
     for a, b in zip(local.results, remote.results):
         assert a.features == b.features
         np.testing.assert_allclose(b.average, a.average, rtol=0, atol=1e-9 * sd)

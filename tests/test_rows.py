@@ -283,24 +283,23 @@ def test_a_classifiers_margin_on_every_row_is_computed_on_the_resident_partition
     _, client = cluster
     client.wait_for_workers(2, timeout=120)
     rng = np.random.default_rng(6)
-    X = pd.DataFrame(rng.normal(size=(2000, 3)), columns=list("abc"))
-    y = (X.a * X.b + X.c + rng.normal(0, 0.5, 2000) > 0).astype(int)
+    X = pd.DataFrame(rng.normal(size=(3000, 3)), columns=list("abc"))
+    y = (X.a * X.b + X.c + rng.normal(0, 0.5, 3000) > 0).astype(int)
     model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
     cfg = autopdp.AuditConfig(grid_resolution=8, grid_resolution_2d=5, noise_draws=50)
     local = autopdp.audit(model, X, y, config=cfg, progress=False)
-    encoded = []  # the rows each encoding in this (the calling) process took
-    to_Z = TreePlan._to_Z
-    monkeypatch.setattr(TreePlan, "_to_Z", lambda self, rows: encoded.append(len(rows)) or to_Z(self, rows))
+    encoded = []  # the rows each encoding in this (the calling) process took: every one goes through _pre
+    pre = TreePlan._pre
+    monkeypatch.setattr(TreePlan, "_pre", lambda self, rows: encoded.append(len(rows)) or pre(self, rows))
     with get_task_stream(client) as stream:
         remote = autopdp.audit(model, X, y, config=cfg, scheduler=client, progress=False)
-    assert encoded and max(encoded) < len(X) // 2, encoded
+    assert encoded and max(encoded) <= 1000 < len(X), encoded  # the plan's checks read the first 1,000 rows
     keys = [str(t["key"]) for t in stream.data]
     assert len([k for k in keys if k.startswith("_every_margin-")]) == 2
-    # rows sent: the audit's 2 partitions (checked, then read by the 1D PDs and the margin of every row), and the
-    # small row samples of the link scale's own ICE curves (1D, then 2D): none more for the margin of every row
-    sent = [k for k in keys if k.startswith(("rows-", "_check_partition-", "_every_margin-"))]
-    assert [k.split("-")[0] for k in sent[:6]] == ["rows"] * 2 + ["_check_partition"] * 2 + ["_every_margin"] * 2
-    assert len([k for k in keys if k.startswith("rows-")]) == 6
+    # rows sent before the margin: the audit's 2 partitions (checked, then read by the 1D PDs), none more for it
+    first_margin = min(i for i, k in enumerate(keys) if k.startswith("_every_margin-"))
+    assert len([k for k in keys[:first_margin] if k.startswith("rows-")]) == 2
+    assert len([k for k in keys[:first_margin] if k.startswith("_check_partition-")]) == 2
     assert local.evidence["ice_variance"]  # read on the margin's log-odds
     for column in ("ice_variance", "interaction"):
         np.testing.assert_allclose(remote.scores[column].to_numpy(dtype=float),

@@ -21,7 +21,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from ..config import AuditConfig
-from ..pd.data import Frame, sample_rows
+from ..pd.data import Frame, refuse_dask, sample_rows
 from ..errors import InputError
 from ..io.provenance import attach_provenance
 from ..utils.progress import announce, say
@@ -444,6 +444,9 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     """
     started = time.perf_counter()
     from ..io.mlflow_models import model_argument
+
+    for value, name in ((X, "X"), (y, "y"), (sample_weight, "sample_weight")):
+        refuse_dask(value, name)  # before anything reads them (groups, cohorts): numpy would collect them whole
 
     model, source = model_argument(model, X)  # an MLflow URI, or a model autopdp.load_model read from one
     config, compare, report = _resolved(config, compare, report)

@@ -70,7 +70,8 @@ def _client(scheduler):
 
 def _failure(exc) -> str | None:
     """What happened to the cluster when ``exc`` says it could not finish (None: ``exc`` is the task's own error)."""
-    from distributed.client import FutureCancelledError
+    from concurrent.futures import CancelledError  # distributed's FutureCancelledError (2024.6 on) is one
+
     from distributed.comm.core import CommClosedError
     from distributed.scheduler import KilledWorker
 
@@ -78,8 +79,9 @@ def _failure(exc) -> str | None:
         return "its workers died while running one of its tasks and the scheduler gave up on it"
     if isinstance(exc, CommClosedError):
         return "the connection to the scheduler was lost"
-    if isinstance(exc, FutureCancelledError):
-        return "its tasks were cancelled (the scheduler restarted, or the client was closed)"
+    if isinstance(exc, CancelledError):
+        return ("its tasks were cancelled (the connection to the scheduler was lost, the scheduler restarted, or the "
+                "client was closed)")
     return None
 
 
@@ -101,9 +103,21 @@ def cluster_failures():
 
 
 def gathered(client, futures) -> list:
-    """``client.gather(futures)``, a failure of the cluster as a :class:`~autopdp.errors.ClusterError`."""
-    with cluster_failures():
-        return client.gather(futures)
+    """``client.gather(futures)``, a failure of the cluster as a :class:`~autopdp.errors.ClusterError` (the other
+    futures cancelled: nothing of the failed run keeps running)."""
+    try:
+        with cluster_failures():
+            return client.gather(futures)
+    except ClusterError:
+        _cancel(client, futures)
+        raise
+
+
+def _cancel(client, futures) -> None:
+    try:
+        client.cancel(futures)
+    except Exception:  # noqa: BLE001 - a client whose scheduler is gone cannot cancel: nothing is left to stop
+        pass
 
 
 def dask_workers(scheduler) -> int:
@@ -125,11 +139,15 @@ def run_on_dask(scheduler, fn, setup, groups, on_done):
         futures = [client.submit(fn, shared, group, pure=False) for group in groups]
         position = {f.key: i for i, f in enumerate(futures)}
         results = [None] * len(groups)
-        with cluster_failures():
-            for fut in as_completed(futures):
-                i = position[fut.key]
-                results[i] = fut.result()
-                on_done(len(groups[i]))
+        try:
+            with cluster_failures():
+                for fut in as_completed(futures):
+                    i = position[fut.key]
+                    results[i] = fut.result()
+                    on_done(len(groups[i]))
+        except ClusterError:
+            _cancel(client, futures)
+            raise
         return results
     finally:
         if own:

@@ -14,7 +14,7 @@ from collections.abc import Hashable
 import numpy as np
 
 from .options import PDOptions
-from .data import Frame, as_frame, describe_missing, probe_rows
+from .data import Frame, as_frame, describe_missing, probe_rows, refuse_dask
 from ..errors import InputError, InputTypeError
 from .tree.fastpath import METHODS, plan_tree_path, shared_adapter
 from .sampling import _weighted_sample
@@ -83,6 +83,7 @@ def _normalise_features(frame: Frame, features) -> list[tuple[int, ...]]:
 def _sample_weight(sample_weight, n):
     if sample_weight is None:
         return None
+    refuse_dask(sample_weight, "sample_weight")
     w = np.asarray(sample_weight, dtype=float).ravel()
     if w.shape[0] != n:
         raise InputError(f"sample_weight has {w.shape[0]} values but X has {n} rows; give one weight per row.")

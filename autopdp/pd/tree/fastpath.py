@@ -127,6 +127,7 @@ class TreePlan:
         self._checked_offset = None  # a subset's: its parent's kernel offset, checked on every parent row
         self._own_raw_rows = None  # a subset's: its rows' own raw scores from the parent's kernel, when it had them
         self.model_response = None  # the model's own response on every row of the frame, once the kernel is checked
+        self._checked_in_parts = False  # every row checked on its partition (:meth:`checked_elsewhere`)
 
     @property
     def Z(self) -> np.ndarray | None:
@@ -162,6 +163,7 @@ class TreePlan:
         other = copy.copy(self)
         other.frame, other.Z, other._own_raw_rows, other.model_response = None, None, None, None
         other._ensemble, other._ensemble_built, other.counting_unavailable = None, False, ""
+        other._checked_in_parts = False
         other._engine = None
         other._kernel = None
         other._maps = dict(self._maps)
@@ -375,7 +377,7 @@ class TreePlan:
         takes ``offset`` and the rows' raw scores without walking or predicting again."""
         self._checked_offset = np.asarray(offset, dtype=float).copy()
         self.model_response, self._own_raw_rows = model_response, own_raw
-        self._kernel = None
+        self._kernel, self._checked_in_parts = None, True
 
     def prepare(self, w, rows: bool = False) -> None:
         """Build what every feature set shares (once, before work is shared out).
@@ -385,7 +387,7 @@ class TreePlan:
         work needs every row's values (ICE, std), so leaf counting is built only
         when the per-row kernel is unavailable.
         """
-        if self.forest is not None and self._own_raw_rows is not None and self.model_response is not None:
+        if self.forest is not None and self._checked_in_parts:
             return  # every row checked in parts (:meth:`checked_elsewhere`): the engines are built where the rows are
         if self.forest is not None:
             try:
