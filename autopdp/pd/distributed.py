@@ -86,15 +86,21 @@ def _failure(exc) -> str | None:
 
 
 @contextlib.contextmanager
-def cluster_failures():
+def cluster_failures(client=None, futures=()):
     """Within: a failure of the cluster itself (:func:`_failure`) is a :class:`~autopdp.errors.ClusterError` in one
-    line saying what to do; a task's own error passes unchanged."""
+    line saying what to do, ``futures`` cancelled first (nothing of the failed run keeps running); a task's own
+    error passes unchanged."""
     try:
         yield
     except Exception as exc:
         what = _failure(exc)
         if what is None:
             raise
+        if client is not None:
+            try:
+                client.cancel(list(futures))
+            except Exception:  # noqa: BLE001 - a client whose scheduler is gone cannot cancel: nothing is left to stop
+                pass
         remedy = advice(cli="run again, or without --scheduler", python="run again, or with scheduler=None")
         said = " ".join(str(exc).split()).split(". ")[0].rstrip(".")[:300]  # its first sentence
         raise ClusterError(f"the Dask cluster could not finish its work: {what} ({type(exc).__name__}: {said}). "
@@ -103,21 +109,9 @@ def cluster_failures():
 
 
 def gathered(client, futures) -> list:
-    """``client.gather(futures)``, a failure of the cluster as a :class:`~autopdp.errors.ClusterError` (the other
-    futures cancelled: nothing of the failed run keeps running)."""
-    try:
-        with cluster_failures():
-            return client.gather(futures)
-    except ClusterError:
-        _cancel(client, futures)
-        raise
-
-
-def _cancel(client, futures) -> None:
-    try:
-        client.cancel(futures)
-    except Exception:  # noqa: BLE001 - a client whose scheduler is gone cannot cancel: nothing is left to stop
-        pass
+    """``client.gather(futures)``, a failure of the cluster as a :class:`~autopdp.errors.ClusterError`."""
+    with cluster_failures(client, futures):
+        return client.gather(futures)
 
 
 def dask_workers(scheduler) -> int:
@@ -139,15 +133,11 @@ def run_on_dask(scheduler, fn, setup, groups, on_done):
         futures = [client.submit(fn, shared, group, pure=False) for group in groups]
         position = {f.key: i for i, f in enumerate(futures)}
         results = [None] * len(groups)
-        try:
-            with cluster_failures():
-                for fut in as_completed(futures):
-                    i = position[fut.key]
-                    results[i] = fut.result()
-                    on_done(len(groups[i]))
-        except ClusterError:
-            _cancel(client, futures)
-            raise
+        with cluster_failures(client, futures):
+            for fut in as_completed(futures):
+                i = position[fut.key]
+                results[i] = fut.result()
+                on_done(len(groups[i]))
         return results
     finally:
         if own:
