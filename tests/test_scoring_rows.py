@@ -1,6 +1,7 @@
 """The scoring stage's per-row counts against their direct computation (issue 32: fewer passes over the rows)."""
 
 import numpy as np
+import pytest
 
 from autopdp.scores.scoring import _weights, flat_cells
 from autopdp.scores.utilities.incidence import incidence_curve
@@ -57,3 +58,52 @@ def test_outside_grid_of_an_integer_column_is_evaluated_at_the_rounded_median():
     med = float(f"{float(np.median(x[x > top])):.4g}")
     assert above and above[0]["median"] == round(med)
     assert above[0]["pd_beyond"] == round(med) / 10.0
+
+
+def test_grid_cells_keep_one_row_array_per_feature_and_grid_values():
+    """The scores keep every row's nearest grid index once per feature and grid *values*: the 2D PDs carry their own
+    copies of the grids, and at 2M rows the copies had kept 196 row-long arrays (784 MB) for 14 features.  Known
+    answers: as many arrays as distinct (feature, grid values), each equal to a fresh ``nearest_grid_index``, and
+    every PD's cells equal to the cells computed from fresh indices."""
+    import pandas as pd
+    from sklearn.ensemble import RandomForestRegressor
+
+    import autopdp
+    from autopdp.auditing import pipeline as audit_module
+    from autopdp.config import AuditConfig
+    from autopdp.pd.grids import FeatureSpec, nearest_grid_index
+    from autopdp.scores.scoring import grid_cells
+
+    rng = np.random.default_rng(0)
+    n = 600
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.integers(0, 9, n).astype(float), "c": rng.normal(size=n),
+                      "d": pd.Categorical(rng.choice(["x", "y", "z"], n))})
+    y = X.a * X.b + (X.d == "x") + rng.normal(0, 0.3, n)
+    model = RandomForestRegressor(n_estimators=10, random_state=0).fit(pd.get_dummies(X), y)
+    kept = []
+    original = audit_module.ScoringInputs
+
+    def keep(**kwargs):
+        kept.append(original(**kwargs))
+        return kept[-1]
+
+    def f(frame):
+        return model.predict(pd.get_dummies(frame).reindex(columns=model.feature_names_in_, fill_value=0))
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(audit_module, "ScoringInputs", keep)
+        result = autopdp.audit(f, X, y, config=AuditConfig(grid_resolution=6, grid_resolution_2d=4))
+    inputs = kept[0]
+    distinct = {(name, kind, tuple(np.asarray(g).tolist()))
+                for r in result.results for name, kind, g in zip(r.features, r.kinds, r.grid)}
+    arrays = [(key, g, near) for key, pairs in inputs._nearest.items() for g, near in pairs]
+    assert len(arrays) == len(distinct) == 6  # a and c: a 1D and a 2D grid; b (9 levels) and d: one grid each
+    assert sum(r.ndim for r in result.results) == 16  # every feature of every PD: before, one array each
+    for (name, kind, ordered), g, near in arrays:
+        spec = FeatureSpec(name=name, position=-1, kind=kind, grid=g, ordered=ordered, n_missing=0)
+        np.testing.assert_array_equal(near, nearest_grid_index(inputs.column(name), spec))
+    for r in result.results:
+        fresh = [nearest_grid_index(inputs.column(name), FeatureSpec(name=name, position=-1, kind=kind,
+                                                                     grid=np.asarray(g), ordered=o, n_missing=0))
+                 for name, kind, g, o in zip(r.features, r.kinds, r.grid, r.ordered)]
+        np.testing.assert_array_equal(grid_cells(inputs, r), _direct_cells(fresh, r.grid_shape))

@@ -88,7 +88,7 @@ class ScoringInputs:
         self._columns: dict[int, np.ndarray] = {}
         self._associations: dict[tuple, tuple] = {}
         self._observed: dict = {}
-        self._nearest: dict = {}  # grid_cells' nearest grid index per feature and grid (computed once)
+        self._nearest: dict = {}  # grid_cells' nearest grid index per feature and grid values (_nearest)
         #: every row's share of the threshold's relative error, (n_rows, n_targets) (see spread_of)
         self.threshold_spread = threshold_spread(self.predictions)
 
@@ -124,21 +124,34 @@ class ScoringInputs:
 
 def grid_cells(inputs: ScoringInputs, result) -> np.ndarray:
     """Flat grid-cell index of every data row for ``result``'s grid (-1 for none)."""
-    idx = []
-    for name, kind, grid, ordered in zip(result.features, result.kinds, result.grid, result.ordered):
-        cache = getattr(inputs, "_nearest", None)
-        key = (name, kind, bool(ordered), id(grid))
-        hit = None if cache is None else cache.get(key)
-        if hit is None or hit[0] is not grid:
-            spec = FeatureSpec(name=name, position=-1, kind=kind, grid=np.asarray(grid), ordered=ordered, n_missing=0)
-            near = nearest_grid_index(inputs.column(name), spec)
-            if np.asarray(grid).size < 2 ** 15:  # kept for every PD of the feature: 2 bytes a row, not 8
-                near = near.astype(np.int16)
-            hit = (grid, near)  # the grid is held: its id stays its own
-            if cache is not None:
-                cache[key] = hit
-        idx.append(hit[1])
-    return flat_cells(idx, result.grid_shape)
+    return flat_cells([_nearest(inputs, name, kind, grid, ordered) for name, kind, grid, ordered in
+                       zip(result.features, result.kinds, result.grid, result.ordered)], result.grid_shape)
+
+
+def _nearest(inputs: ScoringInputs, name, kind, grid, ordered) -> np.ndarray:
+    """Every row's nearest index in ``grid`` of feature ``name``, kept once per feature and grid *values*: the 2D
+    PDs, the comparison models' and the refits' PDs carry their own copies of a grid, and a copy must not keep a
+    row-long array of its own (at 10M rows, 20 MB each)."""
+    grid = np.asarray(grid)
+    kept = inputs._nearest.setdefault((name, kind, bool(ordered)), [])
+    for g, near in kept:
+        if _same_values(g, grid):
+            return near
+    spec = FeatureSpec(name=name, position=-1, kind=kind, grid=grid, ordered=ordered, n_missing=0)
+    near = nearest_grid_index(inputs.column(name), spec)
+    if grid.size < 2 ** 15:  # 2 bytes a row, not 8
+        near = near.astype(np.int16)
+    kept.append((grid, near))
+    return near
+
+
+def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same grid: the same values of the same types in the same order (1 and "1" are different levels)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype != object:
+        return bool(np.array_equal(a, b))
+    return all(type(x) is type(y) and x == y for x, y in zip(a.tolist(), b.tolist()))
 
 
 def flat_cells(idx, shape) -> np.ndarray:
