@@ -151,15 +151,17 @@ def test_ale_row_sums_on_partitions_add_up_to_one_pass(cluster):
     source = ExactICE(model, X)
     frame = source.setup.frame
     ea, eb = _edges(X.a.to_numpy(), 8), _edges(X.b.to_numpy(), 5)
-    la, lb = _lower(ea, X.a.to_numpy()), _lower(eb, X.b.to_numpy())
     okb = np.isfinite(X.b.to_numpy())
-    work = [((0,), (ea,), la[:, None], np.ones(len(X), bool)), ((1,), (eb,), lb[:, None], okb),
-            ((0, 1), (ea, eb), np.column_stack([la, lb]), okb)]
+    work = [((0,), (ea,)), ((1,), (eb,)), ((0, 1), (ea, eb))]
     whole = ale_sums(source, work, 0)
     assert [int(c.sum()) for c, _ in whole] == [len(X), int(okb.sum()), int(okb.sum())]
+    # known answer: the rows per interval and cell from each row's own interval, counted directly
+    la, lb = _lower(ea, X.a.to_numpy()), _lower(eb, X.b.to_numpy())
+    np.testing.assert_array_equal(whole[0][0], np.bincount(la, minlength=ea.size - 1))
+    np.testing.assert_array_equal(whole[2][0].ravel(), np.bincount((la * (eb.size - 1) + lb)[okb],
+                                                                   minlength=(ea.size - 1) * (eb.size - 1)))
     for parts in (2, 3, 11, 900):
-        per = [ale_sums(source.for_rows(a, b), [(p, g, low[a:b], ok[a:b]) for p, g, low, ok in work], 0)
-               for a, b in row_bounds(len(X), parts)]
+        per = [ale_sums(source.for_rows(a, b), work, 0) for a, b in row_bounds(len(X), parts)]
         for i, (counts, sums) in enumerate(whole):
             np.testing.assert_array_equal(sum(p[i][0] for p in per), counts)
             np.testing.assert_allclose(sum(p[i][1] for p in per), sums, rtol=0, atol=1e-10)

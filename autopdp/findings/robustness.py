@@ -154,8 +154,8 @@ def _inputs_like(inputs: ScoringInputs, config, link) -> ScoringInputs:
     out = ScoringInputs(frame=inputs.frame, y=inputs.y, is_classifier=inputs.is_classifier,
                         prediction_std=inputs.prediction_std, config=config, comparisons={},
                         sample_weight=inputs.sample_weight, predictions=None, comparison_predictions={}, link=link)
-    # the data's columns and pair associations are the audit's: share its caches rather than recompute per refit
-    out._columns, out._associations, out._nearest = inputs._columns, inputs._associations, inputs._nearest
+    # the pair associations and rows' grid indexes are the audit's: share its caches rather than recompute per refit
+    out._associations, out._nearest = inputs._associations, inputs._nearest
     out.threshold_spread = inputs.threshold_spread  # the audit's threshold, and its sampling error, are the same
     return out
 

@@ -158,7 +158,10 @@ def _read_parts(files: list[Path], text: str, max_mb: float) -> pd.DataFrame:
         if not schema.equals(first, check_metadata=False):
             raise InputError(f"data {text!r}: part {f.name!r} has columns {schema.names} of other types or names than "
                              f"{files[0].name!r} ({first.names}); the parts of a data folder must be one table.")
-    return pa.concat_tables([pq.read_table(f) for f in files]).to_pandas()
+    table = pa.concat_tables([pq.read_table(f) for f in files])
+    # each column's Arrow memory freed as it is converted (self_destruct, one block per column): the table and
+    # the frame are never both whole in memory
+    return table.to_pandas(split_blocks=True, self_destruct=True)
 
 
 def load_data(path, *, sep=None, na_values=None, decimal=None, max_mb: float = MAX_DATA_MB) -> pd.DataFrame:

@@ -85,7 +85,6 @@ class ScoringInputs:
         self.prediction_std = prediction_std  # per target
         self.config = config
         self.comparisons = comparisons  # {name: {features: PDResult}}
-        self._columns: dict[int, np.ndarray] = {}
         self._associations: dict[tuple, tuple] = {}
         self._observed: dict = {}
         self._nearest: dict = {}  # grid_cells' nearest grid index per feature and grid values (_nearest)
@@ -107,10 +106,10 @@ class ScoringInputs:
         return self._observed[key]
 
     def column(self, name: str) -> np.ndarray:
-        pos = self.frame.names.index(name)
-        if pos not in self._columns:
-            self._columns[pos] = self.frame.column(pos)
-        return self._columns[pos]
+        """One column's values, read from the frame each time: what is kept of them is small (each row's nearest
+        grid index, 2 bytes a row, once per grid: :func:`grid_cells`), and a kept column would be 8 bytes a row
+        for the rest of the audit (a categorical column as objects: 640 MB for 8 of them at 10M rows)."""
+        return self.frame.column(self.frame.names.index(name))
 
     def associations(self, results_2d) -> dict:
         """``{features: (association, p-value)}`` of the 2D PDPs' feature pairs in the data (computed once)."""

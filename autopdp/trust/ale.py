@@ -233,8 +233,9 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
     column : int
         Which of the source's response columns to use.
     scheduler : str or distributed.Client, optional
-        A Dask cluster: each worker reads its row partition's moved values and sums them per interval and cell
-        (:func:`ale_sums`); the sums are added here (the same curves to floating-point rounding).
+        A Dask cluster: each worker finds its own rows' intervals and cells, reads their moved values and sums them
+        (:func:`ale_sums`); the sums are added here (the same curves to floating-point rounding).  Only the edges
+        travel: the calling process reads one column at a time for them and keeps no row-long array.
 
     Returns
     -------
@@ -242,62 +243,39 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
         ``{feature or pair: ModelFreePD}``; an item whose ALE is undefined
         (fewer than two distinct values) is absent.
     """
-    columns: dict = {}
-    edges_of: dict = {}
-    lower_of: dict = {}
+    edges_of: dict = {}  # (position, bins): the ALE edges (None: ALE undefined), from every row's values
 
-    def values_of(pos):
-        if pos not in columns:
-            columns[pos] = _numeric(frame, pos)  # InputError for a non-numeric feature
-        return columns[pos]
-
-    def edges_for(pos, bins):
-        """The ALE edges of a feature for ``bins`` intervals (computed once); None when ALE is undefined."""
-        if (pos, bins) not in edges_of:
+    def edges_for(positions, bins):
+        missing = [p for p in positions if (p, bins) not in edges_of]
+        for p in missing:  # one column at a time, dropped once its edges are known
             try:
-                edges_of[(pos, bins)] = _edges(columns[pos], bins)
+                edges_of[(p, bins)] = _edges(_numeric(frame, p), bins)  # InputError for a non-numeric feature
             except ValueError:  # fewer than two distinct values
-                edges_of[(pos, bins)] = None
-        return edges_of[(pos, bins)]
+                edges_of[(p, bins)] = None
+        edges = tuple(edges_of[(p, bins)] for p in positions)
+        return None if any(e is None for e in edges) else edges
 
-    def lower_for(pos, edges):
-        """:func:`_lower` of a feature on its edges (computed once per feature and edges)."""
-        key = (pos, edges.size, edges.tobytes())
-        if key not in lower_of:
-            lower_of[key] = _lower(edges, columns[pos])
-        return lower_of[key]
-
-    jobs = []  # (key, positions, edges, lower (n, M))
-    for name in features:
-        pos = frame.position_of(name)
-        values_of(pos)
-        e = edges_for(pos, bins_1d[name])
-        if e is not None:
-            jobs.append((name, (pos,), (e,), lower_for(pos, e)[:, None]))
-    for pair in pairs:
-        pa, pb = (frame.position_of(f) for f in pair)
-        values_of(pa), values_of(pb)
-        ea, eb = edges_for(pa, bins_2d[pair]), edges_for(pb, bins_2d[pair])
-        if ea is not None and eb is not None:
-            jobs.append((pair, (pa, pb), (ea, eb), np.column_stack([lower_for(pa, ea), lower_for(pb, eb)])))
+    jobs = []  # (key, positions, edges)
+    for key, bins in [*((name, bins_1d[name]) for name in features), *((tuple(p), bins_2d[p]) for p in pairs)]:
+        positions = tuple(frame.position_of(f) for f in ((key,) if isinstance(key, str) else key))
+        edges = edges_for(positions, bins)
+        if edges is not None:
+            jobs.append((key, positions, edges))
     if not jobs:
         return {}
-    # per job: (positions, edges, each row's lower edge indexes, whether the row has every value)
-    work = [(positions, grids, lower, np.all([np.isfinite(columns[p]) for p in positions], axis=0))
-            for _, positions, grids, lower in jobs]
+    work = [(positions, edges) for _, positions, edges in jobs]
     if scheduler is None:
         sums = ale_sums(source, work, column)
-    else:  # each worker: its rows' sums (autopdp.pd.rows); added up here
+    else:  # each worker: its rows' sums from its own rows (autopdp.pd.rows); added up here
         from ..pd.distributed import run_partitions_on_dask, dask_workers
         from ..pd.rows import row_bounds
 
         bounds = row_bounds(frame.n_rows, dask_workers(scheduler))
-        per_part = run_partitions_on_dask(
-            scheduler, _ale_partition, [source.partition(a, b) for a, b in bounds],
-            [([(p, g, low[a:b], ok[a:b]) for p, g, low, ok in work], column) for a, b in bounds])
+        per_part = run_partitions_on_dask(scheduler, _ale_partition, [source.partition(a, b) for a, b in bounds],
+                                          [(work, column)] * len(bounds))
         sums = [(sum(p[i][0] for p in per_part), sum(p[i][1] for p in per_part)) for i in range(len(work))]
     out = {}
-    for (key, positions, grids, _), (counts, total) in zip(jobs, sums):
+    for (key, positions, grids), (counts, total) in zip(jobs, sums):
         if len(positions) == 1:
             out[key] = _ale_1d_from_sums(frame.names[positions[0]], grids[0], counts, total)
         else:
@@ -307,22 +285,35 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
 
 
 def ale_sums(source, work, column: int) -> list:
-    """Per job ``(positions, edges, lower (n, 1 or 2), ok (n,))``: the rows per interval (1D) or cell (2D) and the
-    sums of their changes across it, over the rows of ``source`` with every value (``ok``); mergeable by adding."""
+    """Per job ``(positions, edges)``: the rows per interval (1D) or cell (2D) and the sums of their changes across
+    it, over the rows of ``source`` with every value; mergeable by adding.  Each row's interval is found here, from
+    the rows ``source`` holds (a partition's own rows on a worker: no row-long array travels)."""
+    frame = source.setup.frame
+    values = {p: _numeric(frame, p) for p in dict.fromkeys(p for positions, _ in work for p in positions)}
+    lower_of: dict = {}
+
+    def lower(p, e):  # :func:`_lower` of a feature on its edges, once per feature and edges
+        key = (p, e.size, e.tobytes())
+        if key not in lower_of:
+            lower_of[key] = _lower(e, values[p])
+        return lower_of[key]
+
+    lowers = [np.column_stack([lower(p, e) for p, e in zip(positions, edges)]) for positions, edges in work]
     # each row's response at its interval's two ends (1D: (n, 2)) or its cell's four corners (2D: (n, 2, 2))
-    moved = source.moved([w[0] for w in work], [w[1] for w in work], [w[2] for w in work])
+    moved = source.moved([w[0] for w in work], [w[1] for w in work], lowers)
     out = []
-    for (positions, grids, lower, ok), values in zip(work, moved):
-        values = np.asarray(values[column], dtype=float)[ok]
-        low = lower[ok]
+    for (positions, grids), low, values_moved in zip(work, lowers, moved):
+        ok = np.all([np.isfinite(values[p]) for p in positions], axis=0)
+        values_moved = np.asarray(values_moved[column], dtype=float)[ok]
+        low = low[ok]
         if len(positions) == 1:
             K = grids[0].size - 1
             out.append((np.bincount(low[:, 0], minlength=K),
-                        np.bincount(low[:, 0], weights=values[:, 1] - values[:, 0], minlength=K)))
+                        np.bincount(low[:, 0], weights=values_moved[:, 1] - values_moved[:, 0], minlength=K)))
         else:
             Ka, Kb = grids[0].size - 1, grids[1].size - 1
             cell = low[:, 0] * Kb + low[:, 1]
-            second = values[:, 1, 1] - values[:, 1, 0] - values[:, 0, 1] + values[:, 0, 0]
+            second = values_moved[:, 1, 1] - values_moved[:, 1, 0] - values_moved[:, 0, 1] + values_moved[:, 0, 0]
             out.append((np.bincount(cell, minlength=Ka * Kb).reshape(Ka, Kb),
                         np.bincount(cell, weights=second, minlength=Ka * Kb).reshape(Ka, Kb)))
     return out
