@@ -13,8 +13,8 @@ the one-way ANOVA F test of equal means across the levels
 (``scipy.stats.f_oneway``) and Pearson's chi-squared test of the contingency
 table (``scipy.stats.chi2_contingency``).  :func:`association_tests` gives the same for
 many pairs at once: numeric pairs without missing values share one
-``scipy.stats.spearmanr`` call on all their columns (the same ranks and the same
-t test, so the same values to rounding), and every categorical column is coded once (integer codes in the
+rank correlation matrix of all their columns (the ranks and t test of ``scipy.stats.spearmanr``, one column's
+ranks at a time, so the same values to rounding), and every categorical column is coded once (integer codes in the
 sorted order of its values) so that each pair's contingency table and groups are counted from integers, not
 rebuilt from the column's objects pair by pair (the same tables and groups, so the same values exactly).
 """
@@ -118,7 +118,7 @@ def _coded(values) -> np.ndarray:
     """A categorical column's integer codes in the sorted order of its values (as :func:`numpy.unique` sorts
     them, the order of ``scipy.stats.contingency.crosstab``'s table); -1 for a missing value."""
     codes, _ = pd.factorize(pd.Series(values, dtype=object), sort=True)
-    return np.asarray(codes, dtype=np.int64)
+    return np.asarray(codes, dtype=np.int32)  # 4 bytes a row, kept for every pair of the column
 
 
 def _coded_test(ca: np.ndarray, cb: np.ndarray | None, b) -> tuple[float, float]:
@@ -134,7 +134,134 @@ def _coded_test(ca: np.ndarray, cb: np.ndarray | None, b) -> tuple[float, float]
         if int(ok.sum()) < 3:
             return float("nan"), float("nan")
         ka, kb = int(ca.max()) + 1, int(cb.max()) + 1
-        table = np.bincount(ca[ok] * kb + cb[ok], minlength=ka * kb).reshape(ka, kb)
+        table = np.bincount(ca[ok].astype(np.int64) * kb + cb[ok], minlength=ka * kb).reshape(ka, kb)
+        table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]  # the values present, as crosstab keeps
+        if min(table.shape) < 2:
+            return 0.0, 1.0
+        value = float(_assoc(table, method="cramer"))
+        if not np.isfinite(value):
+            return value, float("nan")
+        p = float(stats.chi2_contingency(table, correction=False).pvalue)
+        return value, (p if np.isfinite(p) else 1.0)
+    nums = np.asarray(b, dtype=float)  # categorical x numeric: the correlation ratio and the ANOVA F test
+    ok = (ca >= 0) & ~np.isnan(nums)
+    if int(ok.sum()) < 3:
+        return float("nan"), float("nan")
+    codes, _ = pd.factorize(ca[ok])  # in order of first appearance, as correlation_ratio codes the values
+    nums = nums[ok]
+    mean = nums.mean()
+    total = np.sum((nums - mean) ** 2)
+    if total <= 0:
+        value = 0.0
+    else:
+        counts = np.bincount(codes)
+        means = np.bincount(codes, weights=nums) / np.maximum(counts, 1)
+        value = float(np.sqrt(np.sum(counts * (means - mean) ** 2) / total))
+    if not np.isfinite(value):
+        return value, float("nan")
+    # each level's values in row order (a stable sort by level: one pass, not one per level)
+    order = np.argsort(codes.astype(np.int16) if codes.max() < 2 ** 15 else codes, kind="stable")
+    groups = np.split(nums[order], np.cumsum(np.bincount(codes))[:-1])
+    groups = [g for g in groups if g.size > 0]
+    if len(groups) < 2 or np.all([np.ptp(g) == 0 for g in groups]) and np.unique(nums).size < 2:
+        return value, 1.0
+    with np.errstate(all="ignore"):
+        p = float(stats.f_oneway(*groups).pvalue)
+    return value, (p if np.isfinite(p) else 1.0)
+
+
+def association_tests(columns, kinds: dict, pairs) -> dict:
+    """``{(a, b): (association, p-value)}`` for every pair, as :func:`association_test` gives one by one.
+
+    Parameters
+    ----------
+    columns : mapping
+        ``{feature name: column values}``, or any object whose ``columns[name]`` reads one column (each column is
+        read when it is needed and not kept: what is kept is its ranks or integer codes).
+    kinds : dict
+        ``{feature name: "numeric" | "categorical"}``.
+    pairs : iterable of (name, name)
+    """
+    pairs = [tuple(p) for p in pairs]
+    names = list(dict.fromkeys(f for p in pairs for f in p))
+    # numeric columns with no missing value and at least two values: one rank correlation matrix
+    ranks, batch = [], []
+    for name in names:
+        if kinds[name] != "numeric":
+            continue
+        v = np.asarray(columns[name], dtype=float)
+        if v.size >= 3 and not np.isnan(v).any() and np.unique(v).size >= 2:
+            ranks.append(_centred_ranks(v))
+            batch.append(name)
+        del v
+    where = {name: i for i, name in enumerate(batch)}
+    matrix = None
+    if sum(1 for a, b in pairs if a in where and b in where) > 1 and len(batch) > 2:
+        matrix = _spearman_matrix(ranks)
+    del ranks
+    coded = {name: _coded(columns[name]) for name in names if kinds[name] == "categorical"}
+    out = {}
+    for a, b in pairs:
+        if matrix is not None and a in where and b in where:
+            value, p = float(matrix[0][where[a], where[b]]), float(matrix[1][where[a], where[b]])
+            out[(a, b)] = (value, p if np.isfinite(p) else 1.0)
+        elif a in coded:
+            out[(a, b)] = _coded_test(coded[a], coded.get(b), None if b in coded else columns[b])
+        elif b in coded:  # numeric x categorical: the categorical side first, as association_test takes it
+            out[(a, b)] = _coded_test(coded[b], None, columns[a])
+        else:
+            out[(a, b)] = association_test(columns[a], kinds[a], columns[b], kinds[b])
+    return out
+
+
+def _centred_ranks(v: np.ndarray) -> np.ndarray:
+    """The column's average ranks (ties share their mean rank, as ``scipy.stats.spearmanr`` ranks), less their
+    mean."""
+    from scipy.stats import rankdata
+
+    r = rankdata(v)
+    r -= r.mean()
+    return r
+
+
+def _spearman_matrix(ranks: list) -> tuple[np.ndarray, np.ndarray]:
+    """``(|rho|, p-value)`` matrices of Spearman's test of every pair of columns from their centred ranks: what
+    ``scipy.stats.spearmanr`` of the stacked columns gives (the correlation of the ranks, clipped to [-1, 1], and
+    the two-sided t test on n - 2 degrees of freedom), without stacking the columns, their ranks and a centred
+    copy (three arrays of 8 bytes a row and column) at once."""
+    from scipy import stats
+
+    n = ranks[0].size
+    c = np.array([[float(np.dot(x, y)) for y in ranks] for x in ranks])
+    sd = np.sqrt(np.diag(c))
+    rs = np.clip(c / sd[:, None] / sd[None, :], -1.0, 1.0)
+    dof = n - 2
+    with np.errstate(divide="ignore"):
+        t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
+    return np.abs(rs), 2.0 * stats.t.sf(np.abs(t), dof)
+
+
+def _coded(values) -> np.ndarray:
+    """A categorical column's integer codes in the sorted order of its values (as :func:`numpy.unique` sorts
+    them, the order of ``scipy.stats.contingency.crosstab``'s table); -1 for a missing value."""
+    codes, _ = pd.factorize(pd.Series(values, dtype=object), sort=True)
+    return np.asarray(codes, dtype=np.int32)  # 4 bytes a row, kept for every pair of the column
+
+
+def _coded_test(ca: np.ndarray, cb: np.ndarray | None, b) -> tuple[float, float]:
+    """:func:`association_test` of a pair with a categorical side, given by its :func:`_coded` codes ``ca``;
+    the other side by its codes ``cb`` when categorical, else (``cb`` None) by its values ``b``.  The same
+    contingency table (cells in the same order) and the same groups in the same order as
+    :func:`association_test` builds from the values, counted from the codes."""
+    from scipy import stats
+    from scipy.stats.contingency import association as _assoc
+
+    if cb is not None:  # categorical x categorical: the crosstab of the rows with both values
+        ok = (ca >= 0) & (cb >= 0)
+        if int(ok.sum()) < 3:
+            return float("nan"), float("nan")
+        ka, kb = int(ca.max()) + 1, int(cb.max()) + 1
+        table = np.bincount(ca[ok].astype(np.int64) * kb + cb[ok], minlength=ka * kb).reshape(ka, kb)
         table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]  # the values present, as crosstab keeps
         if min(table.shape) < 2:
             return 0.0, 1.0
