@@ -112,3 +112,33 @@ def test_a_parquet_folder_on_a_cluster_of_worker_processes_gives_the_local_repor
         [(k, u, e.passed) for k, c in remote.evidence.items() for u, e in c.items()]
     assert local.selection and any(e.passed for c in local.evidence.values() for e in c.values())
     assert [(s.features, s.reasons) for s in local.selection] == [(s.features, s.reasons) for s in remote.selection]
+
+
+def test_parts_read_one_at_a_time_equal_the_one_arrow_table(tmp_path):
+    """The parts are read one at a time (Arrow's allocator keeps what it frees); the frame is the one Arrow makes of
+    all the parts as one table: the same values and types, each categorical column on the union of the parts'
+    levels in order of first appearance, ordered or not, integers with a missing value in one part."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(1)
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    levels = [["b", "a"], ["c", "a"], ["a"], ["d", "b"]]
+    for i, lv in enumerate(levels):
+        n = 2 if i == 2 else 40
+        part = pd.DataFrame({
+            "cat": pd.Categorical(rng.choice(lv, n), categories=lv),
+            "grade": pd.Categorical(rng.choice(["lo", "hi"], n), categories=["lo", "hi"], ordered=True),
+            "x": rng.normal(size=n), "s": rng.choice(["u", "v", None], n),
+            "i": pd.array(rng.integers(0, 9, n), dtype="Int64"),
+            "flag": rng.random(n) < 0.5,
+        })
+        if i == 1:
+            part.loc[3, "i"] = pd.NA
+        part.to_parquet(folder / f"part-{i:05d}.parquet", index=False)
+    tables = [pq.read_table(f) for f in sorted(folder.iterdir())]
+    whole = pa.concat_tables(tables).to_pandas()  # as the parts were read before
+    got = load_data(folder)
+    pd.testing.assert_frame_equal(got, whole)
+    assert list(got["cat"].cat.categories) == ["b", "a", "c", "d"] and got["grade"].cat.ordered
