@@ -161,6 +161,8 @@ def occupancy_2d(frame: Frame, result, axes: dict | None = None) -> np.ndarray:
         key = _axis_key(f, result.grid[k], result.kinds[k]) if axes is not None else None
         if key is None or key not in axes:
             axis = _cells(frame.column(frame.names.index(f)), result.grid[k], result.kinds[k])
+            if len(result.grid[k]) < 2 ** 15:  # kept for every pair of the feature: 2 bytes a row, not 8
+                axis = axis.astype(np.int16)
             if key is not None:
                 axes[key] = axis
         else:
