@@ -168,7 +168,21 @@ def test_ale_row_sums_on_partitions_add_up_to_one_pass(cluster):
     _, client = cluster
     kwargs = dict(bins_1d={"a": 8, "b": 5}, bins_2d={("a", "b"): 5})
     one = ale_curves_exact(source, frame, ["a", "b"], [("a", "b")], **kwargs)
-    split = ale_curves_exact(source, frame, ["a", "b"], [("a", "b")], scheduler=client, **kwargs)
+    from autopdp.pd import distributed as dist
+
+    sent = []
+    original = dist.run_partitions_on_dask
+
+    def spy(scheduler, fn, parts, payloads, refresh=False):
+        sent.extend(payloads)
+        return original(scheduler, fn, parts, payloads, refresh)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dist, "run_partitions_on_dask", spy)
+        split = ale_curves_exact(source, frame, ["a", "b"], [("a", "b")], scheduler=client, **kwargs)
+    # each partition finds its own rows' intervals: what is sent is the edges, no row-long array
+    arrays = [a for payload in sent for positions, edges in payload[0] for a in edges]
+    assert len(sent) == 2 and arrays and max(a.size for a in arrays) <= 9 < len(X) // 2
     assert set(one) == set(split) == {"a", "b", ("a", "b")}
     for key in one:
         np.testing.assert_array_equal(split[key].counts, one[key].counts)
