@@ -107,3 +107,14 @@ def test_grid_cells_keep_one_row_array_per_feature_and_grid_values():
                                                                      grid=np.asarray(g), ordered=o, n_missing=0))
                  for name, kind, g, o in zip(r.features, r.kinds, r.grid, r.ordered)]
         np.testing.assert_array_equal(grid_cells(inputs, r), _direct_cells(fresh, r.grid_shape))
+
+
+def test_small_index_holds_every_index_of_its_grid():
+    """Kept grid indexes take the smallest integer type that holds -1 and every index of their grid (known answers
+    at each type's edge), with the same values."""
+    from autopdp.pd.grids import small_index
+
+    for size, kind in [(1, np.int8), (127, np.int8), (128, np.int16), (32767, np.int16), (32768, np.int64)]:
+        index = np.array([-1, 0, size - 1], dtype=np.int64)
+        small = small_index(index, size)
+        assert small.dtype == kind and small.tolist() == [-1, 0, size - 1]

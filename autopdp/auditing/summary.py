@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..pd.data import Frame, sample_rows
-from ..pd.grids import bin_edges
+from ..pd.grids import bin_edges, small_index
 from ..utils.jsonable import json_scalar
 from ..io.provenance import content_sha256, library_versions, platform_info
 from ..scores.skill import model_skill
@@ -161,8 +161,7 @@ def occupancy_2d(frame: Frame, result, axes: dict | None = None) -> np.ndarray:
         key = _axis_key(f, result.grid[k], result.kinds[k]) if axes is not None else None
         if key is None or key not in axes:
             axis = _cells(frame.column(frame.names.index(f)), result.grid[k], result.kinds[k])
-            if len(result.grid[k]) < 2 ** 15:  # kept for every pair of the feature: 2 bytes a row, not 8
-                axis = axis.astype(np.int16)
+            axis = small_index(axis, len(result.grid[k]))  # kept for every pair of the feature: 1 or 2 bytes a row
             if key is not None:
                 axes[key] = axis
         else:

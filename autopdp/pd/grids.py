@@ -355,6 +355,15 @@ def build_spec(
     return FeatureSpec(name=name, position=position, kind=kind, grid=grid, ordered=ordered, n_missing=n_missing, note=note)
 
 
+def small_index(index: np.ndarray, size: int) -> np.ndarray:
+    """Grid indexes (-1 or inside a grid of ``size`` points) in the smallest integer type that holds them: an
+    index kept for every row costs 1 byte a row for a grid of up to 127 points, 2 up to 32,767, else 8."""
+    for kind in (np.int8, np.int16):
+        if size <= np.iinfo(kind).max:
+            return index.astype(kind)
+    return index
+
+
 def nearest_grid_index(values: np.ndarray, spec: FeatureSpec) -> np.ndarray:
     """Index of the grid point nearest each value (-1 for missing or unmatched).
 

@@ -11,7 +11,7 @@ import pandas as pd
 from .association import association_tests
 from ..pd.data import Frame
 from ..errors import InputError
-from ..pd.grids import FeatureSpec, nearest_grid_index
+from ..pd.grids import FeatureSpec, nearest_grid_index, small_index
 from .importance import pd_importance, pd_interaction
 from .utilities import (
     score_ice_variance,
@@ -146,9 +146,7 @@ def _nearest(inputs: ScoringInputs, name, kind, grid, ordered) -> np.ndarray:
         if _same_values(g, grid):
             return near
     spec = FeatureSpec(name=name, position=-1, kind=kind, grid=grid, ordered=ordered, n_missing=0)
-    near = nearest_grid_index(inputs.column(name), spec)
-    if grid.size < 2 ** 15:  # 2 bytes a row, not 8
-        near = near.astype(np.int16)
+    near = small_index(nearest_grid_index(inputs.column(name), spec), grid.size)  # 1 or 2 bytes a row, not 8
     kept.append((grid, near))
     return near
 
