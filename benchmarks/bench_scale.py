@@ -153,6 +153,23 @@ def _write_parts(rows: int, folder: Path) -> Path:
     return folder.parent / "model.skops"
 
 
+def start_cluster(workers: int, work: Path) -> tuple[list, str]:
+    """The README's commands: ``dask scheduler`` (its address written in ``work``) and ``workers`` ``dask worker``
+    processes of one thread each; returns the processes (scheduler first) and the scheduler's address."""
+    address_file = work / "scheduler.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--scheduler-file", str(address_file),
+                               "--no-dashboard"], stderr=subprocess.DEVNULL)]
+    while not address_file.exists():
+        time.sleep(0.2)
+    time.sleep(1.0)
+    address = json.loads(address_file.read_text())["address"]
+    procs += [subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--nworkers", "1",
+                                "--no-dashboard"], stderr=subprocess.DEVNULL, env=env) for _ in range(workers)]
+    time.sleep(5.0)
+    return procs, address
+
+
 def _parquet_run(rows: int, workers: int) -> int:
     """The README's commands on a Parquet folder of ``rows`` rows: scheduler, workers, ``autopdp report``."""
     import tempfile
@@ -164,18 +181,8 @@ def _parquet_run(rows: int, workers: int) -> int:
     folder = work / "portfolio"
     model = _write_parts(rows, folder)
     frame_mb = pd.read_parquet(folder).memory_usage(deep=True).sum() / 2 ** 20
-    address_file = work / "scheduler.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cluster = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--scheduler-file", str(address_file),
-                                 "--no-dashboard"], stderr=subprocess.DEVNULL)]
-    while not address_file.exists():
-        time.sleep(0.2)
-    time.sleep(1.0)
-    address = json.loads(address_file.read_text())["address"]
-    cluster += [subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--nworkers",
-                                  "1", "--no-dashboard"], stderr=subprocess.DEVNULL, env=env) for _ in range(workers)]
+    cluster, address = start_cluster(workers, work)
     try:
-        time.sleep(5.0)
         load_before = _load()
         t0 = time.perf_counter()
         run = psutil.Popen([sys.executable, "-m", "autopdp", "report", "--model", str(model), "--data", str(folder),

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
-import json
 import os
 import subprocess
 import sys
@@ -92,21 +91,6 @@ print(model, pd.read_parquet(sys.argv[3]).memory_usage(deep=True).sum() / 2 ** 2
 """
 
 
-def _cluster(workers: int, work: Path) -> tuple[list, str]:
-    address_file = work / "scheduler.json"
-    procs = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--scheduler-file", str(address_file),
-                               "--no-dashboard"], stderr=subprocess.DEVNULL)]
-    while not address_file.exists():
-        time.sleep(0.2)
-    time.sleep(1.0)
-    address = json.loads(address_file.read_text())["address"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    procs += [subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--no-dashboard"],
-                               stderr=subprocess.DEVNULL, env=env) for _ in range(workers)]
-    time.sleep(5.0)
-    return procs, address
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
@@ -114,13 +98,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import shutil
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_scale import start_cluster
+
     work = Path(tempfile.mkdtemp(prefix="autopdp-memory-"))
     folder = work / "portfolio"
     # the data written, and measured as one frame, in another process: this one's memory is the command's alone
     made = subprocess.run([sys.executable, "-c", _MAKE, str(Path(__file__).resolve().parent), str(args.rows),
                            str(folder)], check=True, capture_output=True, text=True).stdout.split()
     model, frame_mb = Path(made[0]), float(made[1])
-    procs, address = _cluster(args.workers, work)
+    procs, address = start_cluster(args.workers, work)
     try:
         sampler = _Labelled()
         for spec in STAGES:
