@@ -107,7 +107,7 @@ class ScoringInputs:
 
     def column(self, name: str) -> np.ndarray:
         """One column's values, read from the frame each time: what is kept of them is small (each row's nearest
-        grid index, 2 bytes a row, once per grid: :func:`grid_cells`), and a kept column would be 8 bytes a row
+        grid index, 1 or 2 bytes a row, once per grid: :func:`grid_cells`), and a kept column would be 8 bytes a row
         for the rest of the audit (a categorical column as objects: 640 MB for 8 of them at 10M rows)."""
         return self.frame.column(self.frame.names.index(name))
 
