@@ -170,6 +170,21 @@ def start_cluster(workers: int, work: Path) -> tuple[list, str]:
     return procs, address
 
 
+def stop_cluster(procs) -> None:
+    """Stop the processes :func:`start_cluster` started, and wait for them."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait()
+
+
+def report_args(model: Path, folder: Path, address: str, out: Path) -> list[str]:
+    """``autopdp report``'s arguments for the Parquet folder ``folder`` on the cluster at ``address``."""
+    return ["report", "--model", str(model), "--data", str(folder), "--target", "income", "--scheduler", address,
+            "--out", str(out), "--formats", "json", "--max-data-mb", "16384", "--trust-type", "functools.partial",
+            "--trust-type", "sklearn.utils.validation.check_array"]  # HGB's categorical preprocessing
+
+
 def _parquet_run(rows: int, workers: int) -> int:
     """The README's commands on a Parquet folder of ``rows`` rows: scheduler, workers, ``autopdp report``."""
     import tempfile
@@ -185,11 +200,7 @@ def _parquet_run(rows: int, workers: int) -> int:
     try:
         load_before = _load()
         t0 = time.perf_counter()
-        run = psutil.Popen([sys.executable, "-m", "autopdp", "report", "--model", str(model), "--data", str(folder),
-                            "--target", "income", "--scheduler", address, "--out", str(work / "report"),
-                            "--formats", "json", "--max-data-mb", "16384", "--trust-type", "functools.partial",
-                            "--trust-type",
-                            "sklearn.utils.validation.check_array"],  # HGB's categorical preprocessing
+        run = psutil.Popen([sys.executable, "-m", "autopdp", *report_args(model, folder, address, work / "report")],
                            stderr=subprocess.PIPE, text=True)
         client_peak = worker_peak = 0
         workers_now = [psutil.Process(p.pid) for p in cluster[1:]]
@@ -200,10 +211,7 @@ def _parquet_run(rows: int, workers: int) -> int:
         seconds = time.perf_counter() - t0
         err = run.stderr.read()
     finally:
-        for p in cluster:
-            p.terminate()
-        for p in cluster:
-            p.wait()
+        stop_cluster(cluster)
     import shutil
 
     shutil.rmtree(work, ignore_errors=True)

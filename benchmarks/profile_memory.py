@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
-import os
 import subprocess
 import sys
 import tempfile
@@ -99,7 +98,7 @@ def main(argv=None) -> int:
     import shutil
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_scale import start_cluster
+    from bench_scale import _load, report_args, start_cluster, stop_cluster
 
     work = Path(tempfile.mkdtemp(prefix="autopdp-memory-"))
     folder = work / "portfolio"
@@ -115,20 +114,13 @@ def main(argv=None) -> int:
         from autopdp.cli import main as autopdp_main
 
         t0 = time.perf_counter()
-        code = autopdp_main(["report", "--model", str(model), "--data", str(folder), "--target", "income",
-                             "--scheduler", address, "--out", str(work / "report"), "--formats", "json",
-                             "--max-data-mb", "16384", "--trust-type", "functools.partial",
-                             "--trust-type", "sklearn.utils.validation.check_array"])
+        code = autopdp_main(report_args(model, folder, address, work / "report"))
         seconds = time.perf_counter() - t0
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait()
+        stop_cluster(procs)
         shutil.rmtree(work, ignore_errors=True)
-    one, five, fifteen = os.getloadavg()
     print(f"{args.rows:,} rows, {args.workers} dask worker(s); exit {code} in {seconds:.1f} s; load after "
-          f"{one:.2f}, {five:.2f}, {fifteen:.2f}; the data as one pandas frame {frame_mb:,.0f} MB")
+          f"{_load()}; the data as one pandas frame {frame_mb:,.0f} MB")
     for label, (first, peak) in sampler.seen.items():
         print(f"  {label:80s} first {first / 2 ** 20:7,.0f} MB  peak {peak / 2 ** 20:7,.0f} MB")
     return code
