@@ -14,6 +14,7 @@ from sklearn.ensemble import RandomForestRegressor
 import autopdp
 from autopdp.cli.commands import main
 from autopdp.errors import ClusterError
+from clusters import process_cluster  # noqa: E402
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
 
@@ -48,15 +49,10 @@ class _RaisesInWorker(_AlwaysDies):
 @pytest.fixture(scope="module")
 def cluster():
     import cloudpickle
-    import dask
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    client = distributed.Client(cluster)
-    yield cluster, client
-    client.close()
-    cluster.close()
+    with process_cluster(2, {"distributed.scheduler.allowed-failures": 0}) as made:
+        yield made
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from autopdp.pd.options import PDOptions
 from autopdp.pd.partial_dependence import run_partition
 from autopdp.pd.rows import merge, partitions, row_bounds, splits_by_rows
 from autopdp.pd.setup import _Setup
+from clusters import process_cluster  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -77,12 +78,9 @@ def test_a_call_that_cannot_be_split_by_rows_is_not(case):
 
 @pytest.fixture(scope="module")
 def cluster():
-    distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    client = distributed.Client(cluster)
-    yield cluster, client
-    client.close()
-    cluster.close()
+    pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
+    with process_cluster(2) as made:
+        yield made
 
 
 def test_an_audit_on_worker_processes_equals_the_local_one_one_partition_per_task(cluster):
