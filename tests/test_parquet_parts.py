@@ -142,3 +142,52 @@ def test_parts_read_one_at_a_time_equal_the_one_arrow_table(tmp_path):
     got = load_data(folder)
     pd.testing.assert_frame_equal(got, whole)
     assert list(got["cat"].cat.categories) == ["b", "a", "c", "d"] and got["grade"].cat.ordered
+
+
+def test_grids_of_a_parquet_folder_read_by_the_workers_equal_the_local_ones(tmp_path, monkeypatch):
+    """A Parquet folder as a PartFrame (autopdp.pd.partframe): each worker reads its own parts (the calling
+    process reads only the footers and, from the workers, each categorical column's levels), every feature's grid
+    and missing count is built from the parts' profiles and equals the grid of the table read here as one frame;
+    a step that reads rows in the calling process is refused in one line, nothing collected."""
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
+    from autopdp.pd import profiles
+    from autopdp.pd.data import as_frame
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.grids import build_spec
+    from autopdp.pd.partframe import RowsElsewhere, parquet_frame
+    from autopdp.pd.rows import map_rows
+
+    monkeypatch.setattr(profiles, "BINS", 4)  # several narrowing passes on 400 rows
+    monkeypatch.setattr(profiles, "COLLECT_AT", 10)
+    rng = np.random.default_rng(3)
+    n = 400
+    df = pd.DataFrame({"skewed": rng.lognormal(0, 2, n), "atom": np.where(rng.random(n) < 0.9, 0.0, rng.normal(size=n)),
+                       "ints": rng.integers(0, 300, n), "w": rng.uniform(0.5, 2.0, n)})
+    df.loc[rng.random(n) < 0.1, "skewed"] = np.nan
+    df["level"] = pd.Categorical(rng.choice(["a", "b", "c"], n))
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, part in enumerate(np.array_split(np.arange(n), 4)):  # each part's levels are its own
+        piece = df.iloc[part].copy()
+        piece["level"] = piece["level"].cat.remove_unused_categories()
+        piece.to_parquet(folder / f"part-{i}.parquet", index=False)
+    local = as_frame(load_data(folder).drop(columns="w"))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
+            distributed.Client(c) as client, resident_rows(client):
+        frame = parquet_frame(client, sorted(folder.glob("*.parquet")), weight="w")
+        assert frame.names == local.names and frame.n_rows == n and len(frame.parts) == 4
+        assert [str(frame.dtype(j)) for j in range(4)] == [str(local.dtype(j)) for j in range(4)]
+        for position in range(4):
+            kw = dict(categorical=position == 3, grid_resolution=20, percentiles=(0.05, 0.95), grid_method="quantile")
+            remote = build_spec(frame, position, mapper=lambda fn, p: map_rows(fn, p, frame, scheduler=client), **kw)
+            here = build_spec(local, position, **kw)
+            np.testing.assert_array_equal(remote.grid, here.grid)
+            assert remote.n_missing == here.n_missing
+        rows_tasks = [k for k in client.who_has() if str(k).startswith("rows-")]
+        assert len(rows_tasks) == 4  # each part read once, kept on its worker for every pass
+        for read_here in (lambda: frame.column(0), lambda: frame.take_rows(np.arange(3)), lambda: frame.data.iloc):
+            with pytest.raises(RowsElsewhere, match="rows are on the Dask cluster's workers"):
+                read_here()
+    block = frame.parts[1].read_block()  # a part's recipe: its rows, their weights apart from the features
+    np.testing.assert_array_equal(block["sample_weight"], df.w.iloc[100:200].to_numpy())
+    assert block["frame"].names == local.names and block["frame"].n_rows == 100

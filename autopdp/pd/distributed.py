@@ -149,6 +149,13 @@ def _hold(block):
     return block
 
 
+def _rows(block):
+    """A row partition's rows, made and held on a worker: the block itself, or read there by its recipe (a
+    :class:`~autopdp.pd.partframe.ParquetPart`: the rows never pass through the client or the scheduler)."""
+    read = getattr(block, "read_block", None)
+    return block if read is None else read()
+
+
 def _on_rows(fn, shell, block, payload):
     """``fn`` of one row partition: ``shell`` (a setup or source without its rows) with the rows put back."""
     return fn(shell.with_rows(block), payload)
@@ -183,7 +190,7 @@ def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False
             for i, ((shell, (key, refs), make_rows), payload) in enumerate(zip(parts, payloads)):
                 if key not in blocks:
                     where = dict(workers=[workers[i % len(workers)]], allow_other_workers=True) if workers else {}
-                    blocks[key] = (client.submit(_hold, make_rows(), key=f"rows-{uuid.uuid4().hex}", **where), refs)
+                    blocks[key] = (client.submit(_rows, make_rows(), key=f"rows-{uuid.uuid4().hex}", **where), refs)
                 if not refresh:
                     futures.append(client.submit(_on_rows, fn, shell, blocks[key][0], payload, retries=1,
                                                  key=f"{fn.__name__}-{uuid.uuid4().hex}"))

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .data import Frame, is_categorical_dtype
+from .profiles import one_part, profiles, quantiles_of
 from ..errors import InputError, advice
 
 __all__ = ["FeatureSpec", "build_spec", "resolve_categorical", "nearest_grid_index"]
@@ -187,28 +188,30 @@ def _is_integer_column(frame: Frame, position: int) -> bool:
     return pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
 
 
-def _numeric_grid(values: np.ndarray, name: str, grid_resolution: int, percentiles, method: str, integer: bool) -> np.ndarray:
-    finite_mask = np.isfinite(values)
-    if np.isinf(values).any():
+def _numeric_grid(profile, name: str, grid_resolution: int, percentiles, method: str, integer: bool,
+                  select) -> np.ndarray:
+    """A numeric column's grid from its profile (:class:`~autopdp.pd.profiles.NumericProfile`); ``select(exclude,
+    wants)`` gives ``(n, quantiles)`` of its finite values (:func:`~autopdp.pd.profiles.quantiles_of`)."""
+    if profile.n_inf:
         raise InputError(
             f"Feature {name!r} has infinite values: replace them (e.g. with NaN or a cap) before computing partial dependence."
         )
-    finite = values[finite_mask]
-    if finite.size == 0:
+    if profile.n_finite == 0:
         raise InputError(f"Feature {name!r} has no non-missing values: drop the column or fill its values.")
-    uniq = np.unique(finite)
-    if uniq.size <= discrete_limit(grid_resolution):
-        grid = uniq  # a discrete feature: every value (Bike Sharing's hr keeps 0, 7, 17 and 23)
+    if profile.distinct is not None:  # at most discrete_limit values
+        grid = profile.distinct[0]  # a discrete feature: every value (Bike Sharing's hr keeps 0, 7, 17 and 23)
     else:
-        lo, hi = np.quantile(finite, percentiles)
+        probs = np.linspace(percentiles[0], percentiles[1], grid_resolution)
+        wants = [(np.asarray(percentiles, dtype=float), "linear")] + ([(probs, "linear")] if method == "quantile" else [])
+        _, got = select((), wants)
+        lo, hi = got[0]
         if method == "quantile":
-            probs = np.linspace(percentiles[0], percentiles[1], grid_resolution)
-            grid = np.unique(np.quantile(finite, probs))
+            grid = np.unique(got[1])
             if grid.size < grid_resolution:  # collapsed quantiles: one value holds a large share of the rows
-                grid = _dominated_grid(finite, grid, grid_resolution, percentiles)
+                grid = _dominated_grid(grid, grid_resolution, percentiles, select)
         else:
             if lo == hi:  # one value dominates the percentile window: use the full range
-                lo, hi = uniq[0], uniq[-1]
+                lo, hi = profile.lo, profile.hi
             grid = np.linspace(lo, hi, grid_resolution)
     if integer:
         grid = np.unique(np.round(grid)).astype(np.int64)
@@ -224,7 +227,7 @@ def discrete_limit(grid_resolution: int) -> int:
     return int(max(grid_resolution, min(50, round(2.5 * grid_resolution))))
 
 
-def _dominated_grid(finite: np.ndarray, grid: np.ndarray, grid_resolution: int, percentiles) -> np.ndarray:
+def _dominated_grid(grid: np.ndarray, grid_resolution: int, percentiles, select) -> np.ndarray:
     """Grid of a feature where a few values hold most rows (quantiles collapse onto them).
 
     The collapsed quantiles are kept (they are the dominant values) and the
@@ -235,13 +238,14 @@ def _dominated_grid(finite: np.ndarray, grid: np.ndarray, grid_resolution: int, 
     point holds rows, instead of evenly spaced points between the percentiles
     that fall where there is no data.
     """
-    rest = finite[~np.isin(finite, grid)]
     need = grid_resolution - grid.size
-    if rest.size == 0 or need <= 0:
+    if need <= 0:
         return grid
     probs = np.linspace(percentiles[0], percentiles[1], need) if need > 1 else np.array([0.5])
-    extra = np.quantile(rest, probs, method="inverted_cdf")  # observed values only
-    return np.unique(np.concatenate([grid, extra]))
+    n_rest, got = select(tuple(grid.tolist()), [(probs, "inverted_cdf")])  # observed values only
+    if n_rest == 0:
+        return grid
+    return np.unique(np.concatenate([grid, got[0]]))
 
 
 def _sorted_levels(levels) -> np.ndarray:
@@ -255,27 +259,29 @@ def _sorted_levels(levels) -> np.ndarray:
     return out
 
 
-def _categorical_grid(frame: Frame, position: int, max_levels: int | None = None) -> tuple[np.ndarray, bool, str]:
+def _categorical_grid(frame: Frame, position: int, profile, max_levels: int | None = None) -> tuple[np.ndarray, bool, str]:
+    """A categorical column's levels from its profile (:class:`~autopdp.pd.profiles.LevelProfile`): capped at the
+    ``max_levels`` most frequent (ties: the level seen first)."""
     dtype = frame.dtype(position)
-    values = pd.Series(frame.column(position), dtype=object).dropna()
-    observed = pd.unique(values)
-    if observed.size == 0:
+    levels, counts = list(profile.counts), list(profile.counts.values())
+    if not levels:
         raise InputError(f"Feature {frame.names[position]!r} has no non-missing values: drop the column or fill its values.")
+    observed = np.empty(len(levels), dtype=object)
+    observed[:] = levels
     note = ""
-    if max_levels is not None and observed.size > max_levels:
-        counts = values.value_counts(sort=True)
-        kept = counts.index[:max_levels]
-        share = counts.iloc[:max_levels].sum() / counts.sum()
+    if max_levels is not None and len(levels) > max_levels:
+        top = sorted(range(len(levels)), key=lambda k: -counts[k])[:max_levels]  # a stable sort
+        share = sum(counts[k] for k in top) / sum(counts)
         note = (
-            f"{frame.names[position]!r} has {observed.size:,} levels; its grid keeps the {max_levels} most frequent "
+            f"{frame.names[position]!r} has {len(levels):,} levels; its grid keeps the {max_levels} most frequent "
             f"({share:.0%} of the rows)."
         )
-        single = int((counts.iloc[:max_levels] == 1).sum())
+        single = sum(counts[k] == 1 for k in top)
         if single:
             note += (f" {single} of the kept levels are held by a single row each: if {frame.names[position]!r} "
                      "identifies rows (an ID, a name), those levels are values of individual rows and the report "
                      "publishes them; leave it out of the audit (the config's `features`).")
-        observed = np.asarray(kept, dtype=object)
+        observed = observed[top]
     if isinstance(dtype, pd.CategoricalDtype):
         present = set(observed.tolist())
         levels = [c for c in dtype.categories if c in present]
@@ -324,35 +330,33 @@ def build_spec(
     grid_method: str,
     custom_values=None,
     max_levels: int | None = None,
+    mapper=None,
 ) -> FeatureSpec:
-    """Build the :class:`FeatureSpec` (kind and grid) of one column."""
+    """Build the :class:`FeatureSpec` (kind and grid) of one column from its profile over the row partitions of
+    ``mapper`` (:mod:`autopdp.pd.profiles`; by default every row of ``frame`` here, as one partition)."""
     name = frame.names[position]
-    values = frame.column(position)
     kind = CATEGORICAL if categorical else NUMERIC
+    mapper = one_part(frame) if mapper is None else mapper
+    cap = 0 if custom_values is not None else discrete_limit(grid_resolution)  # a custom grid needs only the counts
+    (profile,) = profiles(mapper, [position], [categorical], cap)
     note = ""
-    if kind == NUMERIC:
-        try:
-            values = np.asarray(values, dtype=float)
-        except (TypeError, ValueError):
-            raise InputError(
-                f"Feature {name!r} is treated as numeric but holds non-numeric values; "
-                f"convert the column to numbers or list it in categorical_features"
-                f"{advice(cli=' in the --config file', python='')}."
-            ) from None
-        n_missing = int(np.isnan(values).sum())
-    else:
-        n_missing = int(pd.isna(pd.Series(values, dtype=object)).sum())
     if custom_values is not None:
         grid = _custom_grid(custom_values, name, kind, frame, position)
         ordered = kind == NUMERIC or (
             isinstance(frame.dtype(position), pd.CategoricalDtype) and bool(frame.dtype(position).ordered)
         )
     elif kind == NUMERIC:
-        grid = _numeric_grid(values, name, grid_resolution, percentiles, grid_method, _is_integer_column(frame, position))
+        def select(exclude, wants):
+            ((n, got),) = quantiles_of(mapper, [(position, exclude, profile.lo, profile.hi, profile.n_finite, wants)])
+            return n, got
+
+        grid = _numeric_grid(profile, name, grid_resolution, percentiles, grid_method,
+                             _is_integer_column(frame, position), select)
         ordered = True
     else:
-        grid, ordered, note = _categorical_grid(frame, position, max_levels)
-    return FeatureSpec(name=name, position=position, kind=kind, grid=grid, ordered=ordered, n_missing=n_missing, note=note)
+        grid, ordered, note = _categorical_grid(frame, position, profile, max_levels)
+    return FeatureSpec(name=name, position=position, kind=kind, grid=grid, ordered=ordered,
+                       n_missing=profile.n_missing, note=note)
 
 
 def small_index(index: np.ndarray, size: int) -> np.ndarray:

@@ -20,6 +20,7 @@ import dataclasses
 
 import numpy as np
 
+from ..errors import InputError
 from .result import PDResult
 
 __all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key", "check_on_dask",
@@ -83,15 +84,24 @@ def map_rows(fn, payload, frame, *, sample_weight=None, plan=None, scheduler=Non
     """``[fn(rows, payload)]`` over the row partitions of ``frame``, in row order: here one partition (every row);
     on a Dask ``scheduler`` one per worker, run where the audit's resident rows are (keyed as the PDs' partitions
     of ``frame``, ``sample_weight`` and the tree ``plan``, so no row is sent again).  ``fn`` is a module-level
-    function of a :class:`~autopdp.pd.data.Frame` and ``payload`` that returns a per-row result or a summary."""
+    function of a :class:`~autopdp.pd.data.Frame` and ``payload`` that returns a per-row result or a summary.  A
+    :class:`~autopdp.pd.partframe.PartFrame` is mapped over its own parts, each read on a worker, none here."""
+    from .partframe import PartFrame
+
     if scheduler is None:
+        if isinstance(frame, PartFrame):
+            raise InputError("this frame's rows are on a Dask cluster's workers: pass its scheduler.")
         return [fn(frame, payload)]
     from .distributed import dask_workers, run_partitions_on_dask
 
-    bounds = row_bounds(frame.n_rows, dask_workers(scheduler))
     shell = _FrameShell()
-    parts = [(shell, rows_key(frame, sample_weight, plan, a, b),
-              (lambda a=a, b=b: rows_block(frame, sample_weight, plan, a, b))) for a, b in bounds]
+    if isinstance(frame, PartFrame):  # its own parts, each read by the worker that holds it (its recipe travels)
+        parts = [(shell, (((id(frame), id(plan)), None, a, b), (frame, plan)), (lambda r=recipe: r))
+                 for (a, b), recipe in zip(frame.bounds, frame.parts)]
+    else:
+        parts = [(shell, rows_key(frame, sample_weight, plan, a, b),
+                  (lambda a=a, b=b: rows_block(frame, sample_weight, plan, a, b)))
+                 for a, b in row_bounds(frame.n_rows, dask_workers(scheduler))]
     return run_partitions_on_dask(scheduler, fn, parts, [payload] * len(parts))
 
 

@@ -1,0 +1,150 @@
+"""A frame whose rows stay on a Dask cluster's workers (issue 54): the calling process holds only what describes it.
+
+:class:`PartFrame` is a :class:`~autopdp.pd.data.Frame` of a Parquet table's parts: its column names and types, its
+row count and where each part's rows begin, and for each part a recipe (:class:`ParquetPart`) that a worker
+follows to read that part's rows itself.  The rows never pass through this process or the scheduler: per-row work
+on it runs through :func:`autopdp.pd.rows.map_rows`, one task per part, each on the worker that read it (kept there
+within :func:`autopdp.pd.distributed.resident_rows`), and returns a summary.  A step that reads rows here instead
+(``frame.column``, ``frame.data``, ``frame.take_rows``) fails at once with :class:`RowsElsewhere`, never by
+collecting the rows.
+
+What is read here: each part's Parquet footer (its row count and column types) and, from the workers, each
+categorical column's levels per part, whose union (in order of first appearance, as Arrow unifies the parts'
+dictionaries when it reads them as one table) every part's column is set to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from .data import Frame
+
+__all__ = ["PartFrame", "ParquetPart", "RowsElsewhere", "parquet_frame"]
+
+
+class RowsElsewhere(RuntimeError):
+    """A step read the rows of a frame whose rows are on the cluster's workers."""
+
+
+class _NoRows:
+    """A :class:`PartFrame`'s ``data``: any use of it says where the rows are instead of collecting them."""
+
+    def _refuse(self, *_, **__):
+        raise RowsElsewhere("this frame's rows are on the Dask cluster's workers (a Parquet folder they read); a "
+                            "step read them in the calling process, where they are not: it must run on the row "
+                            "partitions (autopdp.pd.rows.map_rows).")
+
+    __getattr__ = __getitem__ = __len__ = __array__ = _refuse
+
+
+@dataclass(frozen=True)
+class ParquetPart:
+    """How a worker reads one part's rows: the file, its feature columns (names and keys), the categorical
+    columns' levels over every part, and the sample-weight column (None: unweighted)."""
+
+    path: str
+    names: tuple
+    levels: tuple  # ((column, levels, ordered), ...)
+    weight: str | None = None
+
+    def read_block(self) -> dict:
+        """The part's rows as a row partition holds them (:func:`autopdp.pd.rows.rows_block`)."""
+        import pyarrow.parquet as pq
+
+        wanted = list(self.names) + ([self.weight] if self.weight is not None else [])
+        df = pq.read_table(self.path, columns=wanted).to_pandas().copy()  # copied out of Arrow's memory
+        for column, levels, ordered in self.levels:
+            df[column] = df[column].cat.set_categories(list(levels), ordered=ordered)
+        weights = None if self.weight is None else df.pop(self.weight).to_numpy(dtype=float)
+        return {"frame": Frame(data=df.reset_index(drop=True), names=self.names, keys=self.names), "Z": None,
+                "own": None, "sample_weight": weights}
+
+
+@dataclass(frozen=True, eq=False)
+class PartFrame(Frame):
+    """A :class:`~autopdp.pd.data.Frame` whose rows are on the cluster (see the module docs)."""
+
+    dtypes: tuple = ()
+    bounds: tuple = ()  # ((start, stop), ...): each part's rows
+    parts: tuple = ()  # one ParquetPart per bound
+
+    @property
+    def is_frame(self) -> bool:
+        return True
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.bounds[-1][1])
+
+    def dtype(self, position: int):
+        return self.dtypes[position]
+
+    def column(self, position: int) -> np.ndarray:
+        self.data._refuse()
+
+    def take_rows(self, rows) -> Frame:
+        self.data._refuse()
+
+    def select(self, keys) -> Frame:
+        self.data._refuse()
+
+
+def _part_levels(path: str, columns: list) -> list:
+    """One part's levels of each categorical column (read on a worker)."""
+    import pyarrow.parquet as pq
+
+    df = pq.read_table(path, columns=columns).to_pandas()
+    return [list(df[c].cat.categories) for c in columns]
+
+
+def _footers(files) -> tuple:
+    """``(rows per part, pandas dtypes)`` from the parts' footers, every part's columns those of the first."""
+    import pyarrow.parquet as pq
+
+    first = pq.read_schema(files[0])
+    rows = []
+    for f in files:
+        try:
+            meta = pq.ParquetFile(f).metadata
+        except Exception as exc:  # noqa: BLE001 - pyarrow's errors on a damaged footer are bad input
+            raise InputError(f"cannot read data file {str(f)!r} as Parquet: {type(exc).__name__}: {exc}.") from None
+        if not meta.schema.to_arrow_schema().equals(first, check_metadata=False):
+            raise InputError(f"data part {str(f)!r} has other columns or types than {str(files[0])!r}; the parts "
+                             "of a data folder must be one table.")
+        rows.append(int(meta.num_rows))
+    return rows, first.empty_table().to_pandas().dtypes
+
+
+def parquet_frame(client, files, *, columns=None, weight: str | None = None) -> PartFrame:
+    """A :class:`PartFrame` of the Parquet ``files`` (the parts of one table, in order) on ``client``'s cluster:
+    ``columns`` the features (every column but ``weight`` when None)."""
+    from pandas.api.types import union_categoricals
+
+    from .distributed import gathered
+
+    files = [str(f) for f in files]
+    rows, dtypes = _footers(files)
+    names = tuple(str(c) for c in (columns if columns is not None else [c for c in dtypes.index if c != weight]))
+    unknown = [c for c in names + ((weight,) if weight else ()) if c not in dtypes.index]
+    if unknown:
+        raise InputError(f"data has no column {unknown[0]!r}; its columns are {list(dtypes.index)}.")
+    cats = [c for c in names if isinstance(dtypes[c], pd.CategoricalDtype)]
+    kept = [(f, n) for f, n in zip(files, rows) if n > 0]
+    if not kept:
+        raise InputError("data is empty (0 rows): partial dependence needs at least one row of data.")
+    per_part = gathered(client, [client.submit(_part_levels, f, cats, pure=False) for f, _ in kept]) if cats else []
+    levels = []
+    for k, c in enumerate(cats):
+        union = union_categoricals([pd.Categorical([], categories=part[k]) for part in per_part], ignore_order=True)
+        levels.append((c, tuple(union.categories), bool(dtypes[c].ordered)))
+    types = dict(dtypes[list(names)].items())
+    for c, lv, ordered in levels:
+        types[c] = pd.CategoricalDtype(list(lv), ordered=ordered)
+    edges = np.concatenate([[0], np.cumsum([n for _, n in kept])]).astype(int)
+    return PartFrame(data=_NoRows(), names=names, keys=names, dtypes=tuple(types[c] for c in names),
+                     bounds=tuple((int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])),
+                     parts=tuple(ParquetPart(f, names, tuple(levels), weight) for f, _ in kept))
