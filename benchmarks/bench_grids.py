@@ -45,8 +45,6 @@ def _grids(frame, mapper) -> list:
 
 def _child(mode: str, folder: str, address: str, out: str) -> None:
     """One measured run (in its own process): the grids on the cluster or here; writes them and the seconds."""
-    import resource
-
     t0 = time.perf_counter()
     files = sorted(Path(folder).glob("*.parquet"))
     if mode == "cluster":
@@ -69,7 +67,9 @@ def _child(mode: str, folder: str, address: str, out: str) -> None:
         frame = as_frame(load_data(folder, max_mb=1 << 20).drop(columns="income"))
         grids = _grids(frame, None)
     seconds = time.perf_counter() - t0
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # this process's own peak (VmHWM: getrusage's maxrss would carry over the forking parent's peak across exec)
+    status = Path("/proc/self/status").read_text().splitlines()
+    peak_mb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
     with open(out, "wb") as fh:
         pickle.dump({"grids": grids, "seconds": seconds, "peak_mb": peak_mb}, fh)
 

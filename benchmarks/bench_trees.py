@@ -64,19 +64,21 @@ def run(name, model, X, pairs_sample, response_method):
 
 
 MEMORY_CHILD = r"""
-import resource, time, itertools, numpy as np, pandas as pd, autopdp
+import time, itertools, numpy as np, pandas as pd, autopdp
+# this process's own peak resident memory (VmHWM; getrusage's maxrss carries the forking parent's peak over exec)
+peak_mb = lambda: next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')) / 1024
 from sklearn.ensemble import HistGradientBoostingRegressor
 rng = np.random.default_rng(0)
 X = pd.DataFrame(rng.normal(size=(100_000, 100)).astype(np.float64), columns=[f"c{i}" for i in range(100)])
 y = X.iloc[:, :10].sum(axis=1) + X.c0 * X.c1 + rng.normal(size=len(X))
 model = HistGradientBoostingRegressor(max_iter=100, random_state=0).fit(X, y)
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+base = peak_mb()
 t0 = time.perf_counter()
 feats = list(X.columns)
 res = autopdp.partial_dependence(model, X, feats + list(itertools.combinations(feats, 2)), kind="average",
                                  method="tree", std_rows=0)
 dt = time.perf_counter() - t0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = peak_mb()
 print(len(res), f"{dt:.1f}", f"{base:.0f}", f"{peak:.0f}", res[0].method)
 """
 
