@@ -101,7 +101,7 @@ def test_quantiles_over_partitions_equal_numpy_on_every_row(kind, n, parts, bins
         v = column(kind, n, rng)
         frame = as_frame(pd.DataFrame({"x": v}))
         mapper = splits(frame, parts)
-        (profile,) = P.profiles(mapper, [0], [False], 50)
+        (profile,) = P.profiles(mapper, [0], [P.NUMBERS], 50)
         finite = v[np.isfinite(v)]
         left_out = tuple(np.unique(finite)[:2].tolist()) if exclude else ()
         scope = finite[~np.isin(finite, left_out)]
@@ -130,7 +130,7 @@ def test_a_heavy_atom_is_read_off_its_bin_in_few_passes(shrunk):
     frame = as_frame(pd.DataFrame({"x": v}))
     calls = []
     mapper = splits(frame, 3, calls)
-    (profile,) = P.profiles(mapper, [0], [False], 50)
+    (profile,) = P.profiles(mapper, [0], [P.NUMBERS], 50)
     q = np.linspace(0.05, 0.95, 20)
     ((_, (got,)),) = P.quantiles_of(mapper, [(0, (), profile.lo, profile.hi, profile.n_finite, [(q, "linear")])])
     np.testing.assert_array_equal(got, np.quantile(v, q))
@@ -200,3 +200,56 @@ def test_partitions_raise_what_one_pass_raises():
         with pytest.raises(InputError, match=message):
             build_spec(frame, position, categorical=False, grid_resolution=20, percentiles=(0.05, 0.95),
                        grid_method="quantile", mapper=splits(frame, 3))
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 9, 50])
+def test_the_data_checks_profiles_equal_every_rows_at_every_partition_count(parts):
+    """The data's checks read one profile pass (frame_profiles): each column's missing count and first missing
+    row, infinite values, distinct integers and text levels, from partitions, equal what the whole frame says;
+    and probe_rows / describe_missing / resolve_categorical give what they gave from every row."""
+    from autopdp.pd.data import describe_missing, probe_rows
+    from autopdp.pd.grids import resolve_categorical
+
+    rng = np.random.default_rng(parts)
+    n = 200
+    X = pd.DataFrame({
+        "num": np.where(rng.random(n) < 0.05, np.nan, rng.normal(size=n)),
+        "late": np.r_[np.ones(n - 7), np.nan, np.ones(6)],  # first missing in the last rows
+        "ints": pd.array(np.where(rng.random(n) < 0.1, None, rng.integers(0, 4, n)), dtype="Int64"),
+        "cat": pd.Categorical(np.where(rng.random(n) < 0.1, None, rng.choice(["a", "b"], n))),
+        "flag": rng.random(n) < 0.5,
+        "text": np.where(rng.random(n) < 0.2, None, rng.choice(["x", "y", "z"], n)).astype(object),
+        "inf": np.r_[rng.normal(size=n - 1), np.inf],
+    })
+    frame = as_frame(X)
+    columns = P.frame_profiles(frame, mapper=splits(frame, parts), cap=5)
+    for j, c in enumerate(columns):
+        missing = X.iloc[:, j].isna().to_numpy()
+        assert c.n_rows == n and c.n_missing == int(missing.sum())
+        assert c.first_missing == (int(np.flatnonzero(missing)[0]) if missing.any() else -1)
+    assert [type(c).__name__ for c in columns] == ["NumericProfile"] * 3 + ["LevelProfile"] * 3 + ["NumericProfile"]
+    assert columns[6].n_inf == 1 and columns[0].n_inf == 0
+    assert list(columns[5].counts) == list(pd.unique(X.text.dropna()))  # levels in order of first appearance
+    assert columns[5].counts == X.text.value_counts().to_dict() and columns[3].counts is None
+    rows = sorted({0, 1, 2, 3, 4, *(int(np.argmax(X[c].isna().to_numpy())) for c in X if X[c].isna().any())})
+    np.testing.assert_array_equal(probe_rows(frame, columns=columns), rows)
+    assert describe_missing(frame, columns) == {c: f"{k:,} of {n:,} rows" for c, k in X.isna().sum().items() if k}
+    # the integer column has 4 values and missing ones: 5 values as numpy.unique counts them
+    assert resolve_categorical(frame, None, 5, columns).tolist() == [False, False, True, True, True, True, False]
+    columns4 = P.frame_profiles(frame, mapper=splits(frame, parts), cap=4)
+    assert resolve_categorical(frame, None, 4, columns4).tolist() == [False, False, False, True, True, True, False]
+
+
+def test_numbers_stored_as_text_are_refused_from_the_levels_counts():
+    """A text column whose values are nearly all numbers, or numbers with decimal commas, is refused in one line
+    from its levels' counts, whatever the partitioning."""
+    from autopdp.pd.grids import resolve_categorical
+
+    bad = pd.DataFrame({"amount": ["1.5", "2", "3.25"] * 20 + ["n/a"] * 3})
+    comma = pd.DataFrame({"amount": ["1,5", "2,25", "3"] * 20})
+    for X, message in ((bad, "looks numeric but holds non-numeric values such as \\['n/a'\\]"),
+                       (comma, "holds numbers written with a decimal comma")):
+        frame = as_frame(X)
+        for parts in (1, 4, 63):
+            with pytest.raises(InputError, match=message):
+                resolve_categorical(frame, None, 0, P.frame_profiles(frame, mapper=splits(frame, parts)))

@@ -17,6 +17,7 @@ from ..io.tree_arrays import check_tree_arrays
 from ..pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, refuse_dask, sample_rows
 from ..errors import InputError, InputTypeError
 from ..pd.grids import is_effectively_constant, resolve_categorical
+from ..pd.profiles import frame_profiles
 from ..io.loading import column_error, did_you_mean
 from .summary import target_name_of
 from ..pd.setup import _reject_infinite
@@ -367,7 +368,8 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
             if f not in frame.names:
                 raise column_error("pairs (--pairs) feature", f, frame.names, "data's features")
     features, unresolvable = [], []
-    kinds = resolve_categorical(frame, config.categorical_features, config.integer_as_categorical)
+    columns = frame_profiles(frame, cap=max(0, int(config.integer_as_categorical or 0)))  # one pass, every column
+    kinds = resolve_categorical(frame, config.categorical_features, config.integer_as_categorical, columns)
     levels: dict[str, int] = {}
     for name in names:
         position = frame.names.index(name)
@@ -399,10 +401,10 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
             "every feature is constant in the data, or effectively constant (the values of "
             f"{shown} span too small a range to resolve in floating point): there is nothing to audit."
         )
-    _reject_infinite(frame, kinds)
+    _reject_infinite(frame, kinds, columns)
     _check_pair_count(config, features)
-    adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(probe_rows(frame)).data,
-                           missing=describe_missing(frame))
+    adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(probe_rows(frame, columns=columns)).data,
+                           missing=describe_missing(frame, columns))
     _check_memory(config, frame, features, {f: levels.get(f) for f in features}, max(1, len(adapter.targets)))
     _check_labels(y, model, adapter)
     if adapter.inferred_classes:

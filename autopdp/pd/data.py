@@ -71,6 +71,12 @@ class Frame:
             return col.to_numpy(dtype=object)
         return np.asarray(self.data[:, position])
 
+    def missing(self, position: int) -> np.ndarray:
+        """Which rows miss a value in one column (read as the column is: a categorical one is not copied)."""
+        if self.is_frame:
+            return self.data.iloc[:, position].isna().to_numpy()
+        return np.asarray(pd.isna(self.data[:, position]), dtype=bool)
+
     def dtype(self, position: int):
         if self.is_frame:
             return self.data.dtypes.iloc[position]
@@ -190,31 +196,35 @@ def sample_rows(n: int, k: int | None, rng) -> np.ndarray | None:
     return np.sort(rng.choice(n, size=k, replace=False))
 
 
-def missing_values(frame: Frame) -> dict[str, int]:
-    """``{column name: rows with a missing value}`` for every column that has any, in column order."""
-    if frame.is_frame:
-        counts = frame.data.isna().sum(axis=0).to_numpy()
-    else:
-        counts = pd.isna(pd.DataFrame(np.asarray(frame.data))).sum(axis=0).to_numpy()
-    return {name: int(k) for name, k in zip(frame.names, counts) if k}
+def missing_values(frame: Frame, columns=None) -> dict[str, int]:
+    """``{column name: rows with a missing value}`` for every column that has any, in column order; ``columns``:
+    the columns' profiles (:func:`autopdp.pd.profiles.frame_profiles`; made here when not given)."""
+    columns = _profiled(frame, columns)
+    return {name: int(c.n_missing) for name, c in zip(frame.names, columns) if c.n_missing}
 
 
-def probe_rows(frame: Frame, k: int = 5) -> np.ndarray:
+def probe_rows(frame: Frame, k: int = 5, columns=None) -> np.ndarray:
     """The rows a model is first tried on: the first ``k``, and the first row with a missing value in
     each column that has any, so a model that cannot take missing values fails on the probe (where
-    the error can name the columns) rather than deep inside a stage."""
-    rows = list(range(min(k, frame.n_rows)))
-    if frame.is_frame:
-        missing = frame.data.isna().to_numpy()
-    else:
-        missing = pd.isna(pd.DataFrame(np.asarray(frame.data))).to_numpy()
-    for j in np.flatnonzero(missing.any(axis=0)):
-        rows.append(int(np.argmax(missing[:, j])))
+    the error can name the columns) rather than deep inside a stage.  ``columns``: the columns' profiles
+    (:func:`autopdp.pd.profiles.frame_profiles`; made here when not given), which know each column's first
+    missing value."""
+    rows = list(range(min(k, frame.n_rows))) + [c.first_missing for c in _profiled(frame, columns)
+                                                 if c.first_missing >= 0]
     return np.asarray(sorted(set(rows)), dtype=np.intp)
 
 
-def describe_missing(frame: Frame) -> dict[str, str]:
+def _profiled(frame: Frame, columns):
+    """The columns' profiles given, else made here (one pass over the frame)."""
+    if columns is not None:
+        return columns
+    from .profiles import frame_profiles
+
+    return frame_profiles(frame)
+
+
+def describe_missing(frame: Frame, columns=None) -> dict[str, str]:
     """``{column name: "all values missing" or "k of n rows"}`` for every column with missing values."""
     n = frame.n_rows
     return {name: "all values missing" if k == n else f"{k:,} of {n:,} rows"
-            for name, k in missing_values(frame).items()}
+            for name, k in missing_values(frame, columns).items()}

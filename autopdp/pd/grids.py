@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .data import Frame, is_categorical_dtype
-from .profiles import one_part, profiles, quantiles_of
+from .profiles import LEVELS, NUMBERS, frame_profiles, one_part, profiles, quantiles_of
 from ..errors import InputError, advice
 
 __all__ = ["FeatureSpec", "build_spec", "resolve_categorical", "nearest_grid_index"]
@@ -58,14 +58,18 @@ class FeatureSpec:
         return int(self.grid.shape[0])
 
 
-def resolve_categorical(frame: Frame, categorical_features, integer_as_categorical: int = 0) -> np.ndarray:
+def resolve_categorical(frame: Frame, categorical_features, integer_as_categorical: int = 0,
+                        columns=None) -> np.ndarray:
     """Boolean mask: which columns are categorical.
 
     Non-numeric dtypes (object, string, category, bool) are always categorical.
     ``categorical_features`` (names, positions or a boolean mask) marks more
     columns categorical; integer columns with at most ``integer_as_categorical``
-    unique values are categorical too (0 turns that off).
+    unique values are categorical too (0 turns that off).  ``columns``: the columns' profiles
+    (:func:`~autopdp.pd.profiles.frame_profiles` with ``cap=integer_as_categorical``; made here when not given).
     """
+    if columns is None:
+        columns = frame_profiles(frame, cap=max(0, int(integer_as_categorical or 0)))
     p = frame.n_features
     mask = np.array([is_categorical_dtype(frame.dtype(j)) for j in range(p)], dtype=bool)
     if not frame.is_frame and frame.data.dtype == object:
@@ -82,12 +86,13 @@ def resolve_categorical(frame: Frame, categorical_features, integer_as_categoric
     for j in range(p):
         if mask[j] and not declared[j] and not pd.api.types.is_bool_dtype(frame.dtype(j)) \
                 and not isinstance(frame.dtype(j), pd.CategoricalDtype):
-            _reject_numbers_stored_as_text(frame, j)
+            _reject_numbers_stored_as_text(frame, j, columns[j])
     if integer_as_categorical and integer_as_categorical > 0:
         for j in range(p):
             if not mask[j] and pd.api.types.is_integer_dtype(frame.dtype(j)):
-                if np.unique(frame.column(j)).size <= integer_as_categorical:
-                    mask[j] = True
+                distinct = columns[j].distinct  # None: more than integer_as_categorical
+                if distinct is not None and distinct[0].size + (columns[j].n_missing > 0) <= integer_as_categorical:
+                    mask[j] = True  # (a missing value counts as one more value, as numpy.unique counts NaN)
     return mask
 
 
@@ -123,19 +128,15 @@ def looks_like_decimal_commas(values, counts=None) -> bool:
     return bool(comma.any()) and float(np.sum(w[comma | whole]) / np.sum(w)) >= 0.9
 
 
-def _reject_numbers_stored_as_text(frame: Frame, position: int) -> None:
-    """A text column whose values are nearly all numbers is a numeric column with bad values."""
-    if frame.is_frame:  # the column as it is (a string column is not copied to Python objects)
-        values = frame.data.iloc[:, position].dropna()
-    else:
-        values = pd.Series(frame.column(position), dtype=object).dropna()
-    if values.empty or (values.dtype == object and bool in set(map(type, values))):  # booleans (bool is final)
+def _reject_numbers_stored_as_text(frame: Frame, position: int, profile) -> None:
+    """A text column whose values are nearly all numbers is a numeric column with bad values (``profile``: its
+    levels with their counts, :class:`~autopdp.pd.profiles.LevelProfile`)."""
+    if not profile.counts or bool in set(map(type, profile.counts)):  # no value, or booleans (bool is final)
         return
     name = frame.names[position]
     # each distinct value once, with its count (in order of first appearance): the same shares as every row's
-    tally = values.value_counts(sort=False, dropna=True)
-    values = pd.Series(tally.index.to_numpy(dtype=object), dtype=object)
-    counts = tally.to_numpy(dtype=float)
+    values = pd.Series(list(profile.counts), dtype=object)
+    counts = np.asarray(list(profile.counts.values()), dtype=float)
     if looks_like_decimal_commas(values, counts):
         example = values[values.map(lambda v: isinstance(v, str) and "," in v)].iloc[0]
         raise InputError(
@@ -338,7 +339,7 @@ def build_spec(
     kind = CATEGORICAL if categorical else NUMERIC
     mapper = one_part(frame) if mapper is None else mapper
     cap = 0 if custom_values is not None else discrete_limit(grid_resolution)  # a custom grid needs only the counts
-    (profile,) = profiles(mapper, [position], [categorical], cap)
+    (profile,) = profiles(mapper, [position], [LEVELS if categorical else NUMBERS], cap)
     note = ""
     if custom_values is not None:
         grid = _custom_grid(custom_values, name, kind, frame, position)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..errors import InputError, advice
 
-__all__ = ["NumericProfile", "LevelProfile", "one_part", "profile_part", "merge_profiles", "profiles",
+__all__ = ["NumericProfile", "LevelProfile", "one_part", "profile_part", "merge_profiles", "profiles", "frame_profiles",
            "quantiles_of", "quantile_from_order", "order_indexes"]
 
 #: Equal-width bins an open interval is divided into on each pass.
@@ -37,9 +37,11 @@ COLLECT_AT = 65536
 
 @dataclass(frozen=True)
 class NumericProfile:
-    """One numeric column's summary: counts, range, and its distinct values with their counts (None: more than the
-    ``cap`` asked for)."""
+    """One numeric column's summary: its rows, the first with a missing value (-1: none), counts, range, and its
+    distinct values with their counts (None: more than the ``cap`` asked for)."""
 
+    n_rows: int
+    first_missing: int
     n_missing: int
     n_inf: int
     n_finite: int
@@ -50,11 +52,13 @@ class NumericProfile:
 
 @dataclass(frozen=True)
 class LevelProfile:
-    """One categorical column's summary: the missing count and every level's count, in order of first
-    appearance."""
+    """One non-numeric column's summary: its rows, the first with a missing value (-1: none), the missing count
+    and every level's count in order of first appearance (None: not asked for)."""
 
+    n_rows: int
+    first_missing: int
     n_missing: int
-    counts: dict
+    counts: dict | None
 
 
 def one_part(frame):
@@ -73,30 +77,56 @@ def numeric_values(frame, position: int) -> np.ndarray:
         ) from None
 
 
+def _first(mask: np.ndarray) -> int:
+    return int(np.argmax(mask)) if mask.any() else -1
+
+
 def _numeric_part(values: np.ndarray, cap: int) -> NumericProfile:
+    missing = np.isnan(values)
     finite = values[np.isfinite(values)]
-    n_missing = int(np.isnan(values).sum())
+    n, n_missing = int(values.size), int(missing.sum())
+    head = dict(n_rows=n, first_missing=_first(missing), n_missing=n_missing, n_inf=n - n_missing - int(finite.size),
+                n_finite=int(finite.size))
     if finite.size == 0:
-        return NumericProfile(n_missing, int(values.size - n_missing), 0, np.inf, -np.inf, (np.empty(0), np.empty(0, dtype=np.int64)))
-    n_inf = int(values.size - n_missing - finite.size)
+        return NumericProfile(**head, lo=np.inf, hi=-np.inf, distinct=(np.empty(0), np.empty(0, dtype=np.int64)))
     if cap <= 0:  # only the counts and range are wanted
-        return NumericProfile(n_missing, n_inf, int(finite.size), float(finite.min()), float(finite.max()), None)
+        return NumericProfile(**head, lo=float(finite.min()), hi=float(finite.max()), distinct=None)
     uniq, counts = np.unique(finite, return_counts=True)
-    distinct = (uniq, counts) if uniq.size <= cap else None
-    return NumericProfile(n_missing, n_inf, int(finite.size), float(uniq[0]), float(uniq[-1]), distinct)
+    return NumericProfile(**head, lo=float(uniq[0]), hi=float(uniq[-1]),
+                          distinct=(uniq, counts) if uniq.size <= cap else None)
 
 
-def _level_part(values) -> LevelProfile:
-    series = pd.Series(values, dtype=object)
+def _level_part(frame, position: int, with_counts: bool) -> LevelProfile:
+    if not with_counts:  # the missing values only: read as the column is (a categorical one not copied to objects)
+        missing = frame.missing(position)
+        return LevelProfile(int(missing.size), _first(missing), int(missing.sum()), None)
+    series = pd.Series(frame.column(position), dtype=object)
+    missing = series.isna().to_numpy()
     tally = series.value_counts(sort=False, dropna=True)  # in order of first appearance
-    return LevelProfile(int(series.isna().sum()), dict(zip(tally.index.tolist(), tally.to_numpy().tolist())))
+    return LevelProfile(int(missing.size), _first(missing), int(missing.sum()),
+                        dict(zip(tally.index.tolist(), tally.to_numpy().tolist())))
+
+
+#: what a column's profile holds: its numbers, its levels' counts, or only its missing values
+NUMBERS, LEVELS, MISSING = "numbers", "levels", "missing"
 
 
 def profile_part(frame, payload) -> list:
-    """One partition's profiles of the columns ``payload = (positions, categorical flags, cap)``."""
-    positions, categorical, cap = payload
-    return [_level_part(frame.column(p)) if cat else _numeric_part(numeric_values(frame, p), cap)
-            for p, cat in zip(positions, categorical)]
+    """One partition's profiles of the columns ``payload = (positions, kinds, cap)``, a kind each
+    (:data:`NUMBERS`, :data:`LEVELS`, :data:`MISSING`)."""
+    positions, kinds, cap = payload
+    return [_numeric_part(numeric_values(frame, p), cap) if kind == NUMBERS else _level_part(frame, p, kind == LEVELS)
+            for p, kind in zip(positions, kinds)]
+
+
+def _first_of(parts: list) -> int:
+    """The first row with a missing value over every part (parts in row order)."""
+    offset = 0
+    for p in parts:
+        if p.first_missing >= 0:
+            return offset + p.first_missing
+        offset += p.n_rows
+    return -1
 
 
 def _merge_numeric(parts: list[NumericProfile], cap: int) -> NumericProfile:
@@ -107,16 +137,19 @@ def _merge_numeric(parts: list[NumericProfile], cap: int) -> NumericProfile:
         if uniq.size <= cap:
             counts = np.bincount(inverse, weights=np.concatenate([p.distinct[1] for p in parts]), minlength=uniq.size)
             distinct = (uniq, counts.astype(np.int64))
-    return NumericProfile(sum(p.n_missing for p in parts), sum(p.n_inf for p in parts),
-                          sum(p.n_finite for p in parts), min(p.lo for p in parts), max(p.hi for p in parts), distinct)
+    return NumericProfile(sum(p.n_rows for p in parts), _first_of(parts), sum(p.n_missing for p in parts),
+                          sum(p.n_inf for p in parts), sum(p.n_finite for p in parts), min(p.lo for p in parts),
+                          max(p.hi for p in parts), distinct)
 
 
 def _merge_levels(parts: list[LevelProfile]) -> LevelProfile:
-    counts: dict = {}
-    for part in parts:  # in row order: the first appearance over all rows
-        for level, n in part.counts.items():
-            counts[level] = counts.get(level, 0) + n
-    return LevelProfile(sum(p.n_missing for p in parts), counts)
+    counts: dict | None = None
+    if parts[0].counts is not None:
+        counts = {}
+        for part in parts:  # in row order: the first appearance over all rows
+            for level, n in part.counts.items():
+                counts[level] = counts.get(level, 0) + n
+    return LevelProfile(sum(p.n_rows for p in parts), _first_of(parts), sum(p.n_missing for p in parts), counts)
 
 
 def merge_profiles(per_part: list[list], cap: int) -> list:
@@ -125,10 +158,25 @@ def merge_profiles(per_part: list[list], cap: int) -> list:
             for ps in zip(*per_part)]
 
 
-def profiles(mapper, positions, categorical, cap: int) -> list:
-    """Every column's profile in ``positions`` (one pass over the partitions)."""
-    payload = (list(positions), [bool(c) for c in categorical], int(cap))
+def profiles(mapper, positions, kinds, cap: int) -> list:
+    """Every column's profile in ``positions`` (one pass over the partitions); ``kinds``: :data:`NUMBERS`,
+    :data:`LEVELS` or :data:`MISSING` each; ``cap``: the most distinct numbers kept."""
+    payload = (list(positions), list(kinds), int(cap))
     return merge_profiles(mapper(profile_part, payload), int(cap))
+
+
+def frame_profiles(frame, mapper=None, cap: int = 0) -> list:
+    """Every column's profile as the data's checks need it: a numeric dtype's numbers (its distinct values up to
+    ``cap``), a text column's levels, a categorical or boolean column's missing values only."""
+    kinds = []
+    for j in range(frame.n_features):
+        dtype = frame.dtype(j)
+        if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+            kinds.append(NUMBERS)
+        else:
+            kinds.append(MISSING if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype)
+                         else LEVELS)
+    return profiles(one_part(frame) if mapper is None else mapper, range(frame.n_features), kinds, cap)
 
 
 # ---- order statistics ---------------------------------------------------------------------------------------------

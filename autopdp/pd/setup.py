@@ -20,6 +20,7 @@ from .tree.fastpath import METHODS, plan_tree_path, shared_adapter
 from .sampling import _weighted_sample
 from .tree.exact_pd import TreePathUnavailable
 from .grids import FeatureSpec, build_spec, resolve_categorical
+from .profiles import frame_profiles
 from .pipeline_blocks import BlocksUnavailable, plan_blocks
 from .response import make_adapter
 
@@ -110,17 +111,11 @@ def _ice_rows(subsample, n, random_state, weights=None):
     return _weighted_sample(n, k, weights, np.random.default_rng(random_state))
 
 
-def _reject_infinite(frame: Frame, categorical: np.ndarray) -> None:
-    """Infinite values break grids and most models: name the column before anything runs."""
+def _reject_infinite(frame: Frame, categorical: np.ndarray, columns) -> None:
+    """Infinite values break grids and most models: name the column before anything runs (``columns``: the
+    columns' profiles, :func:`autopdp.pd.profiles.frame_profiles`)."""
     for j in range(frame.n_features):
-        if categorical[j]:
-            continue
-        values = frame.column(j)
-        try:
-            bad = np.isinf(np.asarray(values, dtype=float)).any()
-        except (TypeError, ValueError):
-            continue
-        if bad:
+        if not categorical[j] and getattr(columns[j], "n_inf", 0):
             raise InputError(
                 f"Feature {frame.names[j]!r} has infinite values: replace them (e.g. with NaN or a cap) before "
                 "computing partial dependence."
@@ -140,15 +135,17 @@ class _Setup:
         self.frame = as_frame(X)
         self.grid_resolution = int(grid_resolution)
         self.grid_method = grid_method
-        self.categorical = resolve_categorical(self.frame, categorical_features, integer_as_categorical)
+        columns = frame_profiles(self.frame, cap=max(0, int(integer_as_categorical or 0)))  # one pass, every column
+        self.categorical = resolve_categorical(self.frame, categorical_features, integer_as_categorical, columns)
         self.custom = {}
         for key, values in (custom_values or {}).items():
             self.custom[self.frame.position_of(key)] = values
         self.sample_weight = _sample_weight(sample_weight, self.frame.n_rows)
-        _reject_infinite(self.frame, self.categorical)
-        probe = self.frame.take_rows(probe_rows(self.frame)).data
+        _reject_infinite(self.frame, self.categorical, columns)
+        probe = self.frame.take_rows(probe_rows(self.frame, columns=columns)).data
+        missing = describe_missing(self.frame, columns)
         self.adapter = shared_adapter(model, response, target, lambda: make_adapter(
-            model, response, target, probe=probe, missing=describe_missing(self.frame)))
+            model, response, target, probe=probe, missing=missing))
         self.keep_individual = kind in ("individual", "both")
         if std is not None and not isinstance(std, bool):
             raise InputError(f"std must be True, False or None, got {std!r}.")
