@@ -8,6 +8,9 @@ module                 what
 =====================  ==============================================================
 data                   the validated frame every stage reads (``as_frame``)
 grids                  feature kinds and grids (quantiles, levels, custom values)
+profiles               column profiles summed over row partitions: the data's checks, and the grids'
+                       exact quantiles narrowed over the partitions
+partframe              a Parquet table whose rows stay on the Dask workers (each reads its own parts)
 response               model adapters: the response (probability, margin, ...) as an array
 engine                 brute force: memory-bounded batches of augmented rows, any model
 pipeline_blocks        brute force through a column-separable Pipeline: preprocess once,
