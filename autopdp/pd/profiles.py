@@ -129,14 +129,18 @@ def _first_of(parts: list) -> int:
     return -1
 
 
+def _add_counts(tables: list) -> tuple:
+    """``(values, counts)`` tables of distinct values, added up: the sorted union with each value's total count."""
+    uniq, inverse = np.unique(np.concatenate([v for v, _ in tables]), return_inverse=True)
+    counts = np.bincount(inverse, weights=np.concatenate([c for _, c in tables]), minlength=uniq.size)
+    return uniq, counts.astype(np.int64)
+
+
 def _merge_numeric(parts: list[NumericProfile], cap: int) -> NumericProfile:
     distinct = None
     if all(p.distinct is not None for p in parts):
-        values = np.concatenate([p.distinct[0] for p in parts])
-        uniq, inverse = np.unique(values, return_inverse=True)
-        if uniq.size <= cap:
-            counts = np.bincount(inverse, weights=np.concatenate([p.distinct[1] for p in parts]), minlength=uniq.size)
-            distinct = (uniq, counts.astype(np.int64))
+        distinct = _add_counts([p.distinct for p in parts])
+        distinct = distinct if distinct[0].size <= cap else None
     return NumericProfile(sum(p.n_rows for p in parts), _first_of(parts), sum(p.n_missing for p in parts),
                           sum(p.n_inf for p in parts), sum(p.n_finite for p in parts), min(p.lo for p in parts),
                           max(p.hi for p in parts), distinct)
@@ -260,9 +264,7 @@ def _merged_answer(answers: list, collected: bool) -> tuple:
     if not collected:
         return (np.sum([c for c, _, _ in answers], axis=0), np.min([lo for _, lo, _ in answers], axis=0),
                 np.max([hi for _, _, hi in answers], axis=0))
-    uniq, inverse = np.unique(np.concatenate([u for u, _ in answers]), return_inverse=True)
-    counts = np.bincount(inverse, weights=np.concatenate([c for _, c in answers]), minlength=uniq.size)
-    return uniq, counts.astype(np.int64)
+    return _add_counts(answers)
 
 
 def _narrow(state: dict, answer: tuple, collected: bool, found: dict) -> dict:
