@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import warnings
 from pathlib import Path
@@ -236,7 +237,83 @@ def test_an_unreachable_server_is_exit_2_in_one_line(tmp_path, capsys, monkeypat
     code, out, err = run(capsys, "report", "--model", "models:/credit/1", "--data", logged["data"], "--target", "y",
                          "--out", tmp_path / "r")
     assert code == 2 and time.time() - t0 < 60
-    assert "cannot reach the MLflow tracking server at http://127.0.0.1:" in err.strip().splitlines()[-1]
+    last = err.strip().splitlines()[-1]
+    assert "cannot reach the MLflow tracking server at http://127.0.0.1:" in last and "(connection refused)" in last
+
+
+class _Failing:
+    """An HTTP proxy in front of the real server that answers HTTP 500 to its first ``fail`` requests (``fail=None``:
+    to every one), as a busy SQLite-backed server does while another writer holds the store."""
+
+    def __init__(self, upstream: str, fail):
+        import http.server
+        import threading
+
+        state = {"left": fail, "seen": 0}
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _any(self):
+                state["seen"] += 1
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if state["left"] is None or state["left"] > 0:
+                    if state["left"] is not None:
+                        state["left"] -= 1
+                    self.send_response(500)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                req = urllib.request.Request(upstream + self.path, data=body or None, method=self.command,
+                                             headers={k: v for k, v in self.headers.items() if k.lower() != "host"})
+                try:
+                    with urllib.request.urlopen(req, timeout=60) as r:
+                        code, headers, data = r.status, r.getheaders(), r.read()
+                except urllib.error.HTTPError as e:
+                    code, headers, data = e.code, e.headers.items(), e.read()
+                self.send_response(code)
+                for k, v in headers:
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.uri = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.state = state
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        outer.close = self.httpd.shutdown
+
+
+def test_a_passing_server_error_is_retried(logged, monkeypatch):
+    """A server that answers HTTP 500 once (a busy store) still gives the model: MLflow's retries are kept (2)."""
+    proxy = _Failing(os.environ["MLFLOW_TRACKING_URI"], fail=1)
+    try:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.uri)
+        model = autopdp.load_model("models:/numeric/1")
+        assert hasattr(model, "predict_proba") and proxy.state["left"] == 0 and proxy.state["seen"] >= 2
+    finally:
+        proxy.close()
+
+
+def test_a_server_that_answers_errors_is_not_called_unreachable(logged, monkeypatch):
+    """A server that answers HTTP 500 every time was reached: the line names the status, not a dead server."""
+    proxy = _Failing(os.environ["MLFLOW_TRACKING_URI"], fail=None)
+    try:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.uri)
+        t0 = time.time()
+        with pytest.raises(InputError) as err:
+            autopdp.load_model("models:/numeric/1")
+        line = str(err.value)
+        assert "answered HTTP 500 for models:/numeric/1, after 2 retries" in line and "cannot reach" not in line
+        assert "\n" not in line and time.time() - t0 < 60 and proxy.state["seen"] == 3
+    finally:
+        proxy.close()
 
 
 def test_a_version_that_does_not_exist_is_named(logged):

@@ -86,29 +86,46 @@ def _tracking_uri(mlflow) -> str:
     return redact(str(mlflow.get_tracking_uri()))
 
 
+#: what requests and urllib3 say when no answer came: no server there, a name that does not resolve, a timeout
+_NO_ANSWER = (("Connection refused", "connection refused"), ("Failed to establish", "no connection"),
+              ("NameResolutionError", "the host name does not resolve"),
+              ("Name or service not known", "the host name does not resolve"),
+              ("timed out", "no answer within MLFLOW_HTTP_REQUEST_TIMEOUT"),
+              ("RemoteDisconnected", "the server closed the connection"),
+              ("Connection aborted", "the server closed the connection"))
+_STATUS = re.compile(r"too many (\d{3}) error responses|error code (\d{3})")
+
+
 def _fail(uri: str, mlflow, exc) -> InputError:
-    """One line for what MLflow raised: an unreachable server, a missing version, or MLflow's own message."""
+    """One line for what MLflow raised: no answer from the server, an error status it answered with, a missing
+    version, or MLflow's own message.  Each names its cause: a server that answered HTTP 500 was reached."""
     from ..utils.secrets import redact
 
     server = _tracking_uri(mlflow)
-    text = " ".join(str(exc).split())
-    if len(text) > 300:
-        text = text[:300] + " ..."
-    unreachable = ("Max retries exceeded", "Connection refused", "Failed to establish", "NameResolutionError",
-                   "timed out", "ConnectionError", "API request to")
-    if any(u in text for u in unreachable):
-        return InputError(redact(f"cannot reach the MLflow tracking server at {server} for {uri}: set "
+    full = " ".join(str(exc).split())
+    text = full if len(full) <= 300 else full[:300] + " ..."
+    status = _STATUS.search(full)
+    if status:
+        code = status.group(1) or status.group(2)
+        return InputError(redact(f"the MLflow tracking server at {server} answered HTTP {code} for {uri}, after "
+                                 f"{os.environ.get('MLFLOW_HTTP_REQUEST_MAX_RETRIES', '7')} retries; its log says why "
+                                 f"(MLflow: {text})"))
+    cause = next((why for sign, why in _NO_ANSWER if sign in full), None)
+    if cause:
+        return InputError(redact(f"cannot reach the MLflow tracking server at {server} for {uri} ({cause}): set "
                                  "MLFLOW_TRACKING_URI to a running server (e.g. http://127.0.0.1:5000)."))
-    if "RESOURCE_DOES_NOT_EXIST" in text or "not found" in text.lower() or "does not exist" in text.lower():
+    if "RESOURCE_DOES_NOT_EXIST" in full or "not found" in full.lower() or "does not exist" in full.lower():
         return InputError(redact(f"{uri} is not on the MLflow tracking server at {server}: {text}"))
     return InputError(redact(f"cannot load {uri} from the MLflow tracking server at {server}: {text}"))
 
 
 def _quick_failures() -> dict:
-    """MLflow's HTTP retries default to minutes of back-off; a CLI run should fail fast on a dead server
-    (a value the user set is kept); no progress bar of MLflow's own on the command line."""
-    return {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
-            "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
+    """MLflow's HTTP retries default to 7 with a back-off of minutes; a CLI run should fail within seconds on a
+    dead server, yet ride out a busy one's passing error (an SQLite store answers HTTP 500 while another writer
+    holds it): 2 retries, waits of 0 s and about 2 s (a value the user set is kept); no progress bar of MLflow's
+    own on the command line."""
+    return {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+            "MLFLOW_HTTP_REQUEST_TIMEOUT": "30", "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
 
 
 def _pinned(uri: str, facts: dict) -> str:
