@@ -16,8 +16,9 @@ from ..config import AuditConfig, ReportOptions, split_config
 from ..io.tree_arrays import check_tree_arrays
 from ..pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, refuse_dask, sample_rows
 from ..errors import InputError, InputTypeError
-from ..pd.grids import is_effectively_constant, resolve_categorical
-from ..pd.profiles import frame_profiles
+from ..pd.grids import resolve_categorical
+from ..pd.profiles import frame_profiles, one_part
+from .columns import explained_columns
 from ..io.loading import column_error, did_you_mean
 from .summary import target_name_of
 from ..pd.setup import _reject_infinite
@@ -268,30 +269,6 @@ def _check_comparison(name: str, other, model, frame: Frame):
         raise InputError(f"comparison model {name!r} needs columns {sorted(set(cols) - set(frame.names))} that X lacks.")
 
 
-#: A text or categorical column with at least this share of distinct values (over at least
-#: :data:`IDENTIFIER_MIN_ROWS` rows) is an identifier: no grid is built of its values.  A column of whole numbers
-#: is one only when every value is distinct over at least :data:`IDENTIFIER_MIN_INT_ROWS` rows (a row index, a
-#: customer number): an amount in whole units is often nearly unique too (German Credit's credit_amount: 921 of
-#: 1,000).
-IDENTIFIER_SHARE = 0.9
-IDENTIFIER_MIN_ROWS = 20
-IDENTIFIER_MIN_INT_ROWS = 200
-
-
-def _is_identifier(values, n_rows: int, distinct: int) -> bool:
-    """Whether a column looks like an identifier: nearly one distinct value per row of text or levels, or one per
-    row of whole numbers (a continuous measurement, nearly unique too, is not)."""
-    if n_rows < IDENTIFIER_MIN_ROWS:
-        return False
-    dtype = getattr(values, "dtype", None)
-    if isinstance(dtype, pd.CategoricalDtype) or getattr(dtype, "kind", "O") in "OSU":  # text or levels
-        return distinct >= IDENTIFIER_SHARE * n_rows
-    if n_rows < IDENTIFIER_MIN_INT_ROWS or distinct != n_rows or dtype.kind not in "iuf":
-        return False
-    v = np.asarray(values, dtype=float)
-    return bool(np.isfinite(v).all() and (v == np.round(v)).all())  # whole numbers (the frame holds them as floats)
-
-
 def _resolved(config, compare, report=None) -> tuple[AuditConfig, dict, ReportOptions]:
     """The config as an :class:`AuditConfig`, the comparison models as a checked dict and the report's cover
     as :class:`ReportOptions` (``report``, else the cover keys of a dict ``config``, else those given to
@@ -367,32 +344,10 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
         for f in {f for pair in config.pairs for f in pair}:
             if f not in frame.names:
                 raise column_error("pairs (--pairs) feature", f, frame.names, "data's features")
-    features, unresolvable = [], []
     columns = frame_profiles(frame, cap=max(0, int(config.integer_as_categorical or 0)))  # one pass, every column
     kinds = resolve_categorical(frame, config.categorical_features, config.integer_as_categorical, columns)
-    levels: dict[str, int] = {}
-    for name in names:
-        position = frame.names.index(name)
-        values = frame.column(position)
-        col = pd.Series(values, dtype=object)
-        distinct = int(col.nunique(dropna=True))
-        if kinds[position]:
-            levels[name] = distinct
-        if col.isna().all():
-            notes.append(f"Feature {name!r} has all values missing in the data and was skipped (the model is "
-                         "still given its missing values).")
-        elif distinct <= 1:
-            notes.append(f"Feature {name!r} is constant in the data and was skipped.")
-        elif _is_identifier(values, frame.n_rows, distinct):
-            notes.append(f"Feature {name!r} looks like an identifier ({distinct:,} distinct values in "
-                         f"{frame.n_rows:,} rows) and was skipped: a grid of its values would write them into every "
-                         "output. Leave it out of the data (or of config key features) if the model does not use it.")
-        elif not kinds[position] and is_effectively_constant(values):
-            unresolvable.append(name)
-            notes.append(f"Feature {name!r} is effectively constant in the data (its values span too small a range "
-                         "to resolve in floating point) and was skipped.")
-        else:
-            features.append(name)
+    features, unresolvable, levels, skipped = explained_columns(frame, names, kinds, columns, one_part(frame))
+    notes.extend(skipped)
     if not features:
         if not unresolvable:
             raise InputError("every feature is constant in the data: there is nothing to audit.")
@@ -405,7 +360,8 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     _check_pair_count(config, features)
     adapter = make_adapter(model, config.response, config.target, probe=frame.take_rows(probe_rows(frame, columns=columns)).data,
                            missing=describe_missing(frame, columns))
-    _check_memory(config, frame, features, {f: levels.get(f) for f in features}, max(1, len(adapter.targets)))
+    missing = {f for f in features if columns[frame.names.index(f)].n_missing}
+    _check_memory(config, frame, features, {f: levels.get(f) for f in features}, max(1, len(adapter.targets)), missing)
     _check_labels(y, model, adapter)
     if adapter.inferred_classes:
         notes.append(
@@ -457,7 +413,8 @@ def pair_limit(config: AuditConfig, rows: int, cells: int) -> tuple[int, str]:
     return config.max_pairs, f"more than max_pairs ({config.max_pairs:,}; raise it with --max-pairs)"
 
 
-def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dict, n_targets: int) -> None:
+def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dict, n_targets: int,
+                  missing: set) -> None:
     """Each array that grows with the input (one PD's ICE curves, the out-of-distribution check's model) fits in
     ``max_batch_mb``, checked before any work; the augmented rows are batched to it by the engine."""
     from ..trust.ood import support_bytes, support_width
@@ -492,6 +449,7 @@ def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dic
                 f"target(s) each) need {need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); "
                 f"lower std_rows or grid_resolution_2d, fewer pairs (--pairs top:N), {hint}.")
     categorical = {f: "categorical" if levels.get(f) is not None else "numeric" for f in features}
+    facts = {f: (levels[f], f in missing) for f, k in categorical.items() if k != "numeric"}  # levels, any missing
     if "correlation" in config.criteria_2d and pair_count(config.pairs, len(features)):
         # the test of independence of two categorical features tabulates every level against every level
         if isinstance(config.pairs, tuple):
@@ -507,7 +465,7 @@ def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dic
                     f"{need / 1e6:,.0f} MB, above max_batch_mb ({config.max_batch_mb:,.0f} MB); leave an ID-like "
                     f"column out (features), leave 'correlation' out of criteria_2d, list the pairs, {hint}.")
     if "surrogate_importance" in config.criteria_2d and features:
-        width = surrogate_width(frame, categorical, max_levels=config.max_levels)
+        width = surrogate_width(frame, categorical, max_levels=config.max_levels, facts=facts)
         need = float(BYTES_PER_CELL * min(rows, SURROGATE_MIN_ROWS) * width)  # wider designs sample fewer rows
         if need > cap:
             raise InputError(
@@ -517,7 +475,7 @@ def _check_memory(config: AuditConfig, frame: Frame, features: list, levels: dic
                 f"({config.max_batch_mb:,.0f} MB); audit fewer features (features), lower max_levels, leave "
                 f"'surrogate_importance' out of criteria_2d {hint}.")
     if "ood_share" in config.utilities and features:
-        width = support_width(frame, categorical, config.max_levels)
+        width = support_width(frame, categorical, config.max_levels, facts)
         need = support_bytes(min(rows, 4000), width)
         if need > cap:
             raise InputError(

@@ -169,18 +169,10 @@ def bin_edges(lo: float, hi: float, bins: int) -> np.ndarray:
     return edges if edges.size >= 2 else np.array([lo, hi])
 
 
-def is_effectively_constant(values: np.ndarray, bins: int = 30) -> bool:
-    """Whether a numeric column's finite values span a range floating point cannot resolve.
-
-    A column with a single distinct value is constant; so is one whose range is too small to
-    divide into ``bins`` distinct steps (e.g. ``[0, 5e-324]``): no grid or histogram can show a
-    change of the model's response along it.
-    """
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return True
-    lo, hi = float(v.min()), float(v.max())
+def unresolvable_range(lo: float, hi: float, bins: int = 30) -> bool:
+    """Whether finite values from ``lo`` to ``hi`` (``lo > hi``: none) span a range floating point cannot resolve:
+    one value, or a range too small to divide into ``bins`` distinct steps (e.g. ``[0, 5e-324]``): no grid or
+    histogram can show a change of the model's response along it."""
     return not hi > lo or np.unique(np.linspace(lo, hi, bins + 1)).size < bins + 1
 
 

@@ -15,7 +15,7 @@ dictionaries when it reads them as one table) every part's column is set to.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -23,7 +23,11 @@ import pandas as pd
 from ..errors import InputError
 from .data import Frame
 
-__all__ = ["PartFrame", "ParquetPart", "RowsElsewhere", "parquet_frame"]
+__all__ = ["PartFrame", "ParquetPart", "RowsElsewhere", "parquet_frame", "MAX_GATHER_ROWS"]
+
+#: Most rows :meth:`PartFrame.take_rows` brings to the calling process (probes, the first rows a tree plan checks,
+#: seeded samples): a step that needs more must run on the parts.
+MAX_GATHER_ROWS = 200_000
 
 
 class RowsElsewhere(RuntimeError):
@@ -51,6 +55,10 @@ class ParquetPart:
     levels: tuple  # ((column, levels, ordered), ...)
     weight: str | None = None
 
+    def selected(self, names: tuple) -> "ParquetPart":
+        """This part's recipe for the feature columns ``names`` only."""
+        return replace(self, names=tuple(names), levels=tuple(lv for lv in self.levels if lv[0] in names))
+
     def read_block(self) -> dict:
         """The part's rows as a row partition holds them (:func:`autopdp.pd.rows.rows_block`)."""
         import pyarrow.parquet as pq
@@ -71,6 +79,7 @@ class PartFrame(Frame):
     dtypes: tuple = ()
     bounds: tuple = ()  # ((start, stop), ...): each part's rows
     parts: tuple = ()  # one ParquetPart per bound
+    scheduler: object = field(default=None, repr=False)  # the client of the cluster whose workers read the parts
 
     @property
     def is_frame(self) -> bool:
@@ -86,11 +95,39 @@ class PartFrame(Frame):
     def column(self, position: int) -> np.ndarray:
         self.data._refuse()
 
-    def take_rows(self, rows) -> Frame:
+    def missing(self, position: int) -> np.ndarray:
         self.data._refuse()
 
-    def select(self, keys) -> Frame:
-        self.data._refuse()
+    def take_rows(self, rows) -> Frame:
+        """The rows ``rows`` (positions in the whole table, in this order) brought here as a :class:`Frame`: each
+        part's worker returns those it holds.  At most :data:`MAX_GATHER_ROWS`: more is the data itself, which
+        stays on the workers (:class:`RowsElsewhere`)."""
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        if rows.size > MAX_GATHER_ROWS:
+            raise RowsElsewhere(f"a step asked for {rows.size:,} of this frame's rows in the calling process (at most "
+                                f"{MAX_GATHER_ROWS:,} are brought here); it must run on the row partitions.")
+        if rows.size and (rows.min() < 0 or rows.max() >= self.n_rows):
+            raise IndexError(f"row positions must be in 0..{self.n_rows - 1}")
+        from .rows import part_rows
+
+        starts = np.array([a for a, _ in self.bounds], dtype=np.int64)
+        part = np.searchsorted(starts, rows, side="right") - 1
+        wanted = [(rows[part == i] - starts[i]) for i in range(len(self.bounds))]
+        pieces = part_rows(self, wanted)
+        order = np.argsort(np.argsort(part, kind="stable"), kind="stable")  # back from part order to ``rows`` order
+        data = pd.concat(pieces, ignore_index=True) if pieces else self.empty()
+        return Frame(data=data.iloc[order].reset_index(drop=True), names=self.names, keys=self.keys)
+
+    def empty(self) -> pd.DataFrame:
+        """No rows, this frame's columns and types."""
+        return pd.DataFrame({n: pd.Series([], dtype=t) for n, t in zip(self.names, self.dtypes)})
+
+    def select(self, keys) -> "PartFrame":
+        """The frame with only these columns, in this order (each part's recipe reads only them)."""
+        keys = tuple(keys)
+        names = tuple(self.names[self.keys.index(k)] for k in keys)
+        return replace(self, names=names, keys=keys, dtypes=tuple(self.dtypes[self.keys.index(k)] for k in keys),
+                       parts=tuple(part.selected(names) for part in self.parts))
 
 
 def _part_levels(path: str, columns: list) -> list:
@@ -147,4 +184,4 @@ def parquet_frame(client, files, *, columns=None, weight: str | None = None) -> 
     edges = np.concatenate([[0], np.cumsum([n for _, n in kept])]).astype(int)
     return PartFrame(data=_NoRows(), names=names, keys=names, dtypes=tuple(types[c] for c in names),
                      bounds=tuple((int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])),
-                     parts=tuple(ParquetPart(f, names, tuple(levels), weight) for f, _ in kept))
+                     parts=tuple(ParquetPart(f, names, tuple(levels), weight) for f, _ in kept), scheduler=client)

@@ -20,7 +20,7 @@ from .sampling import _weighted_sample, certainty_rows  # noqa: F401
 from .tree.exact_pd import TreePathUnavailable
 from .grids import build_spec, resolve_categorical
 from .result import PDResult
-from .rows import merge, shells, splits_by_rows
+from .rows import merge, scheduler_of, shells, splits_by_rows
 from .setup import _check_options, _normalise_features, _Setup
 
 __all__ = ["partial_dependence", "compute_all", "PDOptions", "COMPUTE_ALL_OPTIONS"]
@@ -243,6 +243,7 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
     for positions, _ in jobs:  # build every grid up front so grid errors surface before the work
         for p in positions:
             setup.spec(p)
+    scheduler = scheduler_of(setup.frame, scheduler)
     if scheduler is not None:
         from .distributed import dask_workers
 

@@ -62,8 +62,11 @@ class LevelProfile:
 
 
 def one_part(frame):
-    """The mapper of a frame held here: every row is one partition."""
-    return lambda fn, payload: [fn(frame, payload)]
+    """The mapper of a frame by itself: every row as one partition when it is held here, a
+    :class:`~autopdp.pd.partframe.PartFrame`'s own parts on the workers that read them (:func:`autopdp.pd.rows.map_rows`)."""
+    from .rows import mapper_of
+
+    return mapper_of(frame)
 
 
 def numeric_values(frame, position: int) -> np.ndarray:

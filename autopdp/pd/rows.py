@@ -24,7 +24,7 @@ from ..errors import InputError
 from .result import PDResult
 
 __all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key", "check_on_dask",
-           "map_rows"]
+           "map_rows", "mapper_of", "frame_partitions", "part_rows", "scheduler_of"]
 
 
 def row_bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -80,29 +80,101 @@ class _FrameShell:
         return block["frame"]
 
 
+def frame_partitions(frame, sample_weight, plan, parts: int) -> list:
+    """``[((key, refs), make_rows, (start, stop)), ...]``: the row partitions of ``frame`` (``parts`` of nearly equal
+    size; a :class:`~autopdp.pd.partframe.PartFrame`'s own parts, whose recipes travel to the workers that read
+    them), keyed so that every call on this frame, weights and tree ``plan`` finds its rows where they were sent."""
+    from .partframe import PartFrame
+
+    if isinstance(frame, PartFrame):
+        return [((((id(frame), id(plan)), None, a, b), (frame, plan)), (lambda r=recipe: r), (a, b))
+                for (a, b), recipe in zip(frame.bounds, frame.parts)]
+    return [(rows_key(frame, sample_weight, plan, a, b), (lambda a=a, b=b: rows_block(frame, sample_weight, plan, a, b)),
+             (a, b)) for a, b in row_bounds(frame.n_rows, parts)]
+
+
+def scheduler_of(frame, scheduler=None):
+    """The scheduler a call on ``frame`` runs on: the one given, else a
+    :class:`~autopdp.pd.partframe.PartFrame`'s own (its rows are there), else None (here)."""
+    return scheduler if scheduler is not None else getattr(frame, "scheduler", None)
+
+
 def map_rows(fn, payload, frame, *, sample_weight=None, plan=None, scheduler=None) -> list:
     """``[fn(rows, payload)]`` over the row partitions of ``frame``, in row order: here one partition (every row);
     on a Dask ``scheduler`` one per worker, run where the audit's resident rows are (keyed as the PDs' partitions
     of ``frame``, ``sample_weight`` and the tree ``plan``, so no row is sent again).  ``fn`` is a module-level
     function of a :class:`~autopdp.pd.data.Frame` and ``payload`` that returns a per-row result or a summary.  A
     :class:`~autopdp.pd.partframe.PartFrame` is mapped over its own parts, each read on a worker, none here."""
-    from .partframe import PartFrame
-
+    scheduler = scheduler_of(frame, scheduler)
     if scheduler is None:
-        if isinstance(frame, PartFrame):
-            raise InputError("this frame's rows are on a Dask cluster's workers: pass its scheduler.")
         return [fn(frame, payload)]
     from .distributed import dask_workers, run_partitions_on_dask
 
     shell = _FrameShell()
-    if isinstance(frame, PartFrame):  # its own parts, each read by the worker that holds it (its recipe travels)
-        parts = [(shell, (((id(frame), id(plan)), None, a, b), (frame, plan)), (lambda r=recipe: r))
-                 for (a, b), recipe in zip(frame.bounds, frame.parts)]
-    else:
-        parts = [(shell, rows_key(frame, sample_weight, plan, a, b),
-                  (lambda a=a, b=b: rows_block(frame, sample_weight, plan, a, b)))
-                 for a, b in row_bounds(frame.n_rows, dask_workers(scheduler))]
+    parts = [(shell, key, make) for key, make, _ in
+             frame_partitions(frame, sample_weight, plan, dask_workers(scheduler))]
     return run_partitions_on_dask(scheduler, fn, parts, [payload] * len(parts))
+
+
+def mapper_of(frame, scheduler=None):
+    """``mapper(fn, payload)``: :func:`map_rows` on ``frame`` (what a summary built from row partitions takes)."""
+    return lambda fn, payload: map_rows(fn, payload, frame, scheduler=scheduler)
+
+
+def _take(rows, local):
+    """A partition's rows at positions ``local`` (of the partition), as a DataFrame."""
+    return rows.take_rows(local).data
+
+
+class _BlockShell:
+    """A per-row call that reads its partition's whole block (rows and weights)."""
+
+    def with_rows(self, block: dict):
+        return block
+
+
+def _weights_of(block, payload) -> tuple:
+    """A part's weight facts (:func:`autopdp.pd.sampling.weight_part`) and its count of bad weights."""
+    from .sampling import weight_part
+
+    start, k = payload
+    w = np.asarray(block["sample_weight"], dtype=float)
+    bad = ~np.isfinite(w) | (w < 0)
+    return int(bad.sum()), weight_part(np.where(bad, 0.0, w), start, k)
+
+
+def part_weight_facts(frame, k: int):
+    """The :class:`~autopdp.pd.sampling.WeightFacts` of a :class:`~autopdp.pd.partframe.PartFrame`'s weight column,
+    each part's share made on its worker (None: the frame has no weight column); its weights checked as
+    ``sample_weight`` is (finite, non-negative, a positive sum)."""
+    from .distributed import run_partitions_on_dask
+    from .sampling import merge_weight_facts
+
+    if frame.parts[0].weight is None:
+        return None
+    split = frame_partitions(frame, None, None, 0)
+    got = run_partitions_on_dask(frame.scheduler, _weights_of, [(_BlockShell(), key, make) for key, make, _ in split],
+                                 [(a, int(k)) for _, _, (a, _) in split])
+    name = frame.parts[0].weight
+    if sum(bad for bad, _ in got):
+        raise InputError(f"the weight column {name!r} must be finite and non-negative.")
+    facts = merge_weight_facts([part for _, part in got], k)
+    if facts.total <= 0:
+        raise InputError(f"the weight column {name!r} sums to 0: at least one row needs a positive weight.")
+    return facts
+
+
+def part_rows(frame, wanted: list) -> list:
+    """The rows ``wanted[i]`` (positions within part ``i``) of each part of a
+    :class:`~autopdp.pd.partframe.PartFrame`, as DataFrames, from the parts that hold any (read on their workers)."""
+    from .distributed import run_partitions_on_dask
+
+    shell = _FrameShell()
+    chosen = [(i, key, make) for i, (key, make, _) in enumerate(frame_partitions(frame, None, None, 0)) if wanted[i].size]
+    if not chosen:
+        return []
+    return run_partitions_on_dask(frame.scheduler, _take, [(shell, key, make) for _, key, make in chosen],
+                                  [wanted[i] for i, _, _ in chosen])
 
 
 class _CheckShell:
@@ -144,10 +216,9 @@ def check_on_dask(plan, frame, sample_weight, scheduler) -> None:
     if plan.forest is None or plan._kernel is not None or plan._checked_offset is not None:
         return
     offset = plan.first_offset()
-    bounds = row_bounds(frame.n_rows, dask_workers(scheduler))
     shell = _CheckShell(plan.subset_shell())
-    parts = [(shell, rows_key(frame, sample_weight, plan, a, b),
-              (lambda a=a, b=b: rows_block(frame, sample_weight, plan, a, b))) for a, b in bounds]
+    parts = [(shell, key, make) for key, make, _ in
+             frame_partitions(frame, sample_weight, plan, dask_workers(scheduler))]
     per_part = run_partitions_on_dask(scheduler, _check_partition, parts, [offset] * len(parts), refresh=True)
     try:
         failed = [p for p in per_part if isinstance(p, str)]
@@ -168,9 +239,8 @@ def shells(setup, jobs, parts: int) -> tuple[list, list]:
     for positions, _ in jobs:
         for p in positions:
             setup.spec(p)
-    bounds = row_bounds(setup.frame.n_rows, parts)
-    return [(setup.shell_for_rows(a, b), setup.rows_key(a, b), (lambda a=a, b=b: setup.rows_block(a, b)))
-            for a, b in bounds], bounds
+    split = frame_partitions(setup.frame, setup.sample_weight, setup._plan, parts)
+    return [(setup.shell_for_rows(a, b), key, make) for key, make, (a, b) in split], [ab for _, _, ab in split]
 
 
 def _merged(setup, per_part: list[PDResult], bounds, note: str) -> PDResult:
@@ -178,14 +248,13 @@ def _merged(setup, per_part: list[PDResult], bounds, note: str) -> PDResult:
     first = per_part[0]
     W = np.array([r.total_weight for r in per_part], dtype=float)
     live = W > 0
-    total = float(W.sum())
     avgs = np.stack([np.asarray(r.average, dtype=float) for r in per_part])
-    share = (W / total).reshape((-1,) + (1,) * (avgs.ndim - 1))
+    share = (W / float(W.sum())).reshape((-1,) + (1,) * (avgs.ndim - 1))
     average = np.where(live.reshape(share.shape), avgs * share, 0.0).sum(axis=0)
     stds = np.stack([np.asarray(r.std, dtype=float) for r in per_part])
     within = np.where(live.reshape(share.shape), (stds ** 2 + (avgs - average) ** 2) * share, 0.0).sum(axis=0)
     std = np.sqrt(np.maximum(within, 0.0))
-    w = setup.weights
+    total, total_sq = setup.weight_sums()
     individual, ice_rows = None, first.ice_rows
     if first.individual is not None:
         individual = np.concatenate([np.asarray(r.individual) for r in per_part], axis=1)
@@ -195,7 +264,7 @@ def _merged(setup, per_part: list[PDResult], bounds, note: str) -> PDResult:
             individual = individual[:, np.argsort(np.argsort(part_of, kind="stable"), kind="stable")]
     notes = tuple(dict.fromkeys(n for r in per_part for n in r.notes)) + (note,)
     return dataclasses.replace(
-        first, average=average, std=std, stderr=std * (np.sqrt(float((w * w).sum())) / total),
+        first, average=average, std=std, stderr=std * (np.sqrt(total_sq) / total),
         counts=sum(np.asarray(r.counts) for r in per_part), n_rows=int(sum(r.n_rows for r in per_part)),
         total_weight=total, individual=individual, ice_rows=ice_rows, notes=notes)
 

@@ -10,7 +10,47 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["certainty_rows", "kept_inclusion", "ice_design", "ice_row_weights", "ht_weights"]
+__all__ = ["certainty_rows", "kept_inclusion", "ice_design", "ice_row_weights", "ht_weights", "exact_sum",
+           "WeightFacts", "weight_facts", "weight_part", "merge_weight_facts"]
+
+
+def _exact_parts(x: np.ndarray) -> dict:
+    """``{exponent: (sum of high halves, sum of low halves)}`` of the finite floats ``x``: each value is
+    ``m * 2**(e - 53)`` with a 53-bit integer ``m`` (:func:`numpy.frexp`), split in two 27-bit halves whose sums
+    over up to 2**36 values fit in int64, so the sums add up across row partitions without any rounding."""
+    m, e = np.frexp(np.asarray(x, dtype=float).ravel())
+    mi = (m * 2.0 ** 53).astype(np.int64)  # exact: |m| < 1 has 53 significant bits
+    hi, lo = mi >> 27, mi & ((1 << 27) - 1)
+    out = {}
+    for exponent in np.unique(e):
+        at = e == exponent
+        out[int(exponent)] = (int(hi[at].sum()), int(lo[at].sum()))
+    return out
+
+
+def _merge_exact(parts) -> dict:
+    out: dict = {}
+    for part in parts:
+        for e, (h, low) in part.items():
+            a, b = out.get(e, (0, 0))
+            out[e] = (a + h, b + low)
+    return out
+
+
+def _exact_float(parts: dict) -> float:
+    """The correctly rounded float of the exact sum :func:`_exact_parts` describes."""
+    from fractions import Fraction
+
+    total = Fraction(0)
+    for e, (h, low) in parts.items():
+        total += Fraction((h << 27) + low) * (Fraction(2) ** (e - 53))
+    return float(total)
+
+
+def exact_sum(x) -> float:
+    """The sum of the finite floats ``x``, correctly rounded: the same whatever the order or the partitions in
+    which they are added (a row partition's sums merge exactly, :func:`weight_part`)."""
+    return _exact_float(_exact_parts(x))
 
 
 def certainty_rows(weights, k: int, total: float | None = None) -> np.ndarray:
@@ -40,14 +80,19 @@ def certainty_rows(weights, k: int, total: float | None = None) -> np.ndarray:
 
 
 def _weighted_sample(n: int, k: int, weights, rng) -> np.ndarray:
-    """``k`` rows of ``n``: every row of :func:`certainty_rows` and a uniform sample of the rest (sorted)."""
-    sure = certainty_rows(weights, k) if weights is not None else np.zeros(n, dtype=bool)
-    if not sure.any():
+    """``k`` rows of ``n``: every row of :func:`certainty_rows` and a uniform sample of the rest (sorted).
+    ``weights``: every row's weights, their :class:`WeightFacts` (the same rows), or None (uniform)."""
+    if weights is None:
         return np.sort(rng.choice(n, size=k, replace=False))
-    rest = np.flatnonzero(~sure)
-    k_rest = max(k - int(sure.sum()), 0)
-    picked = rng.choice(rest, size=min(k_rest, rest.size), replace=False) if k_rest else np.array([], dtype=int)
-    return np.sort(np.concatenate([np.flatnonzero(sure), picked]).astype(np.intp))
+    facts = weights if isinstance(weights, WeightFacts) else weight_facts(weights, k)
+    sure = np.sort(facts.top_rows[:k][certainty_rows(facts.top_w[:k], k, facts.total)])
+    if not sure.size:
+        return np.sort(rng.choice(n, size=k, replace=False))
+    k_rest = max(k - int(sure.size), 0)
+    at = rng.choice(n - sure.size, size=min(k_rest, n - sure.size), replace=False) if k_rest else np.array([], dtype=int)
+    # the ``at``-th row that is not sure: skip the sure rows before it (``sure - arange``: rows not sure before each)
+    picked = np.asarray(at, dtype=np.int64) + np.searchsorted(sure - np.arange(sure.size), at, side="right")
+    return np.sort(np.concatenate([sure, picked]).astype(np.intp))
 
 
 def kept_inclusion(w_kept: np.ndarray, total: float, n: int) -> np.ndarray:
@@ -108,3 +153,38 @@ def ht_weights(design) -> np.ndarray:
     ``(w, pi, total)``; 0 for a row with no chance of being kept."""
     w, pi, _ = design
     return np.where(pi > 0, np.asarray(w, dtype=float) / np.where(pi > 0, pi, 1.0), 0.0)
+
+
+class WeightFacts:
+    """What a weighted ICE or spread sample and the PD's standard error need of every row's sample weight, without
+    the weights: ``n`` rows, their ``total`` and ``total_sq`` (sums of w and w squared, correctly rounded:
+    :func:`exact_sum`), and the ``k`` heaviest rows (``top_rows``, ``top_w``; ties to the earlier row), which hold
+    every row a sample of at most ``k`` takes with certainty (:func:`certainty_rows`).  Made from the weights here
+    (:func:`weight_facts`) or merged from row partitions (:func:`weight_part`, :func:`merge_weight_facts`): the same
+    facts either way."""
+
+    def __init__(self, n: int, total: float, total_sq: float, top_rows: np.ndarray, top_w: np.ndarray):
+        self.n, self.total, self.total_sq = int(n), float(total), float(total_sq)
+        self.top_rows, self.top_w = np.asarray(top_rows, dtype=np.int64), np.asarray(top_w, dtype=float)
+
+
+def weight_part(w, start: int, k: int) -> tuple:
+    """One row partition's share of :class:`WeightFacts`: its rows begin at ``start``."""
+    w = np.asarray(w, dtype=float).ravel()
+    order = np.lexsort((np.arange(w.size), -w))[: max(0, int(k))]
+    return w.size, _exact_parts(w), _exact_parts(w * w), order.astype(np.int64) + int(start), w[order]
+
+
+def merge_weight_facts(parts, k: int) -> WeightFacts:
+    """:class:`WeightFacts` of all the rows from their partitions' :func:`weight_part` (any partitioning)."""
+    parts = list(parts)
+    rows = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    w = np.concatenate([p[4] for p in parts]) if parts else np.zeros(0)
+    order = np.lexsort((rows, -w))[: max(0, int(k))]
+    return WeightFacts(sum(p[0] for p in parts), _exact_float(_merge_exact(p[1] for p in parts)),
+                       _exact_float(_merge_exact(p[2] for p in parts)), rows[order], w[order])
+
+
+def weight_facts(w, k: int) -> WeightFacts:
+    """:class:`WeightFacts` of the weights ``w`` held here (one partition)."""
+    return merge_weight_facts([weight_part(w, 0, k)], k)

@@ -17,7 +17,8 @@ from .options import PDOptions
 from .data import Frame, as_frame, describe_missing, probe_rows, refuse_dask
 from ..errors import InputError, InputTypeError
 from .tree.fastpath import METHODS, plan_tree_path, shared_adapter
-from .sampling import _weighted_sample
+from .partframe import PartFrame
+from .sampling import _weighted_sample, weight_facts
 from .tree.exact_pd import TreePathUnavailable
 from .grids import FeatureSpec, build_spec, resolve_categorical
 from .profiles import frame_profiles
@@ -95,7 +96,8 @@ def _sample_weight(sample_weight, n):
     return w
 
 
-def _ice_rows(subsample, n, random_state, weights=None):
+def _ice_count(subsample, n) -> int | None:
+    """How many rows keep their ICE curves (None: every row)."""
     if subsample is None:
         return None
     if isinstance(subsample, numbers.Integral) and not isinstance(subsample, bool):
@@ -106,9 +108,20 @@ def _ice_rows(subsample, n, random_state, weights=None):
         k = max(1, int(round(subsample * n)))
     else:
         raise InputError(f"subsample must be a positive number of rows or a fraction in (0, 1], got {subsample!r}.")
-    if k >= n:
-        return None
-    return _weighted_sample(n, k, weights, np.random.default_rng(random_state))
+    return None if k >= n else k
+
+
+def _weight_facts(frame: Frame, sample_weight, k: int):
+    """The weights' :class:`~autopdp.pd.sampling.WeightFacts` (None: unweighted): of ``sample_weight``, or of a
+    :class:`~autopdp.pd.partframe.PartFrame`'s weight column, summed on its parts."""
+    if not isinstance(frame, PartFrame):
+        return None if sample_weight is None else weight_facts(sample_weight, k)
+    if sample_weight is not None:
+        raise InputError("the rows of this frame are on a Dask cluster's workers: its sample weights are a column of "
+                         "its parts (parquet_frame(..., weight=NAME)), not sample_weight.")
+    from .rows import part_weight_facts
+
+    return part_weight_facts(frame, k)
 
 
 def _reject_infinite(frame: Frame, categorical: np.ndarray, columns) -> None:
@@ -133,6 +146,7 @@ class _Setup:
         centered, max_levels, std_rows = options.centered, options.max_levels, options.std_rows
         self.percentiles = _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb)
         self.frame = as_frame(X)
+        self.in_parts = isinstance(self.frame, PartFrame)  # its rows are on a cluster's workers
         self.grid_resolution = int(grid_resolution)
         self.grid_method = grid_method
         columns = frame_profiles(self.frame, cap=max(0, int(integer_as_categorical or 0)))  # one pass, every column
@@ -141,6 +155,10 @@ class _Setup:
         for key, values in (custom_values or {}).items():
             self.custom[self.frame.position_of(key)] = values
         self.sample_weight = _sample_weight(sample_weight, self.frame.n_rows)
+        if not isinstance(std_rows, numbers.Integral) or std_rows < 0:
+            raise InputError(f"std_rows must be a non-negative integer, got {std_rows!r}.")
+        ice_count = _ice_count(subsample, self.frame.n_rows)
+        self.weight_facts = _weight_facts(self.frame, self.sample_weight, max(ice_count or 0, int(std_rows)))
         _reject_infinite(self.frame, self.categorical, columns)
         probe = self.frame.take_rows(probe_rows(self.frame, columns=columns)).data
         missing = describe_missing(self.frame, columns)
@@ -151,7 +169,8 @@ class _Setup:
             raise InputError(f"std must be True, False or None, got {std!r}.")
         # kind="average" asks for averages only: no ICE spread is computed unless std=True
         self.want_std = (kind != "average") if std is None else bool(std)
-        self.ice_rows = _ice_rows(subsample, self.frame.n_rows, random_state, self.sample_weight)
+        self.ice_rows = None if ice_count is None else _weighted_sample(
+            self.frame.n_rows, ice_count, self.weight_facts, np.random.default_rng(random_state))
         self.centered = bool(centered)
         self.max_batch_bytes = float(max_batch_mb) * 1e6
         if max_levels is not None and (not isinstance(max_levels, numbers.Integral) or max_levels < 2):
@@ -159,12 +178,12 @@ class _Setup:
         self.max_levels = max_levels
         if method not in METHODS:
             raise InputError(f"method={method!r} is not supported; use one of {', '.join(METHODS)}.")
-        if not isinstance(std_rows, numbers.Integral) or std_rows < 0:
-            raise InputError(f"std_rows must be a non-negative integer, got {std_rows!r}.")
         self.method = method
         self.std_rows = int(std_rows)
         self.random_state = random_state
-        self.weights = np.ones(self.frame.n_rows) if self.sample_weight is None else self.sample_weight
+        # every row's weight here (None for a frame whose rows are on a cluster: weight_facts has their sums)
+        self.weights = None if self.in_parts else (
+            np.ones(self.frame.n_rows) if self.sample_weight is None else self.sample_weight)
         self.rows_total = self.frame.n_rows  # every row of the call (a row partition's setup keeps its parent's)
         self.tree_unavailable = "not tried"
         self._plan = None
@@ -175,14 +194,28 @@ class _Setup:
         self._specs: dict[int, FeatureSpec] = {}
         self.nearest: dict = {}  # density_counts' cache of each spec's nearest grid index on this frame
 
+    def weight_sums(self) -> tuple[float, float]:
+        """``(sum of w, sum of w squared)`` over every row of the call (ones when unweighted), correctly rounded:
+        the same however the rows are partitioned."""
+        if self.weight_facts is None:
+            return float(self.rows_total), float(self.rows_total)
+        return self.weight_facts.total, self.weight_facts.total_sq
+
     def tree_plan(self):
         """The exact tree path for this model and data, or None (reason in ``tree_unavailable``)."""
         if not self._plan_done:
             self._plan_done = True
             if self.method in ("auto", "tree"):
                 try:
-                    self._plan = plan_tree_path(self.adapter.model, self.adapter, self.frame, self.max_batch_bytes)
+                    self._plan = plan_tree_path(self.adapter.model, self.adapter, self.frame, self.max_batch_bytes,
+                                                rows_elsewhere=self.in_parts)
                     self.tree_unavailable = ""
+                    if self.in_parts:  # every row checked on its part, where its model matrix stays
+                        from .rows import check_on_dask
+
+                        check_on_dask(self._plan, self.frame, None, self.frame.scheduler)
+                        if self._plan.forest is None:  # leaf counting reads every row: not on parts
+                            self._plan, self.tree_unavailable = None, self._plan.rows_unavailable
                 except TreePathUnavailable as exc:
                     self.tree_unavailable = str(exc)
         return self._plan
@@ -208,7 +241,7 @@ class _Setup:
         if self.std_rows >= n:
             return np.arange(n)
         rng = np.random.default_rng(0 if self.random_state is None else self.random_state)  # same rows every run
-        return _weighted_sample(n, self.std_rows, self.sample_weight, rng)
+        return _weighted_sample(n, self.std_rows, self.weight_facts, rng)
 
     def for_rows(self, start: int, stop: int) -> "_Setup":
         """This setup on the rows ``start:stop`` of its frame: a row partition (:mod:`autopdp.pd.rows`).

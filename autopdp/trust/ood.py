@@ -139,13 +139,18 @@ def level_codes(values, max_levels: int | None) -> tuple[np.ndarray, list]:
     return codes, list(uniques.tolist())
 
 
-def support_width(frame: Frame, kinds: dict, max_levels: int | None) -> int:
+def support_width(frame: Frame, kinds: dict, max_levels: int | None, facts: dict | None = None) -> int:
     """Columns of the out-of-distribution check's embedding: 1 per numeric feature, per categorical feature its
-    levels (at most ``max_levels`` kept, one pooled, one missing)."""
+    levels (at most ``max_levels`` kept, one pooled, one missing).  ``facts``: ``{name: (levels, any missing)}``
+    of the categorical features when known (from the columns' profiles), else read off the frame."""
     width = 0
     for name, kind in kinds.items():
         if kind == "numeric":
             width += 1
+            continue
+        if facts is not None:
+            levels, missing = facts[name]
+            width += min(levels, max_levels + 1 if max_levels is not None else levels) + int(missing)
             continue
         s = pd.Series(frame.column(frame.names.index(name)), dtype=object)
         levels = int(s.nunique(dropna=True))

@@ -48,14 +48,16 @@ def _basis(values, kind, n_knots, max_levels=None):
     return onehot
 
 
-def surrogate_width(frame: Frame, kinds: dict, n_knots: int = 6, max_levels: int | None = None) -> int:
+def surrogate_width(frame: Frame, kinds: dict, n_knots: int = 6, max_levels: int | None = None,
+                    facts: dict | None = None) -> int:
     """Columns of the surrogate's design: ``n_knots + 2`` per numeric feature, per categorical feature its
-    levels (at most ``max_levels`` kept, one pooled, one missing)."""
+    levels (at most ``max_levels`` kept, one pooled, one missing; ``facts``: see
+    :func:`autopdp.trust.ood.support_width`)."""
     from .ood import support_width
 
     numeric = sum(1 for k in kinds.values() if k == "numeric")
     return numeric * (n_knots + 2) + support_width(frame, {f: k for f, k in kinds.items() if k != "numeric"},
-                                                    max_levels)
+                                                    max_levels, facts)
 
 
 #: Bytes budgeted per row and design column: the design and the block being built take 16 (:func:`_ridge_gcv`

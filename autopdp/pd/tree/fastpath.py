@@ -98,7 +98,8 @@ class TreePlan:
         if Z is not None:
             self.encodes = True
         else:
-            if self.pre is None and frame.is_frame and not all(pd.api.types.is_numeric_dtype(t) for t in frame.data.dtypes):
+            if self.pre is None and frame.is_frame and not all(
+                    pd.api.types.is_numeric_dtype(frame.dtype(j)) for j in range(frame.n_features)):
                 raise TreePathUnavailable("the data has non-numeric columns and the model has no preprocessing")
             Z = _as_array(P)
         self.Z = None if rows_elsewhere else Z

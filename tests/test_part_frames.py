@@ -1,0 +1,124 @@
+"""Partial dependence of data no single process holds (issue 54): a Parquet folder as a PartFrame, its rows read
+and kept by a real LocalCluster's worker processes.  Every PD, spread, standard error and ICE curve equals the
+one computed here on the same table read as one frame, weighted by its weight column; the calling process
+gathers only the few rows it asks for (probes, the trees' first rows), never the table."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import autopdp
+from autopdp.errors import InputError
+
+distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
+
+
+def _table(n=2400, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.integers(0, 6, n).astype(float),
+                       "w": rng.lognormal(0, 1.5, n)})
+    df.loc[rng.random(n) < 0.05, "a"] = np.nan
+    df["c"] = pd.Categorical(rng.choice(list("xyz"), n))
+    df["y"] = np.nan_to_num(df.a) * 2 + np.sin(df.b) + (df.c == "x") + rng.normal(size=n)
+    return df
+
+
+def _write(folder, df, sizes):
+    """The table in parts of these sizes (each part's categorical levels are its own)."""
+    folder.mkdir()
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    for i, (a, b) in enumerate(zip(edges[:-1], edges[1:])):
+        piece = df.iloc[a:b].copy()
+        piece["c"] = piece["c"].cat.remove_unused_categories()
+        piece.to_parquet(folder / f"part-{i:03d}.parquet", index=False)
+    return sorted(folder.glob("*.parquet"))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from clusters import process_cluster
+
+    with process_cluster(2) as (_, client):
+        yield client
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    df = _table()
+    X = df[["a", "b", "c"]]
+    model = HistGradientBoostingRegressor(max_iter=30, categorical_features="from_dtype", random_state=0)
+    model.fit(X, df.y, sample_weight=df.w)
+    files = _write(tmp_path_factory.mktemp("pf") / "parts", df, [1, 700, 999, 200, 500])  # uneven, a 1-row part
+    return df, X, model, files
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+@pytest.mark.parametrize("options", [dict(), dict(subsample=150, random_state=4), dict(kind="average", std_rows=300)],
+                         ids=["every-row", "ice-sample", "spread-sample"])
+def test_the_pd_of_a_part_frame_equals_the_local_one(cluster, data, weighted, options):
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.partframe import parquet_frame
+
+    df, X, model, files = data
+    kind = options.pop("kind", "both")
+    opts = autopdp.PDOptions(**options)
+    features = ["a", ("a", "c"), "c", ("b", "a")]
+    with resident_rows(cluster):
+        frame = parquet_frame(cluster, files, columns=["a", "b", "c"], weight="w" if weighted else None)
+        remote = autopdp.partial_dependence(model, frame, features, kind=kind, options=opts)
+    local = autopdp.partial_dependence(model, X, features, kind=kind, sample_weight=df.w if weighted else None,
+                                       options=opts)
+    sd = float(np.std(model.predict(X)))
+    for r, z in zip(remote, local):
+        assert r.method == z.method == "tree" and r.n_rows == z.n_rows == len(df)
+        for g, h in zip(r.grid, z.grid):
+            np.testing.assert_array_equal(g, h)
+        np.testing.assert_allclose(r.average, z.average, rtol=0, atol=1e-9 * sd)
+        np.testing.assert_allclose(r.std, z.std, rtol=0, atol=1e-9 * sd)
+        np.testing.assert_allclose(r.stderr, z.stderr, rtol=1e-9, atol=1e-12 * sd)
+        np.testing.assert_allclose(r.total_weight, z.total_weight, rtol=1e-12)
+        np.testing.assert_array_equal(r.counts, z.counts)
+        assert (r.individual is None) == (z.individual is None)
+        if z.individual is not None:
+            np.testing.assert_array_equal(r.ice_rows, z.ice_rows)  # the same rows, drawn by one rule
+            np.testing.assert_allclose(r.individual, z.individual, rtol=0, atol=1e-9 * sd)
+
+
+def test_a_part_frame_gathers_only_the_rows_asked_for(cluster, data, monkeypatch):
+    """take_rows brings the rows asked for, in the order asked (across parts, repeated); more than the bound is
+    the data itself and is refused; select keeps the parts' recipes to the columns chosen."""
+    from autopdp.pd import partframe
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.partframe import RowsElsewhere, parquet_frame
+
+    df, X, _, files = data
+    with resident_rows(cluster):
+        frame = parquet_frame(cluster, files, columns=["a", "b", "c"], weight="w")
+        rows = np.array([2399, 0, 701, 1, 1, 1700, 702])
+        got = frame.take_rows(rows).data
+        pd.testing.assert_frame_equal(got, X.iloc[rows].reset_index(drop=True))
+        assert frame.take_rows(np.array([], dtype=int)).data.columns.tolist() == ["a", "b", "c"]
+        monkeypatch.setattr(partframe, "MAX_GATHER_ROWS", 5)
+        with pytest.raises(RowsElsewhere, match="asked for 7 of this frame's rows"):
+            frame.take_rows(rows)
+        small = frame.select(["c", "a"])
+        assert small.names == ("c", "a") and [str(t) for t in small.dtypes] == ["category", "float64"]
+        assert small.parts[2].read_block()["frame"].data.columns.tolist() == ["c", "a"]
+
+
+def test_bad_weights_of_a_part_frame_are_one_line(cluster, data, tmp_path):
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.partframe import parquet_frame
+
+    df, X, model, _ = data
+    bad = df.copy()
+    bad.loc[1500, "w"] = -1.0
+    files = _write(tmp_path / "bad", bad, [1200, 1200])
+    with resident_rows(cluster):
+        frame = parquet_frame(cluster, files, columns=["a", "b", "c"], weight="w")
+        with pytest.raises(InputError, match="the weight column 'w' must be finite and non-negative"):
+            autopdp.partial_dependence(model, frame, ["a"])
+        with pytest.raises(InputError, match="its sample weights are a column of its parts"):
+            autopdp.partial_dependence(model, frame, ["a"], sample_weight=np.ones(len(df)))
