@@ -189,8 +189,11 @@ def frame_profiles(frame, mapper=None, cap: int = 0) -> list:
 # ---- order statistics ---------------------------------------------------------------------------------------------
 
 def order_indexes(n: int, q: np.ndarray, method: str) -> np.ndarray:
-    """The 0-based ranks (in the sorted values) numpy's quantile ``method`` reads for ``q`` of ``n`` values."""
+    """The 0-based ranks (in the sorted values) numpy's quantile ``method`` reads for ``q`` of ``n`` values
+    (``"median"``: :func:`numpy.median`'s, ``q`` unused)."""
     q = np.asarray(q, dtype=float)
+    if method == "median":
+        return np.unique(np.array([(n - 1) // 2, n // 2], dtype=np.int64))
     if method == "linear":
         virtual = (n - 1) * q
         prev = np.clip(np.floor(virtual), 0, n - 1)
@@ -208,8 +211,11 @@ def _inverted_cdf_index(n: int, q: np.ndarray) -> np.ndarray:
 
 def quantile_from_order(n: int, q: np.ndarray, method: str, at) -> np.ndarray:
     """numpy's ``quantile(values, q, method)`` from ``at(rank)``: the sorted values' order statistics (numpy's
-    virtual index, clipping and interpolation, in its floating-point order)."""
+    virtual index, clipping and interpolation, in its floating-point order; ``"median"``: :func:`numpy.median`,
+    the mean of the two middle values)."""
     q = np.asarray(q, dtype=float)
+    if method == "median":
+        return np.array([at(n // 2) if n % 2 else np.mean([at(n // 2 - 1), at(n // 2)])], dtype=float)
     if method != "linear":
         return np.array([at(int(i)) for i in _inverted_cdf_index(n, q)], dtype=float)
     out = np.empty(q.shape, dtype=float)

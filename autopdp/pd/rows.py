@@ -24,7 +24,7 @@ from ..errors import InputError
 from .result import PDResult
 
 __all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key", "check_on_dask",
-           "map_rows", "mapper_of", "frame_partitions", "part_rows", "scheduler_of"]
+           "map_rows", "map_blocks", "mapper_of", "frame_partitions", "part_rows", "scheduler_of", "part_weight_facts"]
 
 
 def row_bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -114,6 +114,21 @@ def map_rows(fn, payload, frame, *, sample_weight=None, plan=None, scheduler=Non
     parts = [(shell, key, make) for key, make, _ in
              frame_partitions(frame, sample_weight, plan, dask_workers(scheduler))]
     return run_partitions_on_dask(scheduler, fn, parts, [payload] * len(parts))
+
+
+def map_blocks(fn, payload, frame, *, sample_weight=None, extra=None) -> list:
+    """``[fn(block, payload)]`` over the row partitions of ``frame`` as :func:`map_rows`, ``block`` a dict of the
+    partition's ``frame`` and ``sample_weight`` (None: unweighted): here one block of every row (with ``extra``,
+    a dict of per-row arrays of this process, added), a :class:`~autopdp.pd.partframe.PartFrame`'s parts on their
+    workers (weights from its weight column)."""
+    scheduler = scheduler_of(frame)
+    if scheduler is None:
+        return [fn({"frame": frame, "sample_weight": sample_weight, **(extra or {})}, payload)]
+    from .distributed import run_partitions_on_dask
+
+    split = frame_partitions(frame, sample_weight, None, 0)
+    return run_partitions_on_dask(scheduler, fn, [(_BlockShell(), key, make) for key, make, _ in split],
+                                  [payload] * len(split))
 
 
 def mapper_of(frame, scheduler=None):

@@ -69,33 +69,58 @@ def _predict_many(adapter, frame, asks) -> list[np.ndarray]:
     return np.split(out, np.cumsum(sizes)[:-1])
 
 
-def _average_at(adapter, frame, weights, result, cell, own) -> np.ndarray:
-    """Brute force's PD (T,) at one grid cell of a 1D result: the weighted mean over every row, in row batches.
-
-    The rows already at that value need no model call when their own response ``own`` is known: the model's
-    prediction with the feature set to its own value is its prediction.
-    """
+def _part_average(block, payload) -> tuple:
+    """One row partition's share of brute force's PD at one grid cell of a 1D result: ``(sum of w * response,
+    sum of w)`` over its rows, in row batches.  The rows already at that value need no model call when the block
+    holds their own ``response``: the model's prediction with the feature set to its own value is its prediction."""
+    adapter, result, cell = payload
+    frame, own = block["frame"], block.get("response")
     n = frame.n_rows
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    w = np.ones(n) if block["sample_weight"] is None else np.asarray(block["sample_weight"], dtype=float)
     todo = np.arange(n)
     total = np.zeros(len(result.targets))
     if own is not None:
-        at = _at_value(frame, result, cell)
+        at = _at_value(frame.column(frame.names.index(result.features[0])), result, cell)
         total += w[at] @ own[at]
         todo = np.flatnonzero(~at)
     for r0 in range(0, todo.size, _BATCH_ROWS):
         rows = todo[r0:r0 + _BATCH_ROWS]
         total += w[rows] @ _predict_many(adapter, frame, [(result, cell, rows)])[0]
-    return total / w.sum()
+    return total, float(w.sum())
 
 
-def _at_value(frame, result, cell) -> np.ndarray:
-    """Which rows' own value of a 1D result's feature is its grid value at ``cell``."""
-    values = frame.column(frame.names.index(result.features[0]))
+def _average_at(adapter, frame, weights, result, cell, own) -> np.ndarray:
+    """Brute force's PD (T,) at one grid cell of a 1D result: the weighted mean over every row, summed over the
+    frame's row partitions (:func:`autopdp.pd.rows.map_blocks`)."""
+    from .rows import map_blocks
+
+    parts = map_blocks(_part_average, (adapter, _lite(result), cell), frame, sample_weight=weights,
+                       extra=None if own is None else {"response": own})
+    return sum(t for t, _ in parts) / sum(w for _, w in parts)
+
+
+def _lite(result):
+    """What a partition needs of a result: its features, kinds, grids, order and targets (not its curves)."""
+    import dataclasses
+
+    return dataclasses.replace(result, individual=None)
+
+
+def _at_value(values, result, cell) -> np.ndarray:
+    """Which of a 1D result's feature's ``values`` are its grid value at ``cell``."""
     g = result.grid[0][cell[0]]
     if isinstance(g, float) and np.isnan(g):
         return np.zeros(values.shape[0], dtype=bool)
     return np.asarray(values == g, dtype=bool)
+
+
+def _held_part(rows, payload) -> list:
+    """A partition's count of rows at each grid value of each feature: ``payload`` ``[(position, grid), ...]``."""
+    out = []
+    for position, grid in payload:
+        counts = pd.Series(rows.column(position)).value_counts(dropna=True)
+        out.append([int(counts.get(g, 0)) for g in grid])
+    return out
 
 
 def _cells(result, rng, k: int = 2) -> list[tuple[int, ...]]:
@@ -143,10 +168,14 @@ def _check_average(gaps, adapter, frame, weights, results, rng, own) -> None:
         r = results[int(rng.integers(len(results)))]
         cell = _cells(r, rng, 1)[0]
     else:
+        from .rows import map_rows
+
+        asked = [(frame.names.index(r.features[0]), r.grid[0].tolist()) for r in results]
+        per_part = map_rows(_held_part, asked, frame)
         held = []
         for k, r in enumerate(results):
-            counts = pd.Series(frame.column(frame.names.index(r.features[0]))).value_counts(dropna=True)
-            held.extend((int(counts.get(g, 0)), float(rng.random()), k, i) for i, g in enumerate(r.grid[0].tolist()))
+            counts = [sum(part[k][i] for part in per_part) for i in range(len(asked[k][1]))]
+            held.extend((counts[i], float(rng.random()), k, i) for i in range(len(counts)))
         _, _, k, i = max(held)  # the most rows held, ties broken at random
         r, cell = results[k], (i,)
     gaps.add(r.average[(slice(None),) + cell], _average_at(adapter, frame, weights, r, cell, own),
@@ -155,15 +184,17 @@ def _check_average(gaps, adapter, frame, weights, results, rng, own) -> None:
 
 def _check_ice(gaps, adapter, frame, results, rng) -> int:
     """ICE of sampled kept rows at two cells of each result (one model call); returns the rows checked."""
-    asks, mine, where = [], [], []
+    asks, mine, where, picked = [], [], [], []
     for r in results:
         k = min(CHECK_ROWS, len(r.ice_rows))
         at = np.sort(rng.choice(len(r.ice_rows), size=k, replace=False))
         for cell in _cells(r, rng):
-            asks.append((r, cell, np.asarray(r.ice_rows)[at]))
+            asks.append((r, cell, np.arange(len(picked), len(picked) + k)))
+            picked.extend(np.asarray(r.ice_rows)[at].tolist())
             mine.append(r.individual[(slice(None), at) + cell].T)  # (rows, T)
             where.append(f"ICE of {' x '.join(r.features)} at {_at(r, cell)}, {k} sampled rows")
-    for m, theirs, w in zip(mine, _predict_many(adapter, frame, asks), where):
+    sample = frame.take_rows(np.asarray(picked, dtype=np.intp))  # the sampled rows, brought here once
+    for m, theirs, w in zip(mine, _predict_many(adapter, sample, asks), where):
         gaps.add(m, theirs, w)
     return max((len(rows) for _, _, rows in asks), default=0)
 
@@ -171,7 +202,7 @@ def _check_ice(gaps, adapter, frame, results, rng) -> int:
 def _check_own_values(gaps, frame, results, own) -> None:
     """Each kept row's ICE at its own value (where that is a grid value) is its own prediction."""
     for r in results:
-        values = frame.column(frame.names.index(r.features[0]))[np.asarray(r.ice_rows)]
+        values = frame.take_rows(np.asarray(r.ice_rows)).column(frame.names.index(r.features[0]))
         grid = list(r.grid[0])
         index = {v: i for i, v in enumerate(grid) if not (isinstance(v, float) and np.isnan(v))}
         at = [(k, index[v]) for k, v in enumerate(values.tolist()) if v in index]

@@ -128,6 +128,7 @@ def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
     """
     from ..pd.tree.exact_ice import ExactICE
     from ..pd.options import keywords
+    from ..pd.rows import scheduler_of
     from ..pd.partial_dependence import partial_dependence
     from ..pd.tree.exact_pd import TreePathUnavailable
 
@@ -150,16 +151,15 @@ def _pd_at(model, frame, values: dict, pd_kwargs: dict) -> dict:
     # a walk moves each row to the two ends of an interval: one value is paired with a second, unread one
     grids = [v if v.size >= 2 else np.array([v[0], v[0] + 1.0]) for v in wanted]
     sets, grids = [(frame.names.index(n),) for n in names], [(g,) for g in grids]
-    scheduler = pd_kwargs.get("scheduler")
+    scheduler = scheduler_of(frame, pd_kwargs.get("scheduler"))
     if scheduler is None:
         sums = _moved_sums(source, (sets, grids, weights))
     else:  # each worker: its resident rows' weighted sums (autopdp.pd.rows); added up here
         from ..pd.distributed import dask_workers, run_partitions_on_dask
-        from ..pd.rows import row_bounds
 
-        bounds = row_bounds(frame.n_rows, dask_workers(scheduler))
+        parts, bounds = source.partitions(dask_workers(scheduler))
         per_part = run_partitions_on_dask(
-            scheduler, _moved_sums, [source.partition(a, b) for a, b in bounds],
+            scheduler, _moved_sums, parts,
             [(sets, grids, None if weights is None else weights[a:b]) for a, b in bounds])
         sums = [(sum(p[i][0] for p in per_part), sum(p[i][1] for p in per_part)) for i in range(len(names))]
     out = {}
@@ -174,5 +174,7 @@ def _moved_sums(source, payload) -> list:
     sets, grids, weights = payload
     n = source.setup.frame.n_rows
     moved = source.moved(sets, grids, [np.zeros((n, 1), dtype=np.int64) for _ in sets])
+    if weights is None:  # a PartFrame's part carries its rows' weights (its weight column)
+        weights = source.setup.sample_weight
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
     return [(np.einsum("tnk,n->tk", np.asarray(m, dtype=float), w), float(w.sum())) for m in moved]

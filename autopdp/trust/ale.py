@@ -21,6 +21,7 @@ from ..pd.engine import _as_column
 from ..errors import InputError
 from .modelfree import ModelFreePD
 from ..pd.response import make_adapter
+from ..pd.rows import scheduler_of
 
 __all__ = ["ale", "ale_2d", "ale_curves_exact"]
 
@@ -28,6 +29,26 @@ __all__ = ["ale", "ale_2d", "ale_curves_exact"]
 def _edges(values: np.ndarray, bins: int) -> np.ndarray:
     v = values[np.isfinite(values)]
     edges = np.unique(np.quantile(v, np.linspace(0, 1, bins + 1)))
+    if edges.size < 2:
+        raise InputError("ALE needs a feature with at least two distinct values.")
+    return edges
+
+
+def _edges_of(frame: Frame, position: int, bins: int) -> np.ndarray:
+    """:func:`_edges` of a column over every row, from the frame's row partitions (:mod:`autopdp.pd.profiles`:
+    the same quantiles as numpy's on the whole column)."""
+    from ..pd.profiles import NUMBERS, one_part, profiles, quantiles_of
+
+    mapper = one_part(frame)
+    try:
+        (profile,) = profiles(mapper, [position], [NUMBERS], 0)
+    except InputError:
+        raise InputError(f"ALE is defined for numeric features; {frame.names[position]!r} is not numeric.") from None
+    if profile.n_finite == 0:
+        raise InputError("ALE needs a feature with at least two distinct values.")
+    q = np.linspace(0, 1, bins + 1)
+    ((_, (got,)),) = quantiles_of(mapper, [(position, (), profile.lo, profile.hi, profile.n_finite, [(q, "linear")])])
+    edges = np.unique(got)
     if edges.size < 2:
         raise InputError("ALE needs a feature with at least two distinct values.")
     return edges
@@ -247,9 +268,9 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
 
     def edges_for(positions, bins):
         missing = [p for p in positions if (p, bins) not in edges_of]
-        for p in missing:  # one column at a time, dropped once its edges are known
+        for p in missing:  # from the row partitions' order statistics: no row-long array here
             try:
-                edges_of[(p, bins)] = _edges(_numeric(frame, p), bins)  # InputError for a non-numeric feature
+                edges_of[(p, bins)] = _edges_of(frame, p, bins)  # InputError for a non-numeric feature
             except ValueError:  # fewer than two distinct values
                 edges_of[(p, bins)] = None
         edges = tuple(edges_of[(p, bins)] for p in positions)
@@ -264,15 +285,14 @@ def ale_curves_exact(source, frame: Frame, features, pairs, *, bins_1d: dict, bi
     if not jobs:
         return {}
     work = [(positions, edges) for _, positions, edges in jobs]
+    scheduler = scheduler_of(frame, scheduler)
     if scheduler is None:
         sums = ale_sums(source, work, column)
     else:  # each worker: its rows' sums from its own rows (autopdp.pd.rows); added up here
         from ..pd.distributed import run_partitions_on_dask, dask_workers
-        from ..pd.rows import row_bounds
 
-        bounds = row_bounds(frame.n_rows, dask_workers(scheduler))
-        per_part = run_partitions_on_dask(scheduler, _ale_partition, [source.partition(a, b) for a, b in bounds],
-                                          [(work, column)] * len(bounds))
+        parts, _ = source.partitions(dask_workers(scheduler))
+        per_part = run_partitions_on_dask(scheduler, _ale_partition, parts, [(work, column)] * len(parts))
         sums = [(sum(p[i][0] for p in per_part), sum(p[i][1] for p in per_part)) for i in range(len(work))]
     out = {}
     for (key, positions, grids), (counts, total) in zip(jobs, sums):

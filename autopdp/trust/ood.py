@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from ..pd.data import Frame
+from ..pd.profiles import one_part
 from ..errors import InputError
 
 __all__ = ["SupportModel", "OODMeasure", "OOD_OK", "OOD_MOSTLY", "ood_verdict", "level_codes", "support_bytes", "support_width"]
@@ -118,25 +119,80 @@ class OODMeasure:
 _POOLED = object()  # the level of a categorical feature's rare levels, pooled beyond max_levels
 
 
-def level_codes(values, max_levels: int | None) -> tuple[np.ndarray, list]:
+def _is_missing(x) -> bool:
+    return x is None or (isinstance(x, float) and np.isnan(x))
+
+
+def _levels_part(rows, positions) -> list:
+    """A partition's levels of each column: ``(levels in order of first appearance, missing included; the row of
+    each one's first appearance; counts)``."""
+    out = []
+    for position in positions:
+        codes, uniques = pd.factorize(pd.Series(rows.column(position), dtype=object), use_na_sentinel=False)
+        first = np.unique(codes, return_index=True)[1] if codes.size else np.zeros(0, dtype=np.int64)
+        out.append((list(uniques.tolist()), first.tolist(), np.bincount(codes, minlength=len(uniques)).tolist(),
+                    int(codes.size)))
+    return out
+
+
+def level_order(mapper, positions) -> list:
+    """Each column's ``[(level, count), ...]`` over every row of ``mapper``'s partitions (in row order), in order
+    of first appearance, a missing value a level of its own: what :func:`level_codes` needs of all the rows."""
+    per_part = mapper(_levels_part, list(positions))
+    out = []
+    for j in range(len(positions)):
+        first, counts, offset = {}, {}, 0
+        for part in per_part:
+            levels, firsts, n, rows = part[j]
+            for level, at, c in zip(levels, firsts, n):
+                key = "missing" if _is_missing(level) else ("value", level)
+                if key not in first:
+                    first[key] = (offset + at, level)
+                counts[key] = counts.get(key, 0) + c
+            offset += rows
+        ordered = sorted(first, key=lambda k: first[k][0])
+        out.append([(first[k][1], counts[k]) for k in ordered])
+    return out
+
+
+def level_codes(values, max_levels: int | None, order: list | None = None) -> tuple[np.ndarray, list]:
     """Each row's level code and the levels: missing is a level of its own; beyond ``max_levels`` levels
-    the most frequent ``max_levels`` are kept (the grid's rule, :mod:`autopdp.pd.grids`) and the rest
-    pooled into one level (:data:`_POOLED` in the list), so the embedding never has a column per level of an ID."""
+    the most frequent ``max_levels`` are kept (the grid's rule, :mod:`autopdp.pd.grids`: ties to the level seen
+    first) and the rest pooled into one level (:data:`_POOLED` in the list), so the embedding never has a column
+    per level of an ID.  ``order``: the levels and counts of all the rows (:func:`level_order`) when ``values``
+    are some of them; by default they are all of them."""
     s = pd.Series(values, dtype=object)
-    if max_levels is not None:
-        counts = s.dropna().value_counts(sort=True)
-        if counts.size > max_levels:
-            keep = {v: i for i, v in enumerate(counts.index[:max_levels].tolist())}
-            pooled = len(keep)
-            missing = pooled + 1
-            codes = np.array([missing if x is None or (isinstance(x, float) and np.isnan(x)) else keep.get(x, pooled)
-                              for x in s.tolist()], dtype=np.int64)
-            levels = list(keep) + [_POOLED]
-            if (codes == missing).any():
-                levels.append(np.nan)
-            return codes, levels
-    codes, uniques = pd.factorize(s, use_na_sentinel=False)
-    return codes, list(uniques.tolist())
+    if order is None:
+        order = level_order(one_part(Frame(data=s.to_frame(name="v"), names=("v",), keys=("v",))), [0])[0]
+    present = [(v, c) for v, c in order if not _is_missing(v)]
+    missing_seen = len(present) < len(order)
+    if max_levels is not None and len(present) > max_levels:
+        ranked = sorted(range(len(present)), key=lambda i: -present[i][1])  # stable: ties to the level seen first
+        keep = {present[i][0]: k for k, i in enumerate(ranked[:max_levels])}
+        pooled = len(keep)
+        codes = np.array([pooled + 1 if _is_missing(x) else keep.get(x, pooled) for x in s.tolist()], dtype=np.int64)
+        levels = list(keep) + [_POOLED]
+        if missing_seen:
+            levels.append(np.nan)
+        return codes, levels
+    levels = [v for v, _ in order]
+    index = {v: i for i, v in enumerate(levels) if not _is_missing(v)}
+    nan_code = next((i for i, v in enumerate(levels) if _is_missing(v)), -1)
+    codes = np.array([nan_code if _is_missing(x) else index[x] for x in s.tolist()], dtype=np.int64)
+    return codes, [np.nan if _is_missing(v) else v for v in levels]
+
+
+def _medians(mapper, frame, positions) -> dict:
+    """Each numeric column's median over its finite values in every row (0 when it has none), as
+    :func:`numpy.median` gives it, from the row partitions' order statistics (:mod:`autopdp.pd.profiles`)."""
+    from ..pd.profiles import NUMBERS, profiles, quantiles_of
+
+    columns = profiles(mapper, positions, [NUMBERS] * len(positions), 0) if positions else []
+    asks = [(j, (), c.lo, c.hi, c.n_finite, [(0.5, "median")]) for j, c in zip(positions, columns) if c.n_finite]
+    got = quantiles_of(mapper, asks) if asks else []
+    out = {j: 0.0 for j in positions}
+    out.update({ask[0]: float(q[0][0]) for ask, (_, q) in zip(asks, got)})
+    return out
 
 
 def support_width(frame: Frame, kinds: dict, max_levels: int | None, facts: dict | None = None) -> int:
@@ -250,8 +306,13 @@ class SupportModel:
         n = frame.n_rows
         if n < 2:
             raise InputError("the out-of-distribution check needs at least two rows.")
+        mapper = one_part(frame)  # every row here, or a PartFrame's parts on its workers
+        cats = [j for j, name in enumerate(frame.names) if kinds.get(name) == "categorical"]
+        orders = dict(zip(cats, level_order(mapper, cats))) if cats else {}
         if max_mb is not None:
-            width = support_width(frame, kinds, max_levels)
+            facts = {frame.names[j]: (sum(not _is_missing(v) for v, _ in o), any(_is_missing(v) for v, _ in o))
+                     for j, o in orders.items()}
+            width = support_width(frame, kinds, max_levels, facts)
             need = support_bytes(min(n, int(max_rows)), width)
             if need > float(max_mb) * 1e6:
                 raise InputError(
@@ -270,24 +331,24 @@ class SupportModel:
         self.kinds = kinds
         self.cols: dict = {}  # name -> (kind, columns of the embedding, scale or levels)
         self.values: dict = {}  # name -> (standardised values or level codes, sort order of numbers)
+        medians = _medians(mapper, frame, [j for j, name in enumerate(frame.names) if kinds.get(name) == "numeric"])
+        sample = frame.take_rows(self.rows)  # the rows taking part, brought here (at most max_rows)
         blocks, start = [], 0
         for j, name in enumerate(frame.names):
             if name not in kinds:
                 continue
-            v = frame.column(j)
+            v = sample.column(j)
             if kinds[name] == "numeric":
                 x = np.asarray(v, dtype=float)
-                med = np.nanmedian(x) if np.isfinite(x).any() else 0.0
-                x = np.where(np.isfinite(x), x, med)
-                scores = _RankScores(x[self.rows])
-                z = scores(x[self.rows])
+                x = np.where(np.isfinite(x), x, medians[j])
+                scores = _RankScores(x)
+                z = scores(x)
                 blocks.append(z[:, None])
                 self.cols[name] = (NUMERIC, np.arange(start, start + 1), scores)
                 self.values[name] = (z, np.argsort(z, kind="stable"))
                 start += 1
             else:
-                codes, uniques = level_codes(v, max_levels)
-                codes = codes[self.rows]
+                codes, uniques = level_codes(v, max_levels, orders[j])
                 onehot = np.zeros((m, len(uniques)))
                 onehot[np.arange(m), codes] = np.sqrt(0.5)
                 blocks.append(onehot)

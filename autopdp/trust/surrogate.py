@@ -88,7 +88,7 @@ def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots
     from ..errors import InputError
 
     if max_mb is not None:
-        width = surrogate_width(frame, kinds, n_knots, max_levels)
+        width = surrogate_width(frame, kinds, n_knots, max_levels, _level_facts(frame, kinds))
         max_rows = surrogate_rows(width, max_rows, max_mb)
         if max_rows < min(MIN_ROWS, frame.n_rows):
             raise InputError(f"the surrogate model's design has {width:,} columns: {MIN_ROWS:,} rows of it need "
@@ -98,7 +98,8 @@ def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots
     if n > max_rows:
         rows = np.sort(np.random.default_rng(random_state).choice(n, size=max_rows, replace=False))
     names = [name for name in frame.names if name in kinds]
-    design, spans = _design(frame, rows, names, kinds, n_knots, max_levels)
+    sample = frame.take_rows(rows)  # the rows fitted, brought here (a PartFrame's from its workers)
+    design, spans = _design(sample, np.arange(rows.size), names, kinds, n_knots, max_levels)
     y = np.asarray(predictions, dtype=float)[rows]
     _, coef, _ = _ridge_gcv(design, y, ALPHAS)
     fitted = design @ coef  # centred: the intercept is y's mean
@@ -108,6 +109,17 @@ def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots
     importance = {name: float(np.std(design[:, a:e] @ coef[a:e]))
                   for name, a, e in zip(names, spans[:-1], spans[1:])}
     return Surrogate(importance=importance, fidelity=fidelity)
+
+
+def _level_facts(frame: Frame, kinds: dict) -> dict:
+    """``{name: (levels, any missing)}`` of the categorical features over every row (the frame's row partitions)."""
+    from ..pd.profiles import one_part
+    from .ood import _is_missing, level_order
+
+    cats = [j for j, name in enumerate(frame.names) if kinds.get(name) == "categorical"]
+    orders = level_order(one_part(frame), cats) if cats else []
+    return {frame.names[j]: (sum(not _is_missing(v) for v, _ in o), any(_is_missing(v) for v, _ in o))
+            for j, o in zip(cats, orders)}
 
 
 def _design(frame: Frame, rows: np.ndarray, names: list, kinds: dict, n_knots: int, max_levels) -> tuple:

@@ -62,10 +62,14 @@ class ExactICE:
         other.plan = other.setup.tree_plan()
         return other
 
-    def partition(self, start: int, stop: int) -> tuple:
-        """``(shell, (key, refs), make_rows)`` of the rows ``start:stop`` (:func:`autopdp.pd.rows.shells`)."""
-        return (self.shell_for_rows(start, stop), self.setup.rows_key(start, stop),
-                lambda: self.setup.rows_block(start, stop))
+    def partitions(self, parts: int) -> tuple[list, list]:
+        """``([(shell, (key, refs), make_rows), ...], [(start, stop), ...])``: this source's row partitions
+        (``parts`` of them, or a PartFrame's own, :func:`autopdp.pd.rows.frame_partitions`) and their rows."""
+        from ..rows import frame_partitions
+
+        setup = self.setup
+        split = frame_partitions(setup.frame, setup.sample_weight, setup._plan, parts)
+        return [(self.shell_for_rows(a, b), key, make) for key, make, (a, b) in split], [ab for _, _, ab in split]
 
     def _specs(self, feature_sets, grids):
         return [
