@@ -148,10 +148,10 @@ def test_grids_of_a_parquet_folder_read_by_the_workers_equal_the_local_ones(tmp_
     """A Parquet folder as a PartFrame (autopdp.pd.partframe): each worker reads its own parts (the calling
     process reads only the footers and, from the workers, each categorical column's levels), every feature's grid
     and missing count is built from the parts' profiles and equals the grid of the table read here as one frame;
-    a step that reads a column in the calling process is refused in one line, nothing collected (a few rows are
-    brought here on request: tests/test_part_frames.py)."""
+    reading the table in the calling process is refused in one line, nothing collected (one column, or a few rows,
+    are brought here on request)."""
     distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
-    from autopdp.pd import profiles
+    from autopdp.pd import partframe, profiles
     from autopdp.pd.data import as_frame
     from autopdp.pd.distributed import resident_rows
     from autopdp.pd.grids import build_spec
@@ -186,9 +186,13 @@ def test_grids_of_a_parquet_folder_read_by_the_workers_equal_the_local_ones(tmp_
             assert remote.n_missing == here.n_missing
         rows_tasks = [k for k in client.who_has() if str(k).startswith("rows-")]
         assert len(rows_tasks) == 4  # each part read once, kept on its worker for every pass
-        for read_here in (lambda: frame.column(0), lambda: frame.missing(1), lambda: frame.data.iloc):
-            with pytest.raises(RowsElsewhere, match="rows are on the Dask cluster's workers"):
-                read_here()
+        with pytest.raises(RowsElsewhere, match="rows are on the Dask cluster's workers"):
+            frame.data.iloc  # the table itself is never here
+        monkeypatch.setattr(partframe, "MAX_GATHER_ROWS", 50)
+        with pytest.raises(RowsElsewhere, match="asked for 51 of this frame's rows"):
+            frame.take_rows(np.arange(51))
+        np.testing.assert_array_equal(frame.column(0), local.column(0))  # one column at a time is brought here
+        np.testing.assert_array_equal(frame.missing(0), local.missing(0))
     block = frame.parts[1].read_block()  # a part's recipe: its rows, their weights apart from the features
     np.testing.assert_array_equal(block["sample_weight"], df.w.iloc[100:200].to_numpy())
     assert block["frame"].names == local.names and block["frame"].n_rows == 100

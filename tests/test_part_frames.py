@@ -122,3 +122,36 @@ def test_bad_weights_of_a_part_frame_are_one_line(cluster, data, tmp_path):
             autopdp.partial_dependence(model, frame, ["a"])
         with pytest.raises(InputError, match="its sample weights are a column of its parts"):
             autopdp.partial_dependence(model, frame, ["a"], sample_weight=np.ones(len(df)))
+
+
+def test_an_audit_of_a_part_frame_equals_the_local_one(cluster, data):
+    """autopdp.audit of a Parquet folder whose rows stay on the workers (the target a column of its files, the
+    weights its weight column): the same PDs, ICE rows, scores, evidence, regions, permutation importance and
+    content hash as the audit of the same table read here as one frame, and the self-check passes."""
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.partframe import parquet_frame
+
+    df, X, model, files = data
+    cfg = autopdp.AuditConfig(grid_resolution=10, grid_resolution_2d=5, noise_draws=50, subsample=300)
+    local = autopdp.audit(model, X, df.y, sample_weight=df.w.to_numpy(), config=cfg, progress=False)
+    with resident_rows(cluster):
+        frame = parquet_frame(cluster, files, columns=["a", "b", "c"], weight="w")
+        remote = autopdp.audit(model, frame, "y", config=cfg, scheduler=cluster, progress=False)
+    sd = float(np.std(model.predict(X)))
+    assert [r.features for r in remote.results] == [r.features for r in local.results]
+    for a, b in zip(local.results, remote.results):
+        assert b.method == a.method == "tree"
+        np.testing.assert_allclose(b.average, a.average, rtol=0, atol=1e-9 * sd)
+        if a.individual is not None:
+            np.testing.assert_array_equal(b.ice_rows, a.ice_rows)
+    numbers = local.scores.select_dtypes("number").columns
+    np.testing.assert_allclose(remote.scores[numbers].to_numpy(dtype=float), local.scores[numbers].to_numpy(dtype=float),
+                               rtol=1e-7, atol=1e-9)
+    assert [(k, e.passed) for k, c in local.evidence.items() for e in c.values()] == \
+        [(k, e.passed) for k, c in remote.evidence.items() for e in c.values()]
+    assert [(r["feature"], r["finding"]) for r in local.regions()] == \
+        [(r["feature"], r["finding"]) for r in remote.regions()]
+    for key in ("data_content_sha256", "target"):
+        assert remote.metadata["provenance"][key] == local.metadata["provenance"][key]
+    assert remote.run["self_check"]["status"] == local.run["self_check"]["status"] == "passed"
+    assert remote.metadata["permutation_importance"] == local.metadata["permutation_importance"]

@@ -211,7 +211,7 @@ def audit_metadata(model, compare: dict, data, pds, scored, outside, config, ran
             "positive_class": ([json_scalar(t) for t in adapter.targets] if len(adapter.targets) > 1
                                else json_scalar(adapter.targets[0])) if adapter.is_classifier else None,
             "seed": random_state,
-            "data_content_sha256": content_sha256(full.data, y, weights_full),
+            "data_content_sha256": content_sha256(full if hasattr(full, "hash_chunks") else full.data, y, weights_full),
             "sample_weight": None if weights_full is None else (target_name_of(sample_weight) or "given"),
             "data_content_sha256_is": "sha256 of the data as loaded (column names, pandas row hashes of the features, "
                                       "then the target and the sample weights), not of a file",

@@ -323,9 +323,16 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     for label, m in {"the model": model, **{f"comparison model {n!r}": c for n, c in compare.items()}}.items():
         check_tree_arrays(m, label, n_columns=len(full.names))  # before anything predicts: trees in bounds of X
     _check_rows(full.n_rows, notes)
+    if isinstance(y, str) and hasattr(full, "read_column"):  # a PartFrame: the target is a column of its files
+        y = full.read_column(y)
     target_name = target_name_of(y)
     y = _check_y(y, full.n_rows)
     weights_full = _check_weights(sample_weight, full.n_rows)
+    if hasattr(full, "weight_source"):  # a PartFrame: its weights are its weight column, brought here
+        if sample_weight is not None:
+            raise InputError("the rows of X are on a Dask cluster's workers: their sample weights are a column of its "
+                             "parts (parquet_frame(..., weight=NAME)), not sample_weight.")
+        weights_full = full.weights()
     rng = np.random.default_rng(random_state)
     rows = sample_rows(full.n_rows, config.max_rows, rng)
     frame = full if rows is None else full.take_rows(rows)

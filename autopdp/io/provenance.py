@@ -84,13 +84,20 @@ def content_sha256(X, y=None, sample_weight=None) -> str:
     """sha256 of the table as loaded: column names, pandas row hashes of the features, then the target and weights.
 
     Not a file hash (the file's sha256 is in ``inputs``): it identifies the values the audit used,
-    the same whether they came from CSV or Parquet.
+    the same whether they came from CSV or Parquet, or from a Parquet folder whose rows stay on a Dask cluster's
+    workers (a :class:`~autopdp.pd.partframe.PartFrame`: each part's row hashes are made on its worker and added
+    here part after part).
     """
     import numpy as np  # here, not at module level: the CLI reads the command line before the heavy imports
     import pandas as pd
 
     h = hashlib.sha256()
-    if isinstance(X, pd.DataFrame):
+    chunks = getattr(X, "hash_chunks", None)  # a frame whose rows are on a cluster: its parts' row hashes, in order
+    if chunks is not None:
+        h.update("\x1f".join(map(str, X.names)).encode())
+        for chunk in chunks():
+            h.update(chunk)
+    elif isinstance(X, pd.DataFrame):
         h.update("\x1f".join(map(str, X.columns)).encode())
         h.update(pd.util.hash_pandas_object(X, index=False).to_numpy().tobytes())
     else:

@@ -23,11 +23,24 @@ import pandas as pd
 from ..errors import InputError
 from .data import Frame
 
-__all__ = ["PartFrame", "ParquetPart", "RowsElsewhere", "parquet_frame", "MAX_GATHER_ROWS"]
+__all__ = ["PartFrame", "ParquetPart", "PartWeights", "RowsElsewhere", "parquet_frame", "MAX_GATHER_ROWS"]
 
 #: Most rows :meth:`PartFrame.take_rows` brings to the calling process (probes, the first rows a tree plan checks,
 #: seeded samples): a step that needs more must run on the parts.
 MAX_GATHER_ROWS = 200_000
+
+
+class PartWeights(np.ndarray):
+    """A :class:`PartFrame`'s weight column brought here (:meth:`PartFrame.weights`), marked as that frame's own:
+    a PD of the frame given them as ``sample_weight`` reads the same weights on its parts instead."""
+
+    def __new__(cls, values, source: tuple):
+        obj = np.asarray(values, dtype=float).view(cls)
+        obj.source = source
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.source = getattr(obj, "source", None)
 
 
 class RowsElsewhere(RuntimeError):
@@ -93,10 +106,18 @@ class PartFrame(Frame):
         return self.dtypes[position]
 
     def column(self, position: int) -> np.ndarray:
-        self.data._refuse()
+        """One column's values over every row, brought here from the parts (as :meth:`Frame.column` gives them): a
+        step that keeps a small per-row summary of one column at a time (each row's nearest grid value) reads it
+        so; the rows' other columns stay on the workers."""
+        from .rows import map_rows
+
+        return np.concatenate(map_rows(_column_of, position, self))
 
     def missing(self, position: int) -> np.ndarray:
-        self.data._refuse()
+        """Which rows miss a value in one column (see :meth:`column`)."""
+        from .rows import map_rows
+
+        return np.concatenate(map_rows(_missing_of, position, self))
 
     def take_rows(self, rows) -> Frame:
         """The rows ``rows`` (positions in the whole table, in this order) brought here as a :class:`Frame`: each
@@ -118,6 +139,44 @@ class PartFrame(Frame):
         data = pd.concat(pieces, ignore_index=True) if pieces else self.empty()
         return Frame(data=data.iloc[order].reset_index(drop=True), names=self.names, keys=self.keys)
 
+    @property
+    def weight_source(self) -> tuple | None:
+        """What identifies this frame's weights: its parts' files and rows and the weight column (None: unweighted)."""
+        if self.parts[0].weight is None:
+            return None
+        return tuple(p.path for p in self.parts), self.bounds, self.parts[0].weight
+
+    def weights(self) -> PartWeights | None:
+        """Every row's weight (the weight column), brought here from the parts; None when unweighted."""
+        from .rows import map_blocks
+
+        if self.weight_source is None:
+            return None
+        return PartWeights(np.concatenate(map_blocks(_weights_column, None, self)), self.weight_source)
+
+    def read_column(self, name: str) -> pd.Series:
+        """Another column of the parts' files (the target), every row, read by the workers and brought here."""
+        from .rows import on_parts
+
+        known = pq_columns(self.parts[0].path)
+        if name not in known:
+            raise InputError(f"the data has no column {name!r} for the target; its columns are {known}.")
+        got = on_parts(self, _file_column, {i: (part.path, name) for i, part in enumerate(self.parts)})
+        if got and isinstance(got[0].dtype, pd.CategoricalDtype):
+            from pandas.api.types import union_categoricals
+
+            return pd.Series(union_categoricals(got, ignore_order=True), name=name)
+        return pd.Series(np.concatenate([g.to_numpy() for g in got]) if got else [], name=name)
+
+    def hash_chunks(self):
+        """Each part's pandas row hashes of its features (8 bytes a row, :func:`pandas.util.hash_pandas_object`),
+        made on its worker, one part at a time (:func:`autopdp.io.provenance.content_sha256`)."""
+        from .rows import on_parts
+
+        for i in range(len(self.parts)):
+            (chunk,) = on_parts(self, _row_hashes, {i: None})
+            yield chunk
+
     def empty(self) -> pd.DataFrame:
         """No rows, this frame's columns and types."""
         return pd.DataFrame({n: pd.Series([], dtype=t) for n, t in zip(self.names, self.dtypes)})
@@ -128,6 +187,37 @@ class PartFrame(Frame):
         names = tuple(self.names[self.keys.index(k)] for k in keys)
         return replace(self, names=names, keys=keys, dtypes=tuple(self.dtypes[self.keys.index(k)] for k in keys),
                        parts=tuple(part.selected(names) for part in self.parts))
+
+
+def _row_hashes(block: dict, _) -> bytes:
+    """A part's row hashes of its features (:meth:`PartFrame.hash_chunks`)."""
+    return pd.util.hash_pandas_object(block["frame"].data, index=False).to_numpy().tobytes()
+
+
+def pq_columns(path: str) -> list:
+    import pyarrow.parquet as pq
+
+    return list(pq.read_schema(path).names)
+
+
+def _file_column(_block: dict, payload) -> pd.Series:
+    """One column of a part's file, read on the worker (not a feature: not among the part's rows)."""
+    import pyarrow.parquet as pq
+
+    path, name = payload
+    return pq.read_table(path, columns=[name]).to_pandas()[name]
+
+
+def _weights_column(block: dict, _) -> np.ndarray:
+    return np.asarray(block["sample_weight"], dtype=float)
+
+
+def _column_of(rows: Frame, position: int) -> np.ndarray:
+    return rows.column(position)
+
+
+def _missing_of(rows: Frame, position: int) -> np.ndarray:
+    return rows.missing(position)
 
 
 def _part_levels(path: str, columns: list) -> list:

@@ -24,7 +24,8 @@ from ..errors import InputError
 from .result import PDResult
 
 __all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key", "check_on_dask",
-           "map_rows", "map_blocks", "mapper_of", "frame_partitions", "part_rows", "scheduler_of", "part_weight_facts"]
+           "map_rows", "map_blocks", "mapper_of", "frame_partitions", "part_rows", "scheduler_of", "part_weight_facts",
+           "on_parts"]
 
 
 def row_bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -136,11 +137,6 @@ def mapper_of(frame, scheduler=None):
     return lambda fn, payload: map_rows(fn, payload, frame, scheduler=scheduler)
 
 
-def _take(rows, local):
-    """A partition's rows at positions ``local`` (of the partition), as a DataFrame."""
-    return rows.take_rows(local).data
-
-
 class _BlockShell:
     """A per-row call that reads its partition's whole block (rows and weights)."""
 
@@ -162,14 +158,12 @@ def part_weight_facts(frame, k: int):
     """The :class:`~autopdp.pd.sampling.WeightFacts` of a :class:`~autopdp.pd.partframe.PartFrame`'s weight column,
     each part's share made on its worker (None: the frame has no weight column); its weights checked as
     ``sample_weight`` is (finite, non-negative, a positive sum)."""
-    from .distributed import run_partitions_on_dask
     from .sampling import merge_weight_facts
 
     if frame.parts[0].weight is None:
         return None
-    split = frame_partitions(frame, None, None, 0)
-    got = run_partitions_on_dask(frame.scheduler, _weights_of, [(_BlockShell(), key, make) for key, make, _ in split],
-                                 [(a, int(k)) for _, _, (a, _) in split])
+    starts = {i: (a, int(k)) for i, (a, _) in enumerate(frame.bounds)}
+    got = on_parts(frame, _weights_of, starts)
     name = frame.parts[0].weight
     if sum(bad for bad, _ in got):
         raise InputError(f"the weight column {name!r} must be finite and non-negative.")
@@ -179,17 +173,29 @@ def part_weight_facts(frame, k: int):
     return facts
 
 
+def _take(block, local):
+    """A partition's rows at positions ``local`` (of the partition), as a DataFrame."""
+    return block["frame"].take_rows(local).data
+
+
+def on_parts(frame, fn, payloads: dict) -> list:
+    """``[fn(block, payload), ...]`` on the parts ``i`` of a :class:`~autopdp.pd.partframe.PartFrame` given in
+    ``payloads`` (``{i: payload}``, in part order), each on the worker that holds the part: ``block`` its rows and
+    weights (:func:`map_blocks`)."""
+    from .distributed import run_partitions_on_dask
+
+    split = frame_partitions(frame, None, None, 0)
+    chosen = sorted(payloads)
+    if not chosen:
+        return []
+    return run_partitions_on_dask(frame.scheduler, fn, [(_BlockShell(), *split[i][:2]) for i in chosen],
+                                  [payloads[i] for i in chosen])
+
+
 def part_rows(frame, wanted: list) -> list:
     """The rows ``wanted[i]`` (positions within part ``i``) of each part of a
     :class:`~autopdp.pd.partframe.PartFrame`, as DataFrames, from the parts that hold any (read on their workers)."""
-    from .distributed import run_partitions_on_dask
-
-    shell = _FrameShell()
-    chosen = [(i, key, make) for i, (key, make, _) in enumerate(frame_partitions(frame, None, None, 0)) if wanted[i].size]
-    if not chosen:
-        return []
-    return run_partitions_on_dask(frame.scheduler, _take, [(shell, key, make) for _, key, make in chosen],
-                                  [wanted[i] for i, _, _ in chosen])
+    return on_parts(frame, _take, {i: rows for i, rows in enumerate(wanted) if rows.size})
 
 
 class _CheckShell:

@@ -116,7 +116,7 @@ def _weight_facts(frame: Frame, sample_weight, k: int):
     :class:`~autopdp.pd.partframe.PartFrame`'s weight column, summed on its parts."""
     if not isinstance(frame, PartFrame):
         return None if sample_weight is None else weight_facts(sample_weight, k)
-    if sample_weight is not None:
+    if sample_weight is not None and getattr(sample_weight, "source", None) != frame.weight_source:
         raise InputError("the rows of this frame are on a Dask cluster's workers: its sample weights are a column of "
                          "its parts (parquet_frame(..., weight=NAME)), not sample_weight.")
     from .rows import part_weight_facts
@@ -155,10 +155,15 @@ class _Setup:
         for key, values in (custom_values or {}).items():
             self.custom[self.frame.position_of(key)] = values
         self.sample_weight = _sample_weight(sample_weight, self.frame.n_rows)
+        own = self.in_parts and self.sample_weight is not None and \
+            getattr(sample_weight, "source", None) == self.frame.weight_source
+        if own:  # a PartFrame's own weights, brought here: its parts hold them beside their rows
+            self.sample_weight = None
         if not isinstance(std_rows, numbers.Integral) or std_rows < 0:
             raise InputError(f"std_rows must be a non-negative integer, got {std_rows!r}.")
         ice_count = _ice_count(subsample, self.frame.n_rows)
-        self.weight_facts = _weight_facts(self.frame, self.sample_weight, max(ice_count or 0, int(std_rows)))
+        self.weight_facts = _weight_facts(self.frame, sample_weight if own else self.sample_weight,
+                                          max(ice_count or 0, int(std_rows)))
         _reject_infinite(self.frame, self.categorical, columns)
         probe = self.frame.take_rows(probe_rows(self.frame, columns=columns)).data
         missing = describe_missing(self.frame, columns)

@@ -229,6 +229,8 @@ def permutation_importance(adapter, frame, y, predictions, features, weights=Non
         frame, y = frame.take_rows(rows), np.asarray(y)[rows]
         predictions = np.asarray(predictions).reshape(of, -1)[rows]
         weights = None if weights is None else np.asarray(weights, dtype=float)[rows]
+    else:  # every row, brought here (a frame on a cluster's workers holds them there)
+        frame = frame.take_rows(np.arange(of))
     loss = _row_loss(adapter, y, classes)
     if loss is None:
         return None
