@@ -236,7 +236,7 @@ class _Shifted(RandomForestRegressor):
 
 
 def test_the_trees_check_on_worker_partitions_gives_the_one_pass_verdict(cluster):
-    """On Dask every row is checked against the model on its worker (autopdp.pd.rows.check_on_dask): the same
+    """On Dask every row is checked against the model on its worker (autopdp.pd.tree.parts.check_on_dask): the same
     model responses, raw scores and offset as the one-pass check of a boosted classifier (whose constant is read
     off the first row), and the same refusal, with the same reason, of trees that do not reproduce the model."""
     import sys
@@ -248,7 +248,7 @@ def test_the_trees_check_on_worker_partitions_gives_the_one_pass_verdict(cluster
     from autopdp.auditing.pipeline import _tree_reason
     from autopdp.pd.data import as_frame
     from autopdp.pd.response import make_adapter
-    from autopdp.pd.rows import check_on_dask
+    from autopdp.pd.tree.parts import check_on_dask
     from autopdp.pd.tree.fastpath import plan_tree_path
 
     _, client = cluster

@@ -29,7 +29,7 @@ from .summary import audit_metadata, summarise_data
 from ..pd.options import keywords
 from ..pd.partial_dependence import feature_grids, partial_dependence
 from ..pd.distributed import resident_rows
-from ..pd.rows import check_on_dask
+from ..pd.tree.parts import check_on_dask
 from ..pd.tree.fastpath import model_response, plan_tree_path, share_subset, shared_plans
 from ..pd.selfcheck import self_check
 from .notes import METHOD_NOTES, comparison_gaps, gap_notes, level_notes, method_notes, na_notes, ood_note
@@ -93,7 +93,7 @@ class _PDs:
 
 def _tree_reason(model, adapter, frame, config: AuditConfig, weights=None, scheduler=None) -> str:
     """Why the exact tree path does not apply to this model ("" when it does).  On Dask the trees' check against
-    the model's predictions runs on the workers' row partitions (:func:`autopdp.pd.rows.check_on_dask`)."""
+    the model's predictions runs on the workers' row partitions (:func:`autopdp.pd.tree.parts.check_on_dask`)."""
     if config.method not in ("auto", "tree"):
         return f"method={config.method!r}"
     if config.groups:

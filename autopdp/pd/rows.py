@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import InputError
 from .result import PDResult
 
-__all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key", "check_on_dask",
+__all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key",
            "map_rows", "map_blocks", "mapper_of", "frame_partitions", "part_rows", "scheduler_of", "part_weight_facts",
            "on_parts"]
 
@@ -85,9 +85,7 @@ def frame_partitions(frame, sample_weight, plan, parts: int) -> list:
     """``[((key, refs), make_rows, (start, stop)), ...]``: the row partitions of ``frame`` (``parts`` of nearly equal
     size; a :class:`~autopdp.pd.partframe.PartFrame`'s own parts, whose recipes travel to the workers that read
     them), keyed so that every call on this frame, weights and tree ``plan`` finds its rows where they were sent."""
-    from .partframe import PartFrame
-
-    if isinstance(frame, PartFrame):
+    if getattr(frame, "parts", None) is not None:  # a PartFrame (autopdp.pd.partframe): its own parts
         return [((((id(frame), id(plan)), None, a, b), (frame, plan)), (lambda r=recipe: r), (a, b))
                 for (a, b), recipe in zip(frame.bounds, frame.parts)]
     return [(rows_key(frame, sample_weight, plan, a, b), (lambda a=a, b=b: rows_block(frame, sample_weight, plan, a, b)),
@@ -196,60 +194,6 @@ def part_rows(frame, wanted: list) -> list:
     """The rows ``wanted[i]`` (positions within part ``i``) of each part of a
     :class:`~autopdp.pd.partframe.PartFrame`, as DataFrames, from the parts that hold any (read on their workers)."""
     return on_parts(frame, _take, {i: rows for i, rows in enumerate(wanted) if rows.size})
-
-
-class _CheckShell:
-    """A tree plan's shell (:meth:`TreePlan.subset_shell`) as a row partition's task takes it."""
-
-    def __init__(self, plan):
-        self.plan = plan
-
-    def with_rows(self, block: dict):
-        return self.plan.filled(block["frame"], block["Z"], None)
-
-
-def _check_partition(plan, offset) -> tuple:
-    """One partition's check of the trees against the model: ``(kept, (theirs, gap, top, raw))``, or
-    ``(None, reason)`` when it fails; ``kept`` (the rows' model matrix, encoded here, and their own raw scores)
-    stays with the rows on the worker."""
-    from .tree.exact_pd import TreePathUnavailable
-    from .tree.fastpath import verify_parts
-    from .tree.ice import RowKernel
-
-    try:
-        kernel = RowKernel(plan.forest, plan.Z, np.ones(plan.Z.shape[0]), np.zeros(plan.forest.value.shape[1]))
-        raw = kernel.predictions() + offset
-        return {"Z": plan.Z, "own": raw}, verify_parts(kernel, raw, plan.adapter, plan.frame, plan.n_out) + (raw,)
-    except TreePathUnavailable as exc:  # the rows' encoding, or the check itself
-        return None, str(exc)
-
-
-def check_on_dask(plan, frame, sample_weight, scheduler) -> None:
-    """The per-row kernel's check against the model's predictions (:meth:`TreePlan.kernel`), on every row, done on
-    the workers' row partitions (sent once: the later calls find them there).  The same verdict as one pass (the
-    largest gap and size combine by max); on success the plan takes the rows' model responses and raw scores
-    (:meth:`TreePlan.checked_elsewhere`), else its per-row path is dropped with the reason, as
-    :meth:`TreePlan.prepare` does."""
-    from .distributed import dask_workers, run_partitions_on_dask
-    from .tree.exact_pd import TreePathUnavailable
-    from .tree.fastpath import verify_verdict
-
-    if plan.forest is None or plan._kernel is not None or plan._checked_offset is not None:
-        return
-    offset = plan.first_offset()
-    shell = _CheckShell(plan.subset_shell())
-    parts = [(shell, key, make) for key, make, _ in
-             frame_partitions(frame, sample_weight, plan, dask_workers(scheduler))]
-    per_part = run_partitions_on_dask(scheduler, _check_partition, parts, [offset] * len(parts), refresh=True)
-    try:
-        failed = [p for p in per_part if isinstance(p, str)]
-        if failed:
-            raise TreePathUnavailable(failed[0])
-        verify_verdict(max(p[1] for p in per_part), max(p[2] for p in per_part), plan.adapter)
-    except TreePathUnavailable as exc:
-        plan.forest, plan.rows_unavailable = None, str(exc)
-        return
-    plan.checked_elsewhere(offset, np.vstack([p[0] for p in per_part]), np.vstack([p[3] for p in per_part]))
 
 
 def shells(setup, jobs, parts: int) -> tuple[list, list]:

@@ -216,7 +216,7 @@ class _Setup:
                                                 rows_elsewhere=self.in_parts)
                     self.tree_unavailable = ""
                     if self.in_parts:  # every row checked on its part, where its model matrix stays
-                        from .rows import check_on_dask
+                        from .tree.parts import check_on_dask
 
                         check_on_dask(self._plan, self.frame, None, self.frame.scheduler)
                         if self._plan.forest is None:  # leaf counting reads every row: not on parts

@@ -1,0 +1,65 @@
+"""The per-row tree kernel's check against the model on a Dask cluster's row partitions (issue 54).
+
+:func:`check_on_dask` runs :meth:`autopdp.pd.tree.fastpath.TreePlan.kernel`'s check where the rows are: each
+partition encodes its own rows, walks the trees and compares with the model's own predictions, and keeps the
+encoded rows and raw scores beside its rows (:func:`autopdp.pd.rows.frame_partitions`'s keys) for the later calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..rows import frame_partitions
+from .exact_pd import TreePathUnavailable
+from .fastpath import verify_parts, verify_verdict
+from .ice import RowKernel
+
+__all__ = ["check_on_dask"]
+
+
+class _CheckShell:
+    """A tree plan's shell (:meth:`TreePlan.subset_shell`) as a row partition's task takes it."""
+
+    def __init__(self, plan):
+        self.plan = plan
+
+    def with_rows(self, block: dict):
+        return self.plan.filled(block["frame"], block["Z"], None)
+
+
+def _check_partition(plan, offset) -> tuple:
+    """One partition's check of the trees against the model: ``(kept, (theirs, gap, top, raw))``, or
+    ``(None, reason)`` when it fails; ``kept`` (the rows' model matrix, encoded here, and their own raw scores)
+    stays with the rows on the worker."""
+    try:
+        kernel = RowKernel(plan.forest, plan.Z, np.ones(plan.Z.shape[0]), np.zeros(plan.forest.value.shape[1]))
+        raw = kernel.predictions() + offset
+        return {"Z": plan.Z, "own": raw}, verify_parts(kernel, raw, plan.adapter, plan.frame, plan.n_out) + (raw,)
+    except TreePathUnavailable as exc:  # the rows' encoding, or the check itself
+        return None, str(exc)
+
+
+def check_on_dask(plan, frame, sample_weight, scheduler) -> None:
+    """The per-row kernel's check against the model's predictions (:meth:`TreePlan.kernel`), on every row, done on
+    the workers' row partitions (sent once: the later calls find them there).  The same verdict as one pass (the
+    largest gap and size combine by max); on success the plan takes the rows' model responses and raw scores
+    (:meth:`TreePlan.checked_elsewhere`), else its per-row path is dropped with the reason, as
+    :meth:`TreePlan.prepare` does."""
+    from ..distributed import dask_workers, run_partitions_on_dask
+
+    if plan.forest is None or plan._kernel is not None or plan._checked_offset is not None:
+        return
+    offset = plan.first_offset()
+    shell = _CheckShell(plan.subset_shell())
+    parts = [(shell, key, make) for key, make, _ in
+             frame_partitions(frame, sample_weight, plan, dask_workers(scheduler))]
+    per_part = run_partitions_on_dask(scheduler, _check_partition, parts, [offset] * len(parts), refresh=True)
+    try:
+        failed = [p for p in per_part if isinstance(p, str)]
+        if failed:
+            raise TreePathUnavailable(failed[0])
+        verify_verdict(max(p[1] for p in per_part), max(p[2] for p in per_part), plan.adapter)
+    except TreePathUnavailable as exc:
+        plan.forest, plan.rows_unavailable = None, str(exc)
+        return
+    plan.checked_elsewhere(offset, np.vstack([p[0] for p in per_part]), np.vstack([p[3] for p in per_part]))
