@@ -84,16 +84,18 @@ def test_the_command_line_audits_a_parquet_folder(table, tmp_path, capsys):
 
 def test_a_parquet_folder_on_a_cluster_of_worker_processes_gives_the_local_report(table, tmp_path, capsys):
     """The README's command (``--data portfolio/ --scheduler tcp://...``) on a real LocalCluster of worker
-    processes: the same PDs (to 1e-9 of the predictions' sd), findings and selection as the local run."""
+    processes: the rows stay on the workers, and the run gives the same PDs (to 1e-9 of the predictions' sd),
+    findings, selection and data hash as the local run, weighted by the folder's weight column."""
     distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
     from sklearn.ensemble import RandomForestClassifier
 
-    folder = _parts(tmp_path / "portfolio", table[["a", "b", "target"]])
+    weighted = table[["a", "b", "target"]].assign(w=np.random.default_rng(1).uniform(0.5, 3.0, len(table)))
+    folder = _parts(tmp_path / "portfolio", weighted)
     model = RandomForestClassifier(20, min_samples_leaf=5, random_state=0).fit(table[["a", "b"]], table.target)
     sio.dump(model, tmp_path / "m.skops")
     (tmp_path / "config.toml").write_text("grid_resolution = 8\nnoise_draws = 50\n")
     args = ["report", "--model", str(tmp_path / "m.skops"), "--data", str(folder), "--target", "target",
-            "--config", str(tmp_path / "config.toml"), "--formats", "json"]
+            "--weights", "w", "--config", str(tmp_path / "config.toml"), "--formats", "json"]
     assert main(args + ["--out", str(tmp_path / "local")]) == 0, capsys.readouterr().err
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
         assert main(args + ["--out", str(tmp_path / "cluster"), "--scheduler", c.scheduler_address]) == 0, \
@@ -112,6 +114,10 @@ def test_a_parquet_folder_on_a_cluster_of_worker_processes_gives_the_local_repor
         [(k, u, e.passed) for k, c in remote.evidence.items() for u, e in c.items()]
     assert local.selection and any(e.passed for c in local.evidence.values() for e in c.values())
     assert [(s.features, s.reasons) for s in local.selection] == [(s.features, s.reasons) for s in remote.selection]
+    # the rows stayed on the workers (a PartFrame): said so, and the same data by its content hash
+    assert any("rows stayed on the Dask cluster's workers" in n for n in remote.notes)
+    assert not any("rows stayed on the Dask cluster's workers" in n for n in local.notes)
+    assert remote.metadata["provenance"]["data_content_sha256"] == local.metadata["provenance"]["data_content_sha256"]
 
 
 def test_parts_read_one_at_a_time_equal_the_one_arrow_table(tmp_path):

@@ -50,8 +50,8 @@ from ..scores.selection import intersection_scores, score_columns
 from ..scores.failures import StageFailureWarning, collect_stage_failures
 from .groups import apply_groups
 from .record import Audit
-from .validation import (_comparison_predictions, _Inputs, _predictions, _resolved, _validated_inputs, choose_pairs,
-                         pair_limit)
+from .validation import (_comparison_predictions, _Inputs, _predictions, _resolved, _validated_inputs,
+                         check_part_frame, choose_pairs, pair_limit)
 
 __all__ = ["audit"]
 
@@ -450,6 +450,7 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
 
     model, source = model_argument(model, X)  # an MLflow URI, or a model autopdp.load_model read from one
     config, compare, report = _resolved(config, compare, report)
+    check_part_frame(X, config)
     model, X, compare, train, grouped = apply_groups(config.groups, model, X, compare, train)
     train = checked_train(train, config.refits, X)
     timings: dict[str, float] = {}

@@ -269,6 +269,19 @@ def _check_comparison(name: str, other, model, frame: Frame):
         raise InputError(f"comparison model {name!r} needs columns {sorted(set(cols) - set(frame.names))} that X lacks.")
 
 
+def check_part_frame(X, config: AuditConfig) -> None:
+    """A frame whose rows are on a cluster's workers (:class:`autopdp.pd.partframe.PartFrame`) is refused, in one
+    line, with the config keys that still read every row of a column group or label here."""
+    if getattr(X, "parts", None) is None:
+        return
+    used = [key for key, on in (("groups", config.groups), ("cohort", config.cohort), ("categories", config.categories))
+            if on]
+    if used:
+        raise InputError(f"config key {used[0]!r} is not available for data whose rows stay on the Dask cluster's "
+                         "workers (a Parquet folder with --scheduler); leave it out, or read the data here (without "
+                         "--scheduler, or a single file).")
+
+
 def _resolved(config, compare, report=None) -> tuple[AuditConfig, dict, ReportOptions]:
     """The config as an :class:`AuditConfig`, the comparison models as a checked dict and the report's cover
     as :class:`ReportOptions` (``report``, else the cover keys of a dict ``config``, else those given to
@@ -333,6 +346,12 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
             raise InputError("the rows of X are on a Dask cluster's workers: their sample weights are a column of its "
                              "parts (parquet_frame(..., weight=NAME)), not sample_weight.")
         weights_full = full.weights()
+        if weights_full is not None:
+            _check_weights(weights_full, full.n_rows)
+        notes.append(f"The data's {full.n_rows:,} rows stayed on the Dask cluster's workers, each of its "
+                     f"{len(full.parts):,} Parquet parts read and kept by one worker; the per-row work ran there, and "
+                     "the calling process brought over the target, the weights, one feature column at a time and "
+                     "the sampled rows.")
     rng = np.random.default_rng(random_state)
     rows = sample_rows(full.n_rows, config.max_rows, rng)
     frame = full if rows is None else full.take_rows(rows)

@@ -512,8 +512,13 @@ def main(argv=None) -> int:
 
             check_output_dir(out)  # before any work (and before numpy loads): a bad --out costs a second
         _stage_failures_printed_once()
-        done = args.func(args)
-        return finish(done) if isinstance(done, Finish) else done
+        given = getattr(args, "scheduler", None)
+        try:
+            done = args.func(args)
+            return finish(done) if isinstance(done, Finish) else done
+        finally:
+            if getattr(args, "scheduler", None) is not given:  # the client a Parquet folder's run connected
+                args.scheduler.close()
 
     return _guarded(run, out, created)
 

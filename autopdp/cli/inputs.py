@@ -60,10 +60,43 @@ def _limit(args, name: str, default: float) -> float:
     return value
 
 
-def _load_data(args, path=None):
-    """``(X, y, weights)`` from --data (or ``path``: --train), --target and --weights."""
-    from ..io.loading import MAX_DATA_MB, column_error, load_data, split_target
+def _on_workers(args, files: list):
+    """``(X, y, None)`` of a Parquet folder with --scheduler: X a :class:`~autopdp.pd.partframe.PartFrame` whose rows
+    the cluster's workers read and keep (the calling process reads the parts' footers, and brings the target
+    here); its weights are its --weights column.  ``args.scheduler`` becomes the one client of the run."""
+    import pyarrow.parquet as pq
 
+    from ..io.loading import column_error
+    from ..pd.distributed import _client
+    from ..pd.partframe import parquet_frame
+
+    if args.sep is not None or args.na_values is not None or args.decimal is not None:
+        raise InputError(f"--sep, --na-values and --decimal apply to CSV files; data {str(args.data)!r} is Parquet.")
+    names = list(pq.read_schema(files[0]).names)
+    if args.target not in names:
+        raise column_error("target column", args.target, names)
+    if args.weights is not None and args.weights == args.target:
+        raise InputError(f"--weights {args.weights!r} is the target column; give the column of row weights.")
+    if args.weights is not None and args.weights not in names:
+        raise column_error("weights column", args.weights, names)
+    args.scheduler, _ = _client(args.scheduler)
+    features = [c for c in names if c not in (args.target, args.weights)]
+    X = parquet_frame(args.scheduler, files, columns=features, weight=args.weights)
+    y = X.read_column(args.target)
+    if getattr(args, "target_map", None):
+        y = map_target(y, args.target_map)
+    return X, y, None
+
+
+def _load_data(args, path=None):
+    """``(X, y, weights)`` from --data (or ``path``: --train), --target and --weights; a Parquet folder with
+    --scheduler stays on the cluster's workers (:func:`_on_workers`)."""
+    from ..io.loading import MAX_DATA_MB, column_error, load_data, parquet_parts, split_target
+
+    if path is None and getattr(args, "scheduler", None) is not None:
+        files = parquet_parts(args.data)
+        if files is not None:
+            return _on_workers(args, files)
     df = load_data(path or args.data, sep=args.sep, na_values=args.na_values, decimal=args.decimal,
                    max_mb=_limit(args, "max_data_mb", MAX_DATA_MB))
     X, y = split_target(df, args.target)

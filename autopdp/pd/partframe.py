@@ -102,6 +102,11 @@ class PartFrame(Frame):
     def n_rows(self) -> int:
         return int(self.bounds[-1][1])
 
+    @property
+    def columns(self) -> pd.Index:
+        """The feature columns' names (as a DataFrame's ``columns``)."""
+        return pd.Index(self.names)
+
     def dtype(self, position: int):
         return self.dtypes[position]
 
