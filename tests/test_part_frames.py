@@ -3,6 +3,8 @@ and kept by a real LocalCluster's worker processes.  Every PD, spread, standard 
 one computed here on the same table read as one frame, weighted by its weight column; the calling process
 gathers only the few rows it asks for (probes, the trees' first rows), never the table."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -155,3 +157,48 @@ def test_an_audit_of_a_part_frame_equals_the_local_one(cluster, data):
         assert remote.metadata["provenance"][key] == local.metadata["provenance"][key]
     assert remote.run["self_check"]["status"] == local.run["self_check"]["status"] == "passed"
     assert remote.metadata["permutation_importance"] == local.metadata["permutation_importance"]
+
+
+def test_a_classifier_with_text_labels_and_a_row_sample_equals_the_local_audit(cluster, tmp_path):
+    """A text target read from the parts' files, and max_rows: the sampled rows are brought here by position (the
+    same rows as the local audit's sample), every later stage runs on them."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.partframe import parquet_frame
+
+    df = _table(900, seed=3)
+    df["label"] = np.where(df.y > df.y.median(), "high", "low")
+    X = df[["a", "b", "c"]]
+    model = HistGradientBoostingClassifier(max_iter=20, categorical_features="from_dtype", random_state=0)
+    model.fit(X, df.label)
+    files = _write(tmp_path / "parts", df[["a", "b", "c", "label", "w"]], [300, 300, 300])
+    cfg = autopdp.AuditConfig(grid_resolution=8, pairs=False, noise_draws=50, max_rows=600)
+    local = autopdp.audit(model, X, df.label, sample_weight=df.w.to_numpy(), config=cfg, progress=False)
+    with resident_rows(cluster):
+        frame = parquet_frame(cluster, files, columns=["a", "b", "c"], weight="w")
+        remote = autopdp.audit(model, frame, "label", config=cfg, scheduler=cluster, progress=False)
+    assert remote.metadata["provenance"]["target"] == "label" and remote.metadata["targets"] == local.metadata["targets"]
+    for a, b in zip(local.results, remote.results):
+        assert a.n_rows == b.n_rows == 600
+        np.testing.assert_allclose(b.average, a.average, rtol=0, atol=1e-12)
+    numbers = local.scores.select_dtypes("number").columns
+    np.testing.assert_allclose(remote.scores[numbers].to_numpy(dtype=float), local.scores[numbers].to_numpy(dtype=float),
+                               rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("key, value", [("cohort", "c"), ("groups", {"ab": ["a", "b"]})])
+def test_config_keys_that_need_every_row_here_are_refused_in_one_line(cluster, data, key, value):
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.partframe import parquet_frame
+
+    _, _, model, files = data
+    with resident_rows(cluster):
+        frame = parquet_frame(cluster, files, columns=["a", "b", "c"])
+        with pytest.raises(InputError, match=f"config key '{key}' is not available for data whose rows stay on the"):
+            autopdp.audit(model, frame, "y", config={key: value}, scheduler=cluster, progress=False)
+        with pytest.raises(InputError, match="the data has no column 'nope' for the target"):
+            autopdp.audit(model, frame, "nope", scheduler=cluster, progress=False)
+        with pytest.raises(InputError, match="at most 200,000 rows; lower max_rows"):
+            big = dataclasses.replace(frame, bounds=frame.bounds[:-1] + ((frame.bounds[-1][0], 10**6),))  # 1M rows
+            autopdp.audit(model, big, "y", config={"max_rows": 300_000}, scheduler=cluster, progress=False)

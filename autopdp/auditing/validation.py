@@ -280,6 +280,12 @@ def check_part_frame(X, config: AuditConfig) -> None:
         raise InputError(f"config key {used[0]!r} is not available for data whose rows stay on the Dask cluster's "
                          "workers (a Parquet folder with --scheduler); leave it out, or read the data here (without "
                          "--scheduler, or a single file).")
+    from ..pd.partframe import MAX_GATHER_ROWS
+
+    if config.max_rows is not None and X.n_rows > config.max_rows > MAX_GATHER_ROWS:
+        raise InputError(f"max_rows = {config.max_rows:,} on data whose rows stay on the Dask cluster's workers: a row "
+                         f"sample is brought to this process, at most {MAX_GATHER_ROWS:,} rows; lower max_rows, or "
+                         "leave it out to audit every row on the workers.")
 
 
 def _resolved(config, compare, report=None) -> tuple[AuditConfig, dict, ReportOptions]:
