@@ -375,7 +375,8 @@ class TreePlan:
 
     def checked_elsewhere(self, offset, model_response, own_raw) -> None:
         """Every row was checked against the model in parts (:func:`autopdp.pd.tree.parts.check_on_dask`): the kernel
-        takes ``offset`` and the rows' raw scores without walking or predicting again."""
+        takes ``offset`` (and the rows' raw scores ``own_raw`` when known here; the parts keep theirs) without
+        predicting again."""
         self._checked_offset = np.asarray(offset, dtype=float).copy()
         self.model_response, self._own_raw_rows = model_response, own_raw
         self._kernel, self._checked_in_parts = None, True

@@ -28,13 +28,13 @@ class _CheckShell:
 
 
 def _check_partition(plan, offset) -> tuple:
-    """One partition's check of the trees against the model: ``(kept, (theirs, gap, top, raw))``, or
+    """One partition's check of the trees against the model: ``(kept, (theirs, gap, top))``, or
     ``(None, reason)`` when it fails; ``kept`` (the rows' model matrix, encoded here, and their own raw scores)
-    stays with the rows on the worker."""
+    stays with the rows on the worker, and only the model's responses travel."""
     try:
         kernel = RowKernel(plan.forest, plan.Z, np.ones(plan.Z.shape[0]), np.zeros(plan.forest.value.shape[1]))
         raw = kernel.predictions() + offset
-        return {"Z": plan.Z, "own": raw}, verify_parts(kernel, raw, plan.adapter, plan.frame, plan.n_out) + (raw,)
+        return {"Z": plan.Z, "own": raw}, verify_parts(kernel, raw, plan.adapter, plan.frame, plan.n_out)
     except TreePathUnavailable as exc:  # the rows' encoding, or the check itself
         return None, str(exc)
 
@@ -42,8 +42,8 @@ def _check_partition(plan, offset) -> tuple:
 def check_on_dask(plan, frame, sample_weight, scheduler) -> None:
     """The per-row kernel's check against the model's predictions (:meth:`TreePlan.kernel`), on every row, done on
     the workers' row partitions (sent once: the later calls find them there).  The same verdict as one pass (the
-    largest gap and size combine by max); on success the plan takes the rows' model responses and raw scores
-    (:meth:`TreePlan.checked_elsewhere`), else its per-row path is dropped with the reason, as
+    largest gap and size combine by max); on success the plan takes the rows' model responses (their raw scores
+    stay with the rows on the workers, :meth:`TreePlan.checked_elsewhere`), else its per-row path is dropped with the reason, as
     :meth:`TreePlan.prepare` does."""
     from ..distributed import dask_workers, run_partitions_on_dask
 
@@ -62,4 +62,4 @@ def check_on_dask(plan, frame, sample_weight, scheduler) -> None:
     except TreePathUnavailable as exc:
         plan.forest, plan.rows_unavailable = None, str(exc)
         return
-    plan.checked_elsewhere(offset, np.vstack([p[0] for p in per_part]), np.vstack([p[3] for p in per_part]))
+    plan.checked_elsewhere(offset, np.vstack([p[0] for p in per_part]), None)
