@@ -401,10 +401,12 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     ----------
     model : estimator or callable
         A fitted scikit-learn estimator/Pipeline or ``f(X)``.
-    X : DataFrame or ndarray
-        The data the PDs average over.
-    y : array-like, optional
-        Observed target, for the ``incidence`` utility.
+    X : DataFrame, ndarray or PartFrame
+        The data the PDs average over.  A :class:`~autopdp.pd.partframe.PartFrame`
+        (:func:`~autopdp.pd.partframe.parquet_frame`: a Parquet folder read by a Dask cluster's workers) keeps its
+        rows on the workers; its weight column is the sample weights.
+    y : array-like or str, optional
+        Observed target, for the ``incidence`` utility; for a PartFrame, the name of a column of its files.
     compare : dict, optional
         ``{name: fitted model}``: comparison models for ``similarity:<name>``.
     config : AuditConfig or dict, optional
