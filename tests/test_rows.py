@@ -354,3 +354,27 @@ def test_grids_from_worker_partitions_equal_the_local_ones(cluster, monkeypatch)
         np.testing.assert_array_equal(remote.grid, local.grid)
         assert remote.n_missing == local.n_missing and remote.grid.dtype == local.grid.dtype
     assert calls.count("_interval_part") >= 6  # the numeric columns were narrowed on the workers, pass by pass
+
+
+def test_a_brute_force_audit_on_workers_ranks_the_pairs_as_the_local_one(cluster):
+    """A Pipeline of a linear model (brute force, additive): its pairs' interactions are rounding noise, which the
+    row partitions sum in another order; the pairs' ranks (the intersection score) do not turn on it."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    _, client = cluster
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame({"a": rng.normal(size=1500), "b": rng.uniform(0, 5, 1500),
+                      "c": pd.Categorical(rng.choice(list("xyz"), 1500))})
+    y = 2 * X.a + X.b + (X.c == "x") + rng.normal(size=1500)
+    model = make_pipeline(make_column_transformer((StandardScaler(), ["a", "b"]), (OneHotEncoder(), ["c"])),
+                          Ridge()).fit(X, y)
+    cfg = autopdp.AuditConfig(noise_draws=50, grid_resolution=10)
+    local = autopdp.audit(model, X, y, config=cfg, progress=False)
+    remote = autopdp.audit(model, X, y, config=cfg, scheduler=client, progress=False)
+    two = local.scores["kind"] == "2d"
+    assert (local.scores.loc[two, "interaction"] == 0).all()
+    np.testing.assert_array_equal(remote.scores.loc[two, "intersection"], local.scores.loc[two, "intersection"])
+    assert [(s.features, s.reasons) for s in local.selection] == [(s.features, s.reasons) for s in remote.selection]

@@ -308,3 +308,19 @@ def test_weighted_interaction_as_matrix_products_equals_greenwells_composition()
         got = interaction_statistic(avg, ("numeric", "categorical"), (w1, w2))
         for a, b in zip(got, ((first + second) / 2, first, second)):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_an_additive_surface_has_no_interaction_not_rounding_noise():
+    """An additive surface's conditional spreads agree only to the last bits: that is no interaction (exactly 0, so
+    that pairs are not ranked on rounding), while an interaction of 1e-6 of the surface's range is kept."""
+    from autopdp.scores.importance import interaction_statistic
+
+    rng = np.random.default_rng(0)
+    f, g = rng.normal(size=(7, 1)) * 1e3, rng.normal(size=(1, 9)) * 1e-3
+    additive = np.broadcast_to(f + g, (7, 9)) + 0.1
+    w = (np.full(7, 1 / 7), np.full(9, 1 / 9))
+    for weights in (w, (None, None)):
+        inter, a, b = interaction_statistic(additive[None], ("numeric", "numeric"), weights)
+        assert inter[0] == a[0] == b[0] == 0.0
+        small = additive + 1e-6 * np.ptp(additive) * np.outer(np.linspace(-1, 1, 7), np.linspace(-1, 1, 9))
+        assert interaction_statistic(small[None], ("numeric", "numeric"), weights)[0][0] > 0

@@ -146,7 +146,6 @@ class _Setup:
         centered, max_levels, std_rows = options.centered, options.max_levels, options.std_rows
         self.percentiles = _check_options(grid_resolution, percentiles, kind, grid_method, max_batch_mb)
         self.frame = as_frame(X)
-        self.in_parts = isinstance(self.frame, PartFrame)  # its rows are on a cluster's workers
         self.grid_resolution = int(grid_resolution)
         self.grid_method = grid_method
         columns = frame_profiles(self.frame, cap=max(0, int(integer_as_categorical or 0)))  # one pass, every column
@@ -199,6 +198,11 @@ class _Setup:
         self._specs: dict[int, FeatureSpec] = {}
         self.nearest: dict = {}  # density_counts' cache of each spec's nearest grid index on this frame
 
+    @property
+    def in_parts(self) -> bool:
+        """Whether this call's rows are on a cluster's workers (a PartFrame), not here."""
+        return isinstance(self.frame, PartFrame)
+
     def weight_sums(self) -> tuple[float, float]:
         """``(sum of w, sum of w squared)`` over every row of the call (ones when unweighted), correctly rounded:
         the same however the rows are partitioned."""
@@ -230,7 +234,9 @@ class _Setup:
         (reason in ``blocks_unavailable``)."""
         if not self._blocks_done:
             self._blocks_done = True
-            if self.method in ("auto", "brute"):
+            if self.in_parts:  # the preprocessing of every row: each row partition makes its own
+                self.blocks_unavailable = "the rows are on the cluster's workers"
+            elif self.method in ("auto", "brute"):
                 try:
                     self._blocks = plan_blocks(self.adapter.model, self.adapter, self.frame)
                     self.blocks_unavailable = ""

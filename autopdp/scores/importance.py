@@ -117,10 +117,23 @@ def interaction_statistic(avg: np.ndarray, kinds, weights) -> tuple[np.ndarray, 
         cond_2 = np.sqrt(((avg - (avg @ a2)[..., None]) ** 2) @ a2)
         first_given_second = np.sqrt(((cond_1 - (cond_1 @ a2)[..., None]) ** 2) @ a2)
         second_given_first = np.sqrt(((cond_2 - (cond_2 @ a1)[..., None]) ** 2) @ a1)
-        return (first_given_second + second_given_first) / 2.0, first_given_second, second_given_first
+        return _beyond_rounding(avg, first_given_second, second_given_first)
     # importance of feature 1 along axis -2 of the grid, for each value of feature 2 ...
     cond_1 = flatness(avg, k1, axis=-2, weights=w1)  # (..., k2)
     first_given_second = flatness(cond_1, k2, axis=-1, weights=w2)
     cond_2 = flatness(avg, k2, axis=-1, weights=w2)  # (..., k1)
     second_given_first = flatness(cond_2, k1, axis=-1, weights=w1)
-    return (first_given_second + second_given_first) / 2.0, first_given_second, second_given_first
+    return _beyond_rounding(avg, first_given_second, second_given_first)
+
+
+#: An interaction at most this share of its surface's own range is floating-point rounding, reported as none.
+ROUNDING_SHARE = 1e-9
+
+
+def _beyond_rounding(avg, first_given_second, second_given_first) -> tuple:
+    """``(interaction, first_given_second, second_given_first)``, each 0 where it is within floating point's
+    rounding of the surface's range (an additive surface's conditional spreads agree only to the last bits: the
+    same surface summed in another order, on a cluster's row partitions, would rank pairs on that noise)."""
+    spread = np.max(avg, axis=(-2, -1)) - np.min(avg, axis=(-2, -1))
+    a, b = (np.where(v <= ROUNDING_SHARE * spread, 0.0, v) for v in (first_given_second, second_given_first))
+    return (a + b) / 2.0, a, b

@@ -102,10 +102,14 @@ def rank_scores(scores: pd.DataFrame, name: str, *, ascending: bool = False, kin
 
 
 def intersection_scores(scores_2d: pd.DataFrame, columns: list[str]) -> pd.Series:
-    """Mean percentile rank of each pair over ``columns`` (1 = best everywhere)."""
+    """Mean percentile rank of each pair over ``columns`` (1 = best everywhere).  Scores equal to 12 significant
+    digits tie: a rank must not turn on floating-point rounding (the same audit summed in another order, on a
+    cluster's row partitions, differs in the last bits)."""
     if scores_2d.empty or not columns:
         return pd.Series(np.nan, index=scores_2d.index)
-    pct = scores_2d[columns].astype(float).rank(pct=True, ascending=True, na_option="keep")
+    values = scores_2d[columns].astype(float)
+    settled = values.apply(lambda col: col.map(lambda v: float(f"{v:.12g}") if np.isfinite(v) else v))
+    pct = settled.rank(pct=True, ascending=True, na_option="keep")
     return pct.mean(axis=1, skipna=True)
 
 

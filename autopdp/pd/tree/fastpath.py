@@ -118,7 +118,8 @@ class TreePlan:
                                           f"of {Z.shape[1]} columns")
         except TreePathUnavailable as exc:
             self.rows_unavailable = str(exc)
-        if self.forest is None and self.ensemble is None:
+        # leaf counting reads every row's model matrix here: not for a frame whose rows are on a cluster's workers
+        if self.forest is None and (getattr(frame, "parts", None) is not None or self.ensemble is None):
             raise TreePathUnavailable(self.rows_unavailable or self.counting_unavailable)
         self._engine = None
         self._kernel = None
