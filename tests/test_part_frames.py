@@ -202,3 +202,33 @@ def test_config_keys_that_need_every_row_here_are_refused_in_one_line(cluster, d
         with pytest.raises(InputError, match="at most 200,000 rows; lower max_rows"):
             big = dataclasses.replace(frame, bounds=frame.bounds[:-1] + ((frame.bounds[-1][0], 10**6),))  # 1M rows
             autopdp.audit(model, big, "y", config={"max_rows": 300_000}, scheduler=cluster, progress=False)
+
+
+def test_a_pipeline_that_is_not_trees_audits_a_part_frame_by_brute_force(cluster, data):
+    """A Pipeline of a linear model: no leaf counting and no preprocessing of every row in the calling process;
+    each part computes its brute-force PDs, and the audit equals the local one."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.partframe import parquet_frame
+
+    df, X, _, files = data
+    pipe = make_pipeline(make_column_transformer((make_pipeline(SimpleImputer(), StandardScaler()), ["a", "b"]),
+                                                 (OneHotEncoder(), ["c"])), Ridge()).fit(X, df.y)
+    cfg = autopdp.AuditConfig(grid_resolution=10, grid_resolution_2d=5, noise_draws=50)
+    local = autopdp.audit(pipe, X, df.y, sample_weight=df.w.to_numpy(), config=cfg, progress=False)
+    with resident_rows(cluster):
+        frame = parquet_frame(cluster, files, columns=["a", "b", "c"], weight="w")
+        remote = autopdp.audit(pipe, frame, "y", config=cfg, scheduler=cluster, progress=False)
+    sd = float(np.std(pipe.predict(X)))
+    for a, b in zip(local.results, remote.results):
+        assert a.method == b.method == "brute"
+        np.testing.assert_allclose(b.average, a.average, rtol=0, atol=1e-9 * sd)
+    numbers = local.scores.select_dtypes("number").columns
+    np.testing.assert_allclose(remote.scores[numbers].to_numpy(dtype=float), local.scores[numbers].to_numpy(dtype=float),
+                               rtol=1e-7, atol=1e-9)
+    assert [(s.features, s.reasons) for s in local.selection] == [(s.features, s.reasons) for s in remote.selection]

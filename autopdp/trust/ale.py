@@ -125,14 +125,6 @@ def _bin_index(values, edges):
     return k  # interval (edges[k-1], edges[k]]; values at edges[0] fall in interval 1
 
 
-def _ale_1d_curve(name, values, edges, lo, hi, ok) -> ModelFreePD:
-    """The centred 1D ALE from each usable row's prediction at its interval's two edges."""
-    k = _bin_index(values[ok], edges)
-    K = edges.size - 1
-    return _ale_1d_from_sums(name, edges, np.bincount(k - 1, minlength=K),
-                             np.bincount(k - 1, weights=hi - lo, minlength=K))
-
-
 def _ale_1d_from_sums(name, edges, counts, sums) -> ModelFreePD:
     """The centred 1D ALE from the rows per interval and the sums of their changes across it."""
     local = sums / np.maximum(counts, 1)
@@ -157,17 +149,27 @@ def ale(model, X, feature, *, bins: int = 20, response="auto", target=None) -> M
     centred ALE at those edges and ``counts`` the rows per interval
     (``len(counts) == len(x) - 1``); the first target of the model is used.
     """
+    from ..pd.rows import map_rows
+
     frame = as_frame(X)
     pos = frame.position_of(feature)
-    values = _numeric(frame, pos)
     adapter = make_adapter(model, response, target, probe=frame.take_rows(np.arange(min(5, frame.n_rows))).data)
-    edges = _edges(values, bins)
+    edges = _edges_of(frame, pos, bins)  # over every row; each row partition then sums its own rows' changes
+    parts = map_rows(_ale_part, (model, adapter, pos, edges), frame)
+    return _ale_1d_from_sums(frame.names[pos], edges, sum(c for c, _ in parts), sum(t for _, t in parts))
+
+
+def _ale_part(rows: Frame, payload) -> tuple:
+    """One row partition's rows per ALE interval and the sums of their predictions' changes across it."""
+    model, adapter, pos, edges = payload
+    values = _numeric(rows, pos)
     ok = np.flatnonzero(np.isfinite(values))
     k = _bin_index(values[ok], edges)
-    predict = _predictor(model, adapter, frame)
+    predict = _predictor(model, adapter, rows)
     lo = predict(ok, {pos: edges[k - 1]})
     hi = predict(ok, {pos: edges[k]})
-    return _ale_1d_curve(frame.names[pos], values, edges, lo, hi, ok)
+    K = edges.size - 1
+    return np.bincount(k - 1, minlength=K), np.bincount(k - 1, weights=hi - lo, minlength=K)
 
 
 def _ale_2d_curve(name, va, vb, ea, eb, f, ok, k=None) -> ModelFreePD:
