@@ -286,12 +286,6 @@ class _Setup:
 
         return rows_block(self.frame, self.sample_weight, self._plan, start, stop)
 
-    def rows_key(self, start: int, stop: int) -> tuple:
-        """What makes :meth:`rows_block` the same block across calls (:func:`autopdp.pd.rows.rows_key`)."""
-        from .rows import rows_key
-
-        return rows_key(self.frame, self.sample_weight, self._plan, start, stop)
-
     def with_rows(self, block: dict) -> "_Setup":
         """This shell (:meth:`shell_for_rows`) with its rows (:meth:`rows_block`)."""
         other = copy.copy(self)
