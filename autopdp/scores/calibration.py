@@ -56,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..pd.rows import row_bounds
 from .utilities.base import gap_of_draws
 
 __all__ = ["IncidenceParts", "incidence_parts", "NORMAL_BIN_ROWS"]
@@ -83,18 +84,16 @@ class _BinNoise:
     """Draws of per-bin sums ``sum_i eps_i u_i`` over the bin's rows, ``eps_i`` random signs (the wild bootstrap).
 
     ``u_i`` is each row's contribution to its bin's statistic (its deviation times its weight in the bin's
-    mean).  Bins of at least :data:`NORMAL_BIN_ROWS` rows are drawn by their normal approximation (variance
-    ``sum u_i^2``); the rows of smaller bins are drawn one by one.
+    mean).  Bins of at least :data:`NORMAL_BIN_ROWS` rows are drawn by their normal approximation (standard
+    deviation ``sd``: ``sqrt(sum u_i^2)``); the rows of smaller bins are drawn one by one (``small_bins`` and
+    ``small_contrib``: their bins and contributions, in row order).
     """
 
-    def __init__(self, bins, contrib, size):
+    def __init__(self, sd, small_bins, small_contrib, size):
         self.size = size
-        n_rows = np.bincount(bins, minlength=size)
-        big = n_rows >= NORMAL_BIN_ROWS
-        self.sd = np.where(big, np.sqrt(np.bincount(bins, weights=contrib * contrib, minlength=size)), 0.0)
-        small_rows = ~big[bins]
-        self.small_bins = bins[small_rows]
-        self.small_contrib = contrib[small_rows]
+        self.sd = sd
+        self.small_bins = small_bins
+        self.small_contrib = small_contrib
 
     def draw(self, n: int, rng) -> np.ndarray:
         out = rng.standard_normal((n, self.size)) * self.sd
@@ -112,6 +111,33 @@ def _shrunk(gaps, value: float, threshold: float) -> np.ndarray:
     if not (np.isfinite(value) and value > 0 and np.isfinite(threshold) and threshold > 0):
         return np.zeros_like(g)
     return g * min(1.0, float(threshold) / float(value))
+
+
+class _Rows:
+    """The rows :func:`incidence_parts` reads, a chunk of at most :data:`CHUNK_ROWS` at a time: each chunk's
+    usable rows (a grid point, finite prediction and target, positive weight) as ``(local, bins, fr, yr, wr)``."""
+
+    def __init__(self, predicted, observed, cells, sample_weight):
+        self.f, self.y, self.cells = predicted, observed, cells
+        self.w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        self.bounds = row_bounds(len(cells), -(-len(cells) // CHUNK_ROWS)) if len(cells) else []
+
+    def usable(self, rows) -> np.ndarray:
+        """Whether the rows ``rows`` (an index or a slice) are usable."""
+        w = 1.0 if self.w is None else self.w[rows]
+        return (self.cells[rows] >= 0) & np.isfinite(self.f[rows]) & np.isfinite(self.y[rows]) & (w > 0)
+
+    def chunk(self, a: int, b: int) -> tuple:
+        ok = self.usable(slice(a, b))
+        local = np.flatnonzero(ok)
+        f = np.asarray(self.f[a:b], dtype=float)[ok]
+        w = np.ones(local.size) if self.w is None else self.w[a:b][ok]
+        return local, self.cells[a:b][ok], f, np.asarray(self.y[a:b], dtype=float)[ok], w
+
+
+#: the rows :func:`incidence_parts` works on at a time: its per-row temporaries (some 150 bytes a row) are
+#: bounded by this whatever the data's size; each pass's per-bin sums are merged over the chunks
+CHUNK_ROWS = 262_144
 
 
 def incidence_parts(*, predicted, observed, cells, sample_weight, pd_curve, kind, noise, loss: str,
@@ -133,31 +159,66 @@ def incidence_parts(*, predicted, observed, cells, sample_weight, pd_curve, kind
     ice : (n_ice, size) the ICE curves of the PD's target (the rows ``ice_rows``), or None
     ice_rows : (n_ice,) their row positions (None: every row, in order)
     ice_weight : (n_ice,) what each ICE row stands for (sample weight over its chance of being kept; None: equal)
+
+    The rows are read in chunks of :data:`CHUNK_ROWS` in two passes (the bins' sums, then each row's part in
+    its bin's noise, which needs the bins' totals): the same statistics and draws as one pass over every row, up
+    to the order of floating-point sums.
     """
-    size = np.asarray(pd_curve).size
-    f = np.asarray(predicted, dtype=float)
-    y = np.asarray(observed, dtype=float)
-    sw = np.ones(f.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    ok = (cells >= 0) & np.isfinite(f) & np.isfinite(y) & (sw > 0)
-    bins, fr, yr, wr = cells[ok], f[ok], y[ok], sw[ok]
-    W = np.bincount(bins, weights=wr, minlength=size)
+    pdc = np.asarray(pd_curve, dtype=float).ravel()
+    size = pdc.size
+    rows = _Rows(predicted, observed, np.asarray(cells), sample_weight)
+    steps = _ice_steps(rows, kind, ice, ice_rows, ice_weight, size)
+    sums = [_first_pass(rows.chunk(a, b), a, b, steps, size) for a, b in rows.bounds]
+    W, n, R, other = (np.sum([s[i] for s in sums], axis=0) if sums else np.zeros(size) for i in range(4))
     omega = W / max(W.sum(), 1e-300)
     with np.errstate(invalid="ignore", divide="ignore"):
-        gap_c = np.where(W > 0, np.bincount(bins, weights=wr * (yr - fr), minlength=size) / W, np.nan)
+        gap_c = np.where(W > 0, R / W, np.nan)
     calibration = float(gap_of_draws(gap_c, omega, loss)) if W.sum() > 0 else float("nan")
-
-    # 0/1 outcome less probability (classifiers), target less prediction (regressors): mean 0 under the null
-    resid = yr - fr
-    cal_noise = _BinNoise(bins, wr * resid / np.maximum(W[bins], 1e-300), size)
+    dep = _dependence_design(steps, W, n, other, kind, size)
+    second = [_second_pass(rows.chunk(a, b), a, b, W, n, dep, pdc) for a, b in rows.bounds]
+    cal_noise = _bin_noise([s[0] for s in second], n, size)
     centre_c = _shrunk(gap_c, calibration, threshold)
 
-    def draw_calibration(n, rng):
-        return gap_of_draws(centre_c + cal_noise.draw(n, rng), omega, loss)
+    def draw_calibration(k, rng):
+        return gap_of_draws(centre_c + cal_noise.draw(k, rng), omega, loss)
 
-    dependence, draw_dependence, rows_d = _dependence(bins, fr, wr, ok, pd_curve, kind, noise, loss,
-                                                      threshold, ice, ice_rows, ice_weight)
+    dependence, draw_dependence, rows_d = _dependence(dep, [s[1] for s in second], W, n, noise, loss, threshold,
+                                                      size)
     return IncidenceParts(calibration=calibration, dependence=dependence, draw_calibration=draw_calibration,
                           draw_dependence=draw_dependence, dependence_rows=rows_d)
+
+
+def _ice_steps(rows: _Rows, kind, ice, ice_rows, ice_weight, size):
+    """The ICE rows' steps from their own value to their bin's grid value, or None (a feature of another kind
+    is at its grid value: no step; a numeric one without ICE curves has no dependence part):
+    ``(pos, kb, sk, hk)``: the usable ICE rows' positions, bins, steps and weights, in the ICE rows' order."""
+    if kind != "numeric" or ice is None:
+        return None
+    curves = np.asarray(ice, dtype=float).reshape(-1, size)
+    pos = np.arange(curves.shape[0]) if ice_rows is None else np.asarray(ice_rows, dtype=np.int64)
+    h = np.ones(pos.size) if ice_weight is None else np.asarray(ice_weight, dtype=float)
+    keep = (rows.usable(pos) if pos.size else np.zeros(0, dtype=bool)) & (h > 0)
+    pk, hk = pos[keep], h[keep]
+    kb = rows.cells[pk].astype(np.int64)
+    sk = np.asarray(rows.f[pk], dtype=float) - curves[np.flatnonzero(keep), kb]
+    fin = np.isfinite(sk)
+    return pk[fin], kb[fin], sk[fin], hk[fin]
+
+
+def _first_pass(chunk, a: int, b: int, steps, size) -> tuple:
+    """One chunk's per-bin sums: weight, rows, weighted residual and weight of the rows without an ICE step."""
+    local, bins, fr, yr, wr = chunk
+    other = np.ones(bins.size, dtype=bool)
+    if steps is not None:
+        other[np.searchsorted(local, _in_chunk(steps[0], a, b))] = False
+    return (np.bincount(bins, weights=wr, minlength=size), np.bincount(bins, minlength=size).astype(float),
+            np.bincount(bins, weights=wr * (yr - fr), minlength=size),
+            np.bincount(bins[other], weights=wr[other], minlength=size))
+
+
+def _in_chunk(pos, a: int, b: int) -> np.ndarray:
+    """The positions ``pos`` in ``a:b``, as positions in the chunk."""
+    return pos[(pos >= a) & (pos < b)] - a
 
 
 def _inflation(bins, weights, size) -> np.ndarray:
@@ -168,65 +229,83 @@ def _inflation(bins, weights, size) -> np.ndarray:
     return np.sqrt(n_eff / np.maximum(n_eff - 1.0, 1e-300))
 
 
-def _dependence(bins, fr, wr, ok, pd_curve, kind, noise, loss, threshold, ice, ice_rows, ice_weight):
-    """``(statistic, draws under its null, rows)`` of the dependence part (see module docs); ``bins``, ``fr``,
-    ``wr`` are the usable rows' (``ok``) grid points, predictions and weights.
+def _dependence_design(steps, W, n, other, kind, size):
+    """What the second pass needs of the dependence part: ``(usable bins, each bin's mean step, the ICE rows'
+    positions, steps and extra terms)``, or None when it has no part (see :func:`_ice_steps`).
 
-    Each row's value is its prediction at its bin's grid value less the PD there: an ICE row's own (its
-    prediction less its step to the grid value), any other row's its prediction less the mean step of the bin's
-    ICE rows.  The bin's gap is their weighted mean; its null draws flip each row's sign (uncentred: the values
-    average 0 under the null) and add the noise of the bin's mean step, for the rows that use it."""
-    none = (float("nan"), None, 0)
-    pdc = np.asarray(pd_curve, dtype=float).ravel()
-    size = pdc.size
-    W = np.bincount(bins, weights=wr, minlength=size)
+    An ICE row's value is its prediction less its own step; any other row's, its prediction less its bin's mean
+    step, whose noise the ICE rows carry (``extra``, weighted by the other rows' share of the bin)."""
     usable = W > 0
-    step = np.zeros(bins.size)
-    extra = None
-    if kind == "numeric":  # the step from each ICE row's own value to its bin's grid value
-        if ice is None:
-            return none
-        curves = np.asarray(ice, dtype=float).reshape(-1, size)
-        pos = np.arange(curves.shape[0]) if ice_rows is None else np.asarray(ice_rows, dtype=np.int64)
-        h = np.ones(pos.size) if ice_weight is None else np.asarray(ice_weight, dtype=float)
-        where = np.full(ok.shape[0], -1, dtype=np.int64)  # each row's place among the usable rows
-        where[np.flatnonzero(ok)] = np.arange(bins.size)
-        at = where[pos]
-        keep = (at >= 0) & (h > 0)
-        at, hk = at[keep], h[keep]
-        kb = bins[at]
-        sk = fr[at] - curves[np.flatnonzero(keep), kb]
-        fin = np.isfinite(sk)
-        at, kb, sk, hk = at[fin], kb[fin], sk[fin], hk[fin]
-        H = np.bincount(kb, weights=hk, minlength=size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            m2 = np.where(H > 0, np.bincount(kb, weights=hk * sk, minlength=size) / H, 0.0)
-        usable &= H > 0
-        has_ice = np.zeros(bins.size, dtype=bool)
-        has_ice[at] = True
-        step = m2[bins]
-        step[at] = sk
-        # the rows without a curve use the bin's mean step: its noise, weighted by their share of the bin
-        share_other = np.bincount(bins[~has_ice], weights=wr[~has_ice], minlength=size) / np.maximum(W, 1e-300)
-        extra = np.zeros(bins.size)
-        extra[at] = (share_other[kb] * hk * (sk - m2[kb]) / np.maximum(H[kb], 1e-300)
-                     * _inflation(kb, hk, size)[kb])
-    if not usable.any():
+    if kind != "numeric":
+        return usable, np.zeros(size), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+    if steps is None:
+        return None
+    pk, kb, sk, hk = steps
+    H = np.bincount(kb, weights=hk, minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m2 = np.where(H > 0, np.bincount(kb, weights=hk * sk, minlength=size) / H, 0.0)
+    share_other = other / np.maximum(W, 1e-300)
+    extra = share_other[kb] * hk * (sk - m2[kb]) / np.maximum(H[kb], 1e-300) * _inflation(kb, hk, size)[kb]
+    order = np.argsort(pk, kind="stable")
+    return usable & (H > 0), m2, pk[order], sk[order], extra[order]
+
+
+def _second_pass(chunk, a: int, b: int, W, n, dep, pdc) -> tuple:
+    """One chunk's parts in the bins' noise: ``(calibration, dependence)``, each ``(sum of squares per bin, the
+    small bins' rows as (bins, contributions))`` (dependence None when it has no part)."""
+    local, bins, fr, yr, wr = chunk
+    size = pdc.size
+    Wb = np.maximum(W[bins], 1e-300)
+    contrib = wr * (yr - fr) / Wb
+    calibration = _noise_part(bins, contrib, n >= NORMAL_BIN_ROWS, size)
+    if dep is None:
+        return calibration, None
+    usable, m2, pk, sk, extra = dep
+    step = m2[bins]
+    inside = (pk >= a) & (pk < b)
+    at = np.searchsorted(local, pk[inside] - a)
+    step[at] = sk[inside]
+    u = wr * (fr - step - pdc[bins]) / Wb  # each row's part in its bin's gap
+    u[at] -= extra[inside]  # one row, one sign: its value and its share in the mean step together
+    rows_in = usable[bins]
+    big = usable & (n >= NORMAL_BIN_ROWS)
+    return calibration, (np.bincount(bins, weights=u, minlength=size),
+                         _noise_part(bins[rows_in], u[rows_in], big, size))
+
+
+def _noise_part(bins, contrib, big, size) -> tuple:
+    small = ~big[bins]
+    return np.bincount(bins, weights=contrib * contrib, minlength=size), bins[small], contrib[small]
+
+
+def _bin_noise(parts, n, size) -> _BinNoise:
+    """The chunks' noise parts merged (:class:`_BinNoise`: big bins by their sums of squares, small ones row by
+    row in row order)."""
+    big = n >= NORMAL_BIN_ROWS
+    sq = np.sum([p[0] for p in parts], axis=0) if parts else np.zeros(size)
+    cat = (lambda i: np.concatenate([p[i] for p in parts])) if parts else (lambda i: np.zeros(0))
+    return _BinNoise(np.where(big, np.sqrt(sq), 0.0), cat(1).astype(np.int64), cat(2).astype(float), size)
+
+
+def _dependence(dep, parts, W, n, noise, loss, threshold, size):
+    """``(statistic, draws under its null, rows)`` of the dependence part (see module docs) from the second
+    pass's ``parts``: the bin's gap is the weighted mean of its rows' values less the PD there; its null draws
+    flip each row's sign (uncentred: the values average 0 under the null) and add the noise of the bin's mean
+    step, for the rows that use it."""
+    none = (float("nan"), None, 0)
+    if dep is None or not dep[0].any():
         return none
-    u = wr * (fr - step - pdc[bins]) / np.maximum(W[bins], 1e-300)  # each row's part in its bin's gap
-    if extra is not None:
-        u = u - extra  # one row, one sign: its value and its share in the mean step together
-    gap = np.where(usable, np.bincount(bins, weights=u, minlength=size), np.nan)
+    usable = dep[0]
+    gap = np.where(usable, np.sum([p[0] for p in parts], axis=0), np.nan)
     omega = np.where(usable, W, 0.0) / W[usable].sum()
     dependence = float(gap_of_draws(gap, omega, loss))
-    rows_in = usable[bins]
-    bin_noise = _BinNoise(bins[rows_in], u[rows_in], size)
+    bin_noise = _bin_noise([p[1] for p in parts], np.where(usable, n, 0), size)
     centre = _shrunk(gap, dependence, threshold)
 
-    def draw_dependence(n, rng):
-        d = centre + bin_noise.draw(n, rng)
+    def draw_dependence(k, rng):
+        d = centre + bin_noise.draw(k, rng)
         if noise is not None:
-            d = d - noise.draw(n, rng).reshape(n, -1)
+            d = d - noise.draw(k, rng).reshape(k, -1)
         return gap_of_draws(d, omega, loss)
 
-    return dependence, draw_dependence, int(rows_in.sum())
+    return dependence, draw_dependence, int(np.where(usable, n, 0).sum())
