@@ -5,6 +5,7 @@ one pass over every row, past every chunk boundary (chunks of 1, 3 and 17 rows a
 import numpy as np
 import pytest
 
+import autopdp.pd.rows as rows
 import autopdp.scores.calibration as calibration
 
 
@@ -31,10 +32,10 @@ def _same(a: float, b: float) -> bool:
 @pytest.mark.parametrize("seed", range(40))
 def test_every_chunking_gives_the_one_pass_statistics_and_draws(seed, monkeypatch):
     case = _case(seed)
-    monkeypatch.setattr(calibration, "CHUNK_ROWS", 10**9)
+    monkeypatch.setattr(rows, "CHUNK_ROWS", 10**9)
     whole = calibration.incidence_parts(**case)
     for chunk in (1, 3, 17):
-        monkeypatch.setattr(calibration, "CHUNK_ROWS", chunk)
+        monkeypatch.setattr(rows, "CHUNK_ROWS", chunk)
         got = calibration.incidence_parts(**case)
         assert _same(whole.calibration, got.calibration) and _same(whole.dependence, got.dependence)
         assert got.dependence_rows == whole.dependence_rows

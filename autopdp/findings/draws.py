@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..scores.scoring import threshold_spread
+from ..scores.spread import spread_summary
 from ..scores.utilities.ice_variance import link_scale
 from .significance import NoiseModel, SequentialTest
 
@@ -85,7 +85,19 @@ def _link_threshold(inputs, r, t, scale_name) -> float:
 
 def _link_scale_threshold(inputs, r, t, scale_name):
     """``(threshold, spread)``: :func:`_link_threshold` and every row's share of its relative sampling error
-    (:func:`autopdp.scores.scoring.threshold_spread`, None when unknown)."""
+    (:class:`autopdp.scores.spread.ThresholdSpread`, None when unknown); on a link scale, computed once per scale
+    and target (kept in ``inputs._link_spreads`` when it has one)."""
+    cache = getattr(inputs, "_link_spreads", None)
+    key = (scale_name, int(t))
+    if cache is not None and key in cache:
+        return cache[key]
+    out = _link_scale_threshold_of(inputs, r, t, scale_name)
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def _link_scale_threshold_of(inputs, r, t, scale_name):
     cfg = inputs.config
     pred = inputs.predictions
     link = getattr(inputs, "link", None)
@@ -100,10 +112,11 @@ def _link_scale_threshold(inputs, r, t, scale_name):
     else:
         all_classes = bool(pred.shape[1] >= 3 and np.allclose(pred.sum(axis=1), 1.0, atol=1e-6))
         col = link_scale(pred.T, r.response, all_classes=all_classes)[0][t]
-    col = col[np.isfinite(col)]
+    finite = np.isfinite(col)
+    col = col if finite.all() else col[finite]  # a view when every value is finite (the spread keeps it)
     sd = float(col.std()) if col.size > 1 else float("nan")
     ok = np.isfinite(sd) and sd > 0
-    return (float(cfg.materiality * sd) if ok else float("nan")), (threshold_spread(col) if ok else None)
+    return (float(cfg.materiality * sd) if ok else float("nan")), (spread_summary(col) if ok else None)
 
 
 def _link_surface(inputs, r):

@@ -296,11 +296,11 @@ def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
         return _item("ice_variance", r.features, s.value, thr, p=1.0 if np.isfinite(thr) else np.nan,
                      statistic=statistic, details=scale)
     mean, se = float(d.get("mean_square", np.nan)), float(d.get("mean_square_se", np.nan))
-    if spread is not None and np.isfinite(spread).all():
+    if spread is not None:
         # the threshold's square moves by 2 thr^2 x the prediction sd's relative error: its variance is added as if
         # independent of the mean square's (conservative when, as usual, rows that widen the ICE spread also widen
         # the predictions' spread)
-        se = float(np.hypot(se, 2.0 * thr * thr * np.sqrt(np.sum(spread * spread))))
+        se = float(np.hypot(se, 2.0 * thr * thr * np.sqrt(spread.sum_sq)))
     rows = int(d.get("ice_rows", 0))
     n_eff = float(d.get("effective_rows", np.nan))
     if np.isfinite(n_eff) and n_eff < EFFECTIVE_ROWS_FLOOR:

@@ -249,10 +249,11 @@ def gaussian_gap(n_eff: float, curves=None, h=None, *, weighted: bool = False) -
 def threshold_bias(spread) -> float:
     """How far below the population's the sample prediction sd falls on average, relative to it: the sd is the square
     root of a mean of squares about the sample mean (ddof 0), so ``E[sd_hat] / sd ~ 1 - 1/(2n) - Var(sd_hat/sd)/2``
-    (the second-order term of the square root; ``Var(sd_hat/sd) ~ sum r_i^2``, :func:`threshold_spread`'s shares)."""
-    if spread is None or not np.size(spread) or not np.isfinite(spread).all():
+    (the second-order term of the square root; ``Var(sd_hat/sd) ~ sum r_i^2``, :func:`threshold_spread`'s shares,
+    ``spread`` a :class:`~autopdp.scores.spread.ThresholdSpread`)."""
+    if spread is None or not spread.size:
         return 0.0
-    return float(0.5 / np.size(spread) + 0.5 * np.sum(np.asarray(spread, dtype=float) ** 2))
+    return float(0.5 / spread.size + 0.5 * spread.sum_sq)
 
 
 def pd_noise_model(result, target_index: int, sample_weight=None, spread=None) -> NoiseModel | None:
@@ -274,7 +275,6 @@ def _pd_noise_model(result, target_index: int, sample_weight=None, spread=None) 
     shape = tuple(result.grid_shape)
     if noise_gap_reason(result, target_index, sample_weight):
         return None
-    spread = None if spread is None else np.asarray(spread, dtype=float).ravel()
     if result.individual is not None and np.asarray(result.individual).shape[1] >= 2:
         ice = np.asarray(result.individual[target_index], dtype=float)
         ice = ice.reshape(ice.shape[0], -1)
@@ -290,7 +290,7 @@ def _pd_noise_model(result, target_index: int, sample_weight=None, spread=None) 
                 _finite(NoiseModel(factor=factor[:, :-1], shape=shape, source="ICE rows", spread=factor[:, -1].copy(),
                                    rows=u))
             if kept is not None and model is not None:
-                rest = float(np.sum(spread * spread) - np.sum(kept * kept))
+                rest = float(spread.sum_sq - np.sum(kept * kept))
                 if rest > 0:
                     model = dataclasses.replace(model.stacked(np.zeros((1, model.factor.shape[1])), model.source),
                                                 spread=np.concatenate([model.spread, [np.sqrt(rest)]]))
@@ -312,9 +312,9 @@ def _kept_spread(result, spread, m: int):
         return None
     rows = result.ice_rows
     if rows is None:
-        return spread if m == spread.size else None
+        return spread.at() if m == spread.size else None
     rows = np.asarray(rows, dtype=np.intp)
-    return spread[rows] if rows.size == m and (rows.size == 0 or rows.max() < spread.size) else None
+    return spread.at(rows) if rows.size == m and (rows.size == 0 or rows.max() < spread.size) else None
 
 
 def _finite(model: NoiseModel) -> NoiseModel | None:
@@ -323,12 +323,13 @@ def _finite(model: NoiseModel) -> NoiseModel | None:
 
 
 def with_threshold_noise(model: NoiseModel, spread) -> NoiseModel:
-    """``model`` with the threshold's error as independent normal noise (its variance ``sum r_i^2``)."""
-    if model is None or spread is None or not np.isfinite(spread).all():
+    """``model`` with the threshold's error as independent normal noise (its variance ``sum r_i^2``; ``spread`` a
+    :class:`~autopdp.scores.spread.ThresholdSpread`)."""
+    if model is None or spread is None:
         return model
     cells = model.factor.shape[1]
     out = model.stacked(np.zeros((1, cells)), model.source)
-    loading = np.concatenate([np.zeros(model.factor.shape[0]), [float(np.sqrt(np.sum(spread * spread)))]])
+    loading = np.concatenate([np.zeros(model.factor.shape[0]), [float(np.sqrt(spread.sum_sq))]])
     return dataclasses.replace(out, spread=loading)
 
 

@@ -25,7 +25,12 @@ from .result import PDResult
 
 __all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key",
            "map_rows", "map_blocks", "mapper_of", "frame_partitions", "part_rows", "scheduler_of", "part_weight_facts",
-           "on_parts"]
+           "on_parts", "CHUNK_ROWS", "chunk_bounds"]
+
+#: the rows a pass over row-long arrays held here (the model's response, the target) works on at a time: its
+#: per-row temporaries are bounded by this whatever the data's size, and each pass's sums are merged over the
+#: chunks (:func:`chunk_bounds`)
+CHUNK_ROWS = 262_144
 
 
 def row_bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -33,6 +38,11 @@ def row_bounds(n: int, parts: int) -> list[tuple[int, int]]:
     parts = max(1, min(int(parts), n))
     edges = np.linspace(0, n, parts + 1).round().astype(int)
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def chunk_bounds(n: int) -> list[tuple[int, int]]:
+    """The row ranges of ``0:n`` in chunks of at most :data:`CHUNK_ROWS` (none for no rows)."""
+    return row_bounds(n, -(-n // max(1, int(CHUNK_ROWS)))) if n > 0 else []
 
 
 def splits_by_rows(setup, jobs) -> bool:

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..pd.rows import row_bounds
+from ..pd.rows import chunk_bounds
 from .utilities.base import gap_of_draws
 
 __all__ = ["IncidenceParts", "incidence_parts", "NORMAL_BIN_ROWS"]
@@ -114,13 +114,14 @@ def _shrunk(gaps, value: float, threshold: float) -> np.ndarray:
 
 
 class _Rows:
-    """The rows :func:`incidence_parts` reads, a chunk of at most :data:`CHUNK_ROWS` at a time: each chunk's
-    usable rows (a grid point, finite prediction and target, positive weight) as ``(local, bins, fr, yr, wr)``."""
+    """The rows :func:`incidence_parts` reads, a chunk of at most :data:`autopdp.pd.rows.CHUNK_ROWS` at a time:
+    each chunk's usable rows (a grid point, finite prediction and target, positive weight) as
+    ``(local, bins, fr, yr, wr)``."""
 
     def __init__(self, predicted, observed, cells, sample_weight):
         self.f, self.y, self.cells = predicted, observed, cells
         self.w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
-        self.bounds = row_bounds(len(cells), -(-len(cells) // CHUNK_ROWS)) if len(cells) else []
+        self.bounds = chunk_bounds(len(cells))
 
     def usable(self, rows) -> np.ndarray:
         """Whether the rows ``rows`` (an index or a slice) are usable."""
@@ -133,11 +134,6 @@ class _Rows:
         f = np.asarray(self.f[a:b], dtype=float)[ok]
         w = np.ones(local.size) if self.w is None else self.w[a:b][ok]
         return local, self.cells[a:b][ok], f, np.asarray(self.y[a:b], dtype=float)[ok], w
-
-
-#: the rows :func:`incidence_parts` works on at a time: its per-row temporaries (some 150 bytes a row) are
-#: bounded by this whatever the data's size; each pass's per-bin sums are merged over the chunks
-CHUNK_ROWS = 262_144
 
 
 def incidence_parts(*, predicted, observed, cells, sample_weight, pd_curve, kind, noise, loss: str,
@@ -160,9 +156,9 @@ def incidence_parts(*, predicted, observed, cells, sample_weight, pd_curve, kind
     ice_rows : (n_ice,) their row positions (None: every row, in order)
     ice_weight : (n_ice,) what each ICE row stands for (sample weight over its chance of being kept; None: equal)
 
-    The rows are read in chunks of :data:`CHUNK_ROWS` in two passes (the bins' sums, then each row's part in
-    its bin's noise, which needs the bins' totals): the same statistics and draws as one pass over every row, up
-    to the order of floating-point sums.
+    The rows are read in chunks (:func:`autopdp.pd.rows.chunk_bounds`; some 150 bytes a row of temporaries) in two
+    passes (the bins' sums, then each row's part in its bin's noise, which needs the bins' totals): the same
+    statistics and draws as one pass over every row, up to the order of floating-point sums.
     """
     pdc = np.asarray(pd_curve, dtype=float).ravel()
     size = pdc.size

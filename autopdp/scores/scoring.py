@@ -28,16 +28,14 @@ from .utilities.incidence import observed_values
 from .utilities.lipschitz import default_bound
 from .failures import failed_score
 from ..pd.sampling import ice_row_weights
+from .spread import THRESHOLD_VARIANCE_Z, ThresholdSpread, spread_summary
 
 __all__ = ["ScoringInputs", "threshold_spread", "score_result", "grid_cells", "flat_cells", "importance_table", "interaction_table", "pair_criteria"]
 
 
-#: the one-sided normal quantile at which the threshold's variance is taken (its 95% upper confidence limit)
-THRESHOLD_VARIANCE_Z = 1.645
-
-
 def threshold_spread(predictions) -> np.ndarray | None:
-    """Each row's share of the relative sampling error of the prediction sd ``sd`` (population ``ddof=0``, as the
+    """The definition, as a row-long array (the audit keeps :class:`~autopdp.scores.spread.ThresholdSpread`, the
+    same numbers summarised): each row's share of the relative sampling error of the prediction sd ``sd`` (population ``ddof=0``, as the
     materiality threshold takes it), linearised: ``sd_hat / sd - 1 ~ sum_i r_i`` with
     ``r_i = ((p_i - mean)^2 - sd_hat^2) / (2 n sd_hat^2)``.  ``predictions``: ``(n,)`` or ``(n, targets)``; returns
     the same shape (None when an sd is 0 or not finite).  The threshold ``materiality x sd`` then moves by
@@ -88,15 +86,17 @@ class ScoringInputs:
         self._associations: dict[tuple, tuple] = {}
         self._observed: dict = {}
         self._nearest: dict = {}  # grid_cells' nearest grid index per feature and grid values (_nearest)
-        #: every row's share of the threshold's relative error, (n_rows, n_targets) (see spread_of)
-        self.threshold_spread = threshold_spread(self.predictions)
+        #: per target, every row's share of the threshold's relative error, summarised (see spread_of)
+        self.threshold_spread = None if self.predictions is None else [
+            spread_summary(self.predictions[:, t]) for t in range(self.predictions.shape[1])]
+        self._link_spreads: dict = {}  # (scale, target): the threshold and its spread on a link scale (draws.py)
 
-    def spread_of(self, target_index: int):
+    def spread_of(self, target_index: int) -> ThresholdSpread | None:
         """Every row's share of the relative sampling error of target ``target_index``'s prediction sd, which the
-        materiality threshold is a multiple of (:func:`threshold_spread`); None
-        when the predictions are not known."""
+        materiality threshold is a multiple of (:func:`threshold_spread`, summarised); None when the predictions
+        are not known, not finite or constant."""
         s = self.threshold_spread
-        return None if s is None or target_index >= s.shape[1] else s[:, target_index]
+        return None if s is None or target_index >= len(s) else s[target_index]
 
     def observed(self, target):
         """:func:`~autopdp.scores.utilities.incidence.observed_values` of ``y`` for ``target`` (computed once)."""
