@@ -26,6 +26,37 @@ def test_delong_auc_and_its_variance_by_hand():
     assert auc == pytest.approx(5 / 6) and se == pytest.approx(np.sqrt(1 / 18))
 
 
+def _delong_by_ranks(score, positive):
+    """DeLong's AUC and standard error from the ranks (Sun and Xu 2014's midranks), the definition's form."""
+    from scipy import stats
+
+    x, y = score[positive], score[~positive]
+    m, n = x.size, y.size
+    ranks = stats.rankdata(np.concatenate([x, y]))
+    v10 = (ranks[:m] - stats.rankdata(x)) / n
+    v01 = 1.0 - (ranks[m:] - stats.rankdata(y)) / m
+    auc = (ranks[:m].sum() - m * (m + 1) / 2) / (m * n)
+    return auc, (np.sqrt(v10.var(ddof=1) / m + v01.var(ddof=1) / n) if m > 1 and n > 1 else np.nan)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 10**9])
+def test_delong_by_placements_in_chunks_equals_the_ranks(chunk, monkeypatch):
+    """The placement values counted by binary search, a chunk of rows at a time (issue 54: no rank arrays of every
+    row), give the ranks' AUC and standard error, with ties (few distinct scores) and without, past every chunk
+    boundary."""
+    import autopdp.pd.rows as rows
+
+    monkeypatch.setattr(rows, "CHUNK_ROWS", chunk)
+    rng = np.random.default_rng(0)
+    for seed in range(60):
+        n = int(rng.integers(2, 200))
+        score = rng.integers(0, 5, n).astype(float) if seed % 2 else rng.random(n)
+        positive = rng.random(n) < rng.uniform(0.1, 0.9)
+        if positive.all() or not positive.any():
+            continue
+        np.testing.assert_allclose(_delong(score, positive), _delong_by_ranks(score, positive), rtol=0, atol=1e-12)
+
+
 def test_measures_equal_scikit_learns():
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 500)

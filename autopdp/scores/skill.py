@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..pd.rows import chunk_bounds
+
 __all__ = ["model_skill", "permutation_importance"]
 
 _EPS = 1e-15
@@ -35,15 +37,34 @@ def _mean_and_se(values, w):
 
 
 def _delong(score, positive):
-    """AUC of ``score`` for ``positive`` rows against the rest, and DeLong's standard error."""
+    """AUC of ``score`` for ``positive`` rows against the rest, and DeLong's standard error.
+
+    From the placement values (DeLong et al. 1988; Sun and Xu 2014): each positive's share of the negatives below
+    it, each negative's share of the positives above it, ties counted half; the AUC is the positives' mean.  Each
+    value is counted by binary search in the other class's sorted scores, a chunk of rows at a time
+    (:func:`autopdp.pd.rows.chunk_bounds`): beside the two sorted copies, no temporary grows with the rows."""
     x, y = score[positive], score[~positive]
+    x.sort()
+    y.sort()
     m, n = x.size, y.size
-    ranks = stats.rankdata(np.concatenate([x, y]))
-    auc = (ranks[:m].sum() - m * (m + 1) / 2) / (m * n)
-    v10 = (ranks[:m] - stats.rankdata(x)) / n  # each positive: the share of negatives below it (ties half)
-    v01 = 1.0 - (ranks[m:] - stats.rankdata(y)) / m  # each negative: the share of positives above it
-    se = np.sqrt(v10.var(ddof=1) / m + v01.var(ddof=1) / n) if m > 1 and n > 1 else np.nan
-    return float(auc), float(se)
+
+    def below(sorted_other, values):  # how many of sorted_other lie below each value, ties half
+        return (np.searchsorted(sorted_other, values, "left") + np.searchsorted(sorted_other, values, "right")) / 2.0
+
+    v10 = lambda a, b: below(y, x[a:b]) / n  # noqa: E731 - each positive's placement among the negatives
+    v01 = lambda a, b: 1.0 - below(x, y[a:b]) / m  # noqa: E731 - each negative's among the positives
+    auc = _chunked(m, lambda a, b: v10(a, b).sum()) / m
+    if m < 2 or n < 2:
+        return float(auc), float("nan")
+    m01 = _chunked(n, lambda a, b: v01(a, b).sum()) / n
+    var10 = _chunked(m, lambda a, b: ((v10(a, b) - auc) ** 2).sum()) / (m - 1)
+    var01 = _chunked(n, lambda a, b: ((v01(a, b) - m01) ** 2).sum()) / (n - 1)
+    return float(auc), float(np.sqrt(var10 / m + var01 / n))
+
+
+def _chunked(rows: int, fn) -> float:
+    """``sum(fn(a, b))`` over the row chunks ``a:b`` of ``0:rows``."""
+    return float(sum(fn(a, b) for a, b in chunk_bounds(rows)))
 
 
 def _one_sided(estimate, null, se):
@@ -67,7 +88,7 @@ def _binary(score, positive, w, probabilities: bool) -> dict:
     out: dict = {"kind": "binary", "rows": int(score.size), "positives": int(positive.sum())}
     if positive.all() or not positive.any():
         return {**out, "reason": "the target has one class only on these rows"}
-    if np.allclose(w, w[0]):
+    if max(w.max() - w[0], w[0] - w.min()) <= 1e-8 + 1e-5 * abs(w[0]):  # np.allclose(w, w[0]), no temporaries
         auc, se = _delong(score, positive)
         out.update(auc=auc, auc_interval=_interval(auc, se, 0.0, 1.0), p_value=_one_sided(auc, 0.5, se),
                    test="AUC against 0.5 (DeLong's variance), one-sided")
@@ -77,18 +98,27 @@ def _binary(score, positive, w, probabilities: bool) -> dict:
         out.update(auc=float(roc_auc_score(positive, score, sample_weight=w)), auc_interval=None)
     if probabilities:
         rate = float(np.clip(w @ positive / w.sum(), _EPS, 1 - _EPS))
-        loss, base = _binary_log_loss(score, positive), _binary_log_loss(np.full(score.shape, rate), positive)
-        out.update(_improvement(loss, base, w, "log_loss"), base_rate=rate)
+        out.update(_improvement(lambda a, b: (_binary_log_loss(score[a:b], positive[a:b]),
+                                              _binary_log_loss(np.full(b - a, rate), positive[a:b])), w, "log_loss"),
+                   base_rate=rate)
         if "p_value" not in out:  # weighted: the log-loss improvement is the test
             out.update(p_value=out["improvement_p"], test="log-loss improvement over the base rate, one-sided")
     return out
 
 
-def _improvement(loss, base, w, name: str) -> dict:
-    """The model's mean loss and the baseline's, and the one-sided test of the per-row improvement above 0."""
-    m, se_m = _mean_and_se(loss, w)
-    b, _ = _mean_and_se(base, w)
-    d, se_d = _mean_and_se(base - loss, w)
+def _improvement(losses, w, name: str) -> dict:
+    """The model's mean loss and the baseline's, and the one-sided test of the per-row improvement above 0:
+    ``losses(a, b)`` gives the rows ``a:b``'s losses (the model's, the baseline's), taken a chunk at a time."""
+    total = float(w.sum())
+
+    def weighted(fn) -> float:
+        return _chunked(w.size, lambda a, b: np.sum(fn(w[a:b] / total, *losses(a, b))))
+
+    m = weighted(lambda wn, loss, base: wn * loss)
+    b = weighted(lambda wn, loss, base: wn * base)
+    d = weighted(lambda wn, loss, base: wn * (base - loss))
+    se_m = np.sqrt(weighted(lambda wn, loss, base: wn * wn * (loss - m) ** 2))
+    se_d = np.sqrt(weighted(lambda wn, loss, base: wn * wn * ((base - loss) - d) ** 2))
     return {name: m, f"{name}_interval": _interval(m, se_m, 0.0), f"baseline_{name}": b,
             "improvement": d, "improvement_p": _one_sided(d, 0.0, se_d)}
 
@@ -102,23 +132,33 @@ def _multiclass(proba, labels, classes, w) -> dict:
     p = np.clip(proba[np.arange(col.size), col], _EPS, 1.0)
     share = np.bincount(col, weights=w, minlength=len(classes)) / w.sum()
     base = -np.log(np.clip(share[col], _EPS, 1.0))
-    out = {"kind": "multiclass", "rows": int(col.size), **_improvement(-np.log(p), base, w, "log_loss")}
+    out = {"kind": "multiclass", "rows": int(col.size),
+           **_improvement(lambda a, b: (-np.log(p[a:b]), base[a:b]), w, "log_loss")}
     out.update(p_value=out["improvement_p"], test="log-loss improvement over the class shares, one-sided")
     return out
 
 
 def _regression(pred, y, w) -> dict:
-    wn = w / w.sum()
-    mean = float(wn @ y)
-    e, s = (y - pred) ** 2, (y - mean) ** 2
-    e_bar, s_bar = float(wn @ e), float(wn @ s)
+    total = float(w.sum())
+
+    def weighted(fn) -> float:  # a weighted sum over the rows, a chunk at a time
+        return _chunked(w.size, lambda a, b: np.sum(w[a:b] / total * fn(a, b)))
+
+    mean = weighted(lambda a, b: y[a:b])
+
+    def losses(a, b):  # each row's squared error, and the mean's
+        return (y[a:b] - pred[a:b]) ** 2, (y[a:b] - mean) ** 2
+    e_bar, s_bar = weighted(lambda a, b: losses(a, b)[0]), weighted(lambda a, b: losses(a, b)[1])
     if not s_bar > 0:
         return {"kind": "regression", "reason": "the target is constant on these rows"}
     r2 = 1.0 - e_bar / s_bar
-    phi = -(e - e_bar) / s_bar + e_bar * (s - s_bar) / s_bar ** 2  # the delta method's influence of each row
-    se = float(np.sqrt(np.sum(wn * wn * phi * phi)))
+
+    def phi_sq(a, b):  # the delta method's influence of each row, squared, times its weight's share
+        e, s = losses(a, b)
+        return w[a:b] / total * (-(e - e_bar) / s_bar + e_bar * (s - s_bar) / s_bar ** 2) ** 2
+    se = float(np.sqrt(weighted(phi_sq)))
     out = {"kind": "regression", "rows": int(y.size), "r2": r2, "r2_interval": _interval(r2, se, hi=1.0),
-           **_improvement(e, s, w, "mse")}
+           **_improvement(losses, w, "mse")}
     out.update(p_value=out["improvement_p"], test="squared-error improvement over the mean, one-sided")
     return out
 
@@ -133,7 +173,8 @@ def model_skill(predictions, y, adapter, weights=None, classes=None, significanc
     ok = ~_isna(y) & np.isfinite(pred).all(axis=1)
     w = np.ones(y.shape[0]) if weights is None else np.asarray(weights, dtype=float)
     ok &= np.isfinite(w) & (w > 0)
-    y, pred, w = y[ok], pred[ok], w[ok]
+    if not ok.all():  # the usable rows' copies, only when some are not
+        y, pred, w = y[ok], pred[ok], w[ok]
     if y.size < 3:
         return {"reason": "fewer than 3 rows with a target", "shows_skill": None}
     targets = list(getattr(adapter, "targets", ()))
@@ -149,7 +190,7 @@ def model_skill(predictions, y, adapter, weights=None, classes=None, significanc
     else:
         if pred.shape[1] != 1 or not np.issubdtype(y.dtype, np.number):
             return {"reason": "a regressor with one numeric target is needed", "shows_skill": None}
-        out = _regression(pred[:, 0], y.astype(float), w)
+        out = _regression(pred[:, 0], np.asarray(y, dtype=float), w)
     p = out.get("p_value", np.nan)
     out["shows_skill"] = None if not np.isfinite(p) else bool(p <= significance)
     out["significance"] = significance
