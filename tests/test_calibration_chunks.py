@@ -58,3 +58,16 @@ def test_the_cases_cover_both_parts_small_and_big_bins():
         seen.update({("small", bool((n[n > 0] < calibration.NORMAL_BIN_ROWS).any())),
                      ("big", bool((n >= calibration.NORMAL_BIN_ROWS).any()))})
     assert {("dependence", True), ("small", True), ("big", True)} <= seen
+
+
+@pytest.mark.parametrize("y", [np.array([">50K", "<=50K", ">50K"], dtype=object), np.array([1, 0, 1, 2]),
+                               np.array([1.0, np.nan, 0.0]), np.array([True, False, True]),
+                               np.array(["1", "2", "1"], dtype=object), np.array(["x", "y"])])
+def test_the_observed_class_indicator_compares_each_label_once_as_row_by_row(y):
+    """The class indicator is found per distinct label (no text copy of every row's label): the same as comparing
+    every row's label and its text with the class, for labels of every type (1 and "1" are the same class)."""
+    from autopdp.scores.utilities.incidence import observed_values
+
+    for target in [*dict.fromkeys(y.tolist()), "1", 1, True]:
+        row_by_row = ((y == target) | (y.astype(str) == str(target))).astype(float)
+        np.testing.assert_array_equal(observed_values(y, target, True), row_by_row)

@@ -17,6 +17,7 @@ A decision function is not a rate, so incidence is "n/a" for it.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .base import UtilityScore, gap_score, not_applicable
 
@@ -50,8 +51,10 @@ def observed_values(y, target, is_classifier: bool) -> np.ndarray | None:
     """What the incidence averages per row: 1.0/0.0 for "the observed class is ``target``" (classifier),
     else ``y`` as numbers; None when a regressor's ``y`` is not numeric."""
     y = np.asarray(y)
-    if is_classifier:
-        return ((y == target) | (y.astype(str) == str(target))).astype(float)
+    if is_classifier:  # each distinct label compared once (no text copy of every row's label)
+        codes, labels = pd.factorize(y, use_na_sentinel=False)
+        labels = np.asarray(labels)
+        return ((labels == target) | (labels.astype(str) == str(target))).astype(float)[codes]
     try:
         return y.astype(float)
     except (TypeError, ValueError):
