@@ -341,3 +341,18 @@ def test_rank_scores_are_finite_between_values_a_subnormal_apart():
     z = scores(np.array([-3.0, 0.0, 5e-324, 1e-300, 2.8e-269, 0.5, 4.0]))
     assert np.all(np.isfinite(z)) and np.all(np.diff(z) >= 0)
     np.testing.assert_allclose(z[[0, 1, 2, 4, 6]], scores.zs[[0, 2, 3, 4, 6]])
+
+
+@pytest.mark.parametrize("y, problem", [
+    (np.array([1.0, np.nan, 2.0]), "missing value"), (np.array(["a", None, "b"], dtype=object), "missing value"),
+    (pd.Series(pd.Categorical(["a", None, "a"])), "missing value"), (np.array([3, 3, 3]), "constant"),
+    (np.array(["x", "x", "x"], dtype=object), "constant"), (np.array([1, 1.0, True], dtype=object), "constant"),
+])
+def test_the_target_is_checked_on_its_own_type(y, problem):
+    """The target's missing values and constancy are found on its own type (no object copy of every value): a
+    missing value of any kind, and one class written three ways (1, 1.0, True), are what they were."""
+    from autopdp.auditing.validation import _check_y
+
+    with pytest.raises(InputError, match=problem):
+        _check_y(y, len(y))
+    assert _check_y(np.array([1, 2, 1]), 3) is not None
