@@ -60,3 +60,30 @@ def test_outside_grid_is_the_same_on_the_walk_and_by_prediction():
     for o, b in zip(walk, brute):
         assert (o.feature, o.side, o.share, o.median, o.material) == (b.feature, b.side, b.share, b.median, b.material)
         assert o.pd_beyond == pytest.approx(b.pd_beyond, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_rows_beyond_each_grid_end_are_counted_and_their_median_found_as_numpy_does(seed):
+    """Issue 54: the share of finite values beyond each end of a 1D grid and their median come from exact order
+    statistics over the row partitions (no column read whole here); known answers from numpy on the column, with
+    ties, missing and infinite values."""
+    from types import SimpleNamespace
+
+    from autopdp.pd.data import Frame
+    from autopdp.scores.coverage import _beyond_grid, _rounded
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 400))
+    v = rng.integers(0, 30, n).astype(float) if seed % 2 else rng.standard_t(3, n)
+    v[rng.random(n) < 0.1] = np.nan
+    v[rng.random(n) < 0.02] = np.inf
+    frame = Frame(data=pd.DataFrame({"x": v}), names=("x",), keys=("x",))
+    finite = v[np.isfinite(v)]
+    grid = np.quantile(finite, [0.1, 0.5, 0.85])
+    r = SimpleNamespace(features=("x",), kinds=("numeric",), grid=[grid])
+    expected = []
+    for side, mask, edge in (("below", finite < grid[0], 0), ("above", finite > grid[-1], -1)):
+        if mask.mean() >= 0.01:
+            expected.append((side, mask.mean(), _rounded(float(np.median(finite[mask]))), edge))
+    got = [(side, share, med, edge) for _, side, share, med, edge in _beyond_grid(frame, [r], 0.01)]
+    assert got == expected

@@ -67,6 +67,33 @@ def _f(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
+def _beyond_grid(frame, results_1d, min_share: float) -> list:
+    """``(result, side, share, median, edge index)`` for each side of each numeric 1D PD's grid beyond which lie at
+    least ``min_share`` of the column's finite values, ``median`` (rounded) theirs: counted and found by exact order
+    statistics over the frame's row partitions (:func:`autopdp.pd.profiles.quantiles_of`, numpy's median; on a
+    Dask cluster's parts, where their rows are: no column is brought here)."""
+    from ..pd.profiles import NUMBERS, one_part, profiles, quantiles_of
+
+    if not results_1d:
+        return []
+    mapper = one_part(frame)
+    positions = [frame.names.index(r.features[0]) for r in results_1d]
+    asks, sides = [], []
+    for r, position, profile in zip(results_1d, positions, profiles(mapper, positions, [NUMBERS] * len(positions), 0)):
+        g = np.asarray(r.grid[0], dtype=float)
+        for side, lo, hi, edge_i in (("below", profile.lo, np.nextafter(g[0], -np.inf), 0),
+                                     ("above", np.nextafter(g[-1], np.inf), profile.hi, -1)):
+            if profile.n_finite and lo <= hi:  # some finite value may lie beyond this end of the grid
+                asks.append((position, (), float(lo), float(hi), profile.n_finite, [(0.5, "median")]))
+                sides.append((r, side, edge_i, profile.n_finite))
+    found = []
+    for (r, side, edge_i, n_finite), (n, medians) in zip(sides, quantiles_of(mapper, asks) if asks else []):
+        share = n / n_finite
+        if n and share >= min_share:
+            found.append((r, side, share, _rounded(float(medians[0][0])), edge_i))
+    return found
+
+
 def outside_grid(model, frame, results_1d, *, prediction_std, materiality: float, min_share: float = 0.01,
                  pd_kwargs: dict | None = None) -> list[OutsideGrid]:
     """Find the numeric 1D PDs with a material share of rows beyond their grid and evaluate the PD there.
@@ -74,24 +101,10 @@ def outside_grid(model, frame, results_1d, *, prediction_std, materiality: float
     ``pd_kwargs`` are passed to :func:`autopdp.partial_dependence` (response,
     target, method, ...); one extra call evaluates every such feature at once.
     """
-    found = []
-    integer = {}  # per feature: are its values integers (the PD is then evaluated at a rounded median)
-    for r in results_1d:
-        if r.kinds[0] != "numeric":
-            continue
-        name = r.features[0]
-        raw = np.asarray(frame.column(frame.names.index(name)))  # one column at a time, read once
-        integer[name] = np.issubdtype(raw.dtype, np.integer)
-        v = np.asarray(raw, dtype=float)
-        del raw
-        v = v[np.isfinite(v)]
-        if v.size == 0:
-            continue
-        g = np.asarray(r.grid[0], dtype=float)
-        for side, mask, edge_i in (("below", v < g[0], 0), ("above", v > g[-1], -1)):
-            share = float(mask.mean())
-            if share >= min_share:
-                found.append((r, side, share, _rounded(float(np.median(v[mask]))), edge_i))
+    found = _beyond_grid(frame, [r for r in results_1d if r.kinds[0] == "numeric"], min_share)
+    # an integer array's values are evaluated at a whole median (a DataFrame's numeric column reads as floats)
+    integer = {r.features[0]: not frame.is_frame and np.issubdtype(frame.dtype(frame.names.index(r.features[0])),
+                                                                   np.integer) for r, *_ in found}
     if not found:
         return []
     custom = {}
