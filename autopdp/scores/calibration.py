@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..pd.rows import chunk_bounds
+from .cells import GridCells
 from .utilities.base import gap_of_draws
 
 __all__ = ["IncidenceParts", "incidence_parts", "NORMAL_BIN_ROWS"]
@@ -118,22 +119,23 @@ class _Rows:
     each chunk's usable rows (a grid point, finite prediction and target, positive weight) as
     ``(local, bins, fr, yr, wr)``."""
 
-    def __init__(self, predicted, observed, cells, sample_weight):
+    def __init__(self, predicted, observed, cells: GridCells, sample_weight):
         self.f, self.y, self.cells = predicted, observed, cells
         self.w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
         self.bounds = chunk_bounds(len(cells))
 
-    def usable(self, rows) -> np.ndarray:
-        """Whether the rows ``rows`` (an index or a slice) are usable."""
+    def usable(self, rows, cells) -> np.ndarray:
+        """Whether the rows ``rows`` (an index or a slice), in the cells ``cells``, are usable."""
         w = 1.0 if self.w is None else self.w[rows]
-        return (self.cells[rows] >= 0) & np.isfinite(self.f[rows]) & np.isfinite(self.y[rows]) & (w > 0)
+        return (cells >= 0) & np.isfinite(self.f[rows]) & np.isfinite(self.y[rows]) & (w > 0)
 
     def chunk(self, a: int, b: int) -> tuple:
-        ok = self.usable(slice(a, b))
+        cells = self.cells.chunk(a, b)
+        ok = self.usable(slice(a, b), cells)
         local = np.flatnonzero(ok)
         f = np.asarray(self.f[a:b], dtype=float)[ok]
         w = np.ones(local.size) if self.w is None else self.w[a:b][ok]
-        return local, self.cells[a:b][ok], f, np.asarray(self.y[a:b], dtype=float)[ok], w
+        return local, cells[ok], f, np.asarray(self.y[a:b], dtype=float)[ok], w
 
 
 def incidence_parts(*, predicted, observed, cells, sample_weight, pd_curve, kind, noise, loss: str,
@@ -144,7 +146,7 @@ def incidence_parts(*, predicted, observed, cells, sample_weight, pd_curve, kind
     ----------
     predicted : (n_rows,) the model's prediction for the PD's target on every row
     observed : (n_rows,) the 0/1 class indicator (classifiers) or the target (regressors)
-    cells : (n_rows,) each row's grid point (-1 for none)
+    cells : (n_rows,) each row's grid point (-1 for none), or a :class:`~autopdp.scores.cells.GridCells`
     sample_weight : (n_rows,) or None
     pd_curve : (size,) the PD at its ``size`` grid points
     kind : the feature's kind ("numeric" needs ``ice`` for the dependence part; other kinds are at their grid value)
@@ -162,7 +164,7 @@ def incidence_parts(*, predicted, observed, cells, sample_weight, pd_curve, kind
     """
     pdc = np.asarray(pd_curve, dtype=float).ravel()
     size = pdc.size
-    rows = _Rows(predicted, observed, np.asarray(cells), sample_weight)
+    rows = _Rows(predicted, observed, GridCells.of(cells, (size,)), sample_weight)
     steps = _ice_steps(rows, kind, ice, ice_rows, ice_weight, size)
     sums = [_first_pass(rows.chunk(a, b), a, b, steps, size) for a, b in rows.bounds]
     W, n, R, other = (np.sum([s[i] for s in sums], axis=0) if sums else np.zeros(size) for i in range(4))
@@ -193,9 +195,10 @@ def _ice_steps(rows: _Rows, kind, ice, ice_rows, ice_weight, size):
     curves = np.asarray(ice, dtype=float).reshape(-1, size)
     pos = np.arange(curves.shape[0]) if ice_rows is None else np.asarray(ice_rows, dtype=np.int64)
     h = np.ones(pos.size) if ice_weight is None else np.asarray(ice_weight, dtype=float)
-    keep = (rows.usable(pos) if pos.size else np.zeros(0, dtype=bool)) & (h > 0)
+    at = rows.cells.at(pos)
+    keep = (rows.usable(pos, at) if pos.size else np.zeros(0, dtype=bool)) & (h > 0)
     pk, hk = pos[keep], h[keep]
-    kb = rows.cells[pk].astype(np.int64)
+    kb = at[keep]
     sk = np.asarray(rows.f[pk], dtype=float) - curves[np.flatnonzero(keep), kb]
     fin = np.isfinite(sk)
     return pk[fin], kb[fin], sk[fin], hk[fin]

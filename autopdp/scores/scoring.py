@@ -27,7 +27,9 @@ from .utilities.base import UtilityScore, axis_positions, best_over_targets
 from .utilities.incidence import observed_values
 from .utilities.lipschitz import default_bound
 from .failures import failed_score
+from ..pd.rows import map_rows
 from ..pd.sampling import ice_row_weights
+from .cells import GridCells, cell_weights, flat_cells
 from .spread import THRESHOLD_VARIANCE_Z, ThresholdSpread, spread_summary
 
 __all__ = ["ScoringInputs", "threshold_spread", "score_result", "grid_cells", "flat_cells", "importance_table", "interaction_table", "pair_criteria"]
@@ -130,9 +132,9 @@ class _Columns:
         return self._inputs.column(name)
 
 
-def grid_cells(inputs: ScoringInputs, result) -> np.ndarray:
-    """Flat grid-cell index of every data row for ``result``'s grid (-1 for none)."""
-    return flat_cells([_nearest(inputs, name, kind, grid, ordered) for name, kind, grid, ordered in
+def grid_cells(inputs: ScoringInputs, result) -> GridCells:
+    """Every data row's flat grid-cell index for ``result``'s grid (-1 for none), made a chunk at a time."""
+    return GridCells([_nearest(inputs, name, kind, grid, ordered) for name, kind, grid, ordered in
                        zip(result.features, result.kinds, result.grid, result.ordered)], result.grid_shape)
 
 
@@ -146,9 +148,16 @@ def _nearest(inputs: ScoringInputs, name, kind, grid, ordered) -> np.ndarray:
         if _same_values(g, grid):
             return near
     spec = FeatureSpec(name=name, position=-1, kind=kind, grid=grid, ordered=ordered, n_missing=0)
-    near = small_index(nearest_grid_index(inputs.column(name), spec), grid.size)  # 1 or 2 bytes a row, not 8
+    frame = inputs.frame  # each row partition finds its rows' indexes (a Dask cluster's parts where they are)
+    near = np.concatenate(map_rows(_nearest_part, (frame.names.index(name), spec), frame))
     kept.append((grid, near))
     return near
+
+
+def _nearest_part(rows: Frame, payload) -> np.ndarray:
+    """One row partition's nearest grid indexes of one column (1 or 2 bytes a row, not 8)."""
+    position, spec = payload
+    return small_index(nearest_grid_index(rows.column(position), spec), np.asarray(spec.grid).size)
 
 
 def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
@@ -160,34 +169,9 @@ def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
     return all(type(x) is type(y) and x == y for x, y in zip(a.tolist(), b.tolist()))
 
 
-def flat_cells(idx, shape) -> np.ndarray:
-    """``np.ravel_multi_index(idx, shape)`` (C order) of the rows whose every index is set, -1 for the others
-    (an index is -1 or inside its axis, as :func:`~autopdp.pd.grids.nearest_grid_index` gives them): one pass
-    per axis over the rows, in place, without masking the rows out and back."""
-    cells = np.array(idx[0], dtype=np.int64, copy=True)
-    missing = idx[0] < 0
-    for i, k in zip(idx[1:], shape[1:]):
-        cells *= int(k)
-        cells += i
-        missing |= i < 0
-    if missing.any():
-        cells[missing] = -1
-    return cells
-
-
-def _weights(cells: np.ndarray, shape, sample_weight=None) -> np.ndarray:
-    """Share of the rows (of their sample weight, when given) nearest each grid cell (paper eq. 5)."""
-    size = int(np.prod(shape))
-    ok = cells >= 0
-    every = bool(ok.all())  # then the rows need no masking (the same bins, counted in the same order)
-    if sample_weight is None:
-        counts = np.bincount(cells if every else cells[ok], minlength=size).astype(float)
-        return (counts / max(cells.shape[0], 1)).reshape(shape)
-    if every:
-        mass = np.bincount(cells, weights=sample_weight, minlength=size)
-        return (mass / max(float(sample_weight.sum()), 1e-300)).reshape(shape)
-    mass = np.bincount(cells[ok], weights=sample_weight[ok], minlength=size)
-    return (mass / max(float(sample_weight.sum()), 1e-300)).reshape(shape)
+def _weights(cells, shape, sample_weight=None) -> np.ndarray:
+    """:func:`autopdp.scores.cells.cell_weights`: share of the rows (of their sample weight) nearest each cell."""
+    return cell_weights(cells, shape, sample_weight)
 
 
 def _slopes(inputs: ScoringInputs, result, target_index: int) -> list[float]:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..cells import GridCells, cell_sums
+
 from .base import UtilityScore, gap_score, not_applicable
 
 __all__ = ["incidence_curve", "observed_values", "score_incidence"]
@@ -29,21 +31,13 @@ UTILITY = "incidence"
 def incidence_curve(cells: np.ndarray, y_values: np.ndarray, shape: tuple[int, ...], sample_weight=None) -> np.ndarray:
     """Mean of ``y_values`` over the rows of each grid cell (NaN for empty cells); weighted by ``sample_weight`` if given.
 
-    ``cells`` holds each row's flat cell index (-1 for none).
+    ``cells`` holds each row's flat cell index (-1 for none): an array or a :class:`~autopdp.scores.cells.GridCells`.
     """
-    size = int(np.prod(shape))
-    ok = cells >= 0
-    y_values = np.asarray(y_values, dtype=float)
-    if sample_weight is None:  # the rows' counts and sums of y (1.0 * y is y, and sums of ones are exact)
-        rows = cells if ok.all() else cells[ok]
-        count = np.bincount(rows, minlength=size).astype(float)
-        total = np.bincount(rows, weights=y_values if rows is cells else y_values[ok], minlength=size)
-    else:
-        w = np.asarray(sample_weight, dtype=float)
-        count = np.bincount(cells[ok], weights=w[ok], minlength=size)
-        total = np.bincount(cells[ok], weights=(w * y_values)[ok], minlength=size)
+    cells = GridCells.of(cells, shape)
+    count = cell_sums(cells, weights=sample_weight)  # the rows' counts (or weights) and sums of y, chunk by chunk
+    total = cell_sums(cells, values=y_values, weights=sample_weight)
     with np.errstate(invalid="ignore", divide="ignore"):
-        curve = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        curve = np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)  # a weight total below 1 too
     return curve.reshape(shape)
 
 

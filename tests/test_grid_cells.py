@@ -1,0 +1,48 @@
+"""Each row's grid cell made a chunk of rows at a time (issue 54, :mod:`autopdp.scores.cells`): the density weights
+and the incidence curve equal their whole-array definitions at every chunking, weighted and not, with rows off
+the grid on either axis."""
+
+import numpy as np
+import pytest
+
+import autopdp.pd.rows as rows
+from autopdp.scores.cells import GridCells, cell_weights
+from autopdp.scores.utilities.incidence import incidence_curve
+
+
+def _case(seed: int):
+    rng = np.random.default_rng(seed)
+    n, shape = int(rng.integers(1, 300)), (int(rng.integers(1, 6)), int(rng.integers(1, 5)))
+    idx = [rng.integers(-1, k, n).astype(np.int8) for k in shape]  # -1: no grid point on that axis
+    flat = np.where((idx[0] >= 0) & (idx[1] >= 0), idx[0].astype(np.int64) * shape[1] + idx[1], -1)
+    weights = None if seed % 2 else rng.exponential(size=n)
+    return GridCells(idx, shape), flat, shape, rng.random(n), weights
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("chunk", [1, 7, 10**9])
+def test_cells_weights_and_incidence_equal_the_whole_array_definitions(seed, chunk, monkeypatch):
+    monkeypatch.setattr(rows, "CHUNK_ROWS", chunk)
+    cells, flat, shape, y, w = _case(seed)
+    np.testing.assert_array_equal(np.concatenate([c for _, _, c in cells.chunks()]), flat)
+    some = np.array([len(flat) - 1, 0, len(flat) // 2])
+    np.testing.assert_array_equal(cells.at(some), flat[some])
+    ok = flat >= 0
+    ones = np.ones(flat.size) if w is None else w
+    mass = np.bincount(flat[ok], weights=ones[ok], minlength=int(np.prod(shape)))
+    total = flat.size if w is None else w.sum()
+    np.testing.assert_allclose(cell_weights(cells, shape, w), (mass / total).reshape(shape), rtol=1e-12, atol=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(flat[ok], weights=(ones * y)[ok], minlength=mass.size) / mass
+    np.testing.assert_allclose(incidence_curve(cells, y, shape, w), np.where(mass > 0, mean, np.nan).reshape(shape),
+                               rtol=1e-12, atol=0)
+    # an array of flat cells is read the same way
+    np.testing.assert_allclose(cell_weights(flat, shape, w), cell_weights(cells, shape, w), rtol=1e-12, atol=0)
+
+
+def test_a_cell_whose_weights_total_below_one_has_their_weighted_mean():
+    """Known answer: weights 0.25 and 0.25 on y = 1 and 0 give 0.5 (the incidence curve divided by at least 1 before,
+    so weights that sum to 1 over the data gave the weighted sum, 0.25, not the mean)."""
+    cells = np.array([0, 0, 1])
+    curve = incidence_curve(cells, np.array([1.0, 0.0, 1.0]), (2,), np.array([0.25, 0.25, 0.5]))
+    np.testing.assert_allclose(curve, [0.5, 1.0])
