@@ -5,6 +5,8 @@ gathers only the few rows it asks for (probes, the trees' first rows), never the
 
 import dataclasses
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -157,6 +159,17 @@ def test_an_audit_of_a_part_frame_equals_the_local_one(cluster, data):
         assert remote.metadata["provenance"][key] == local.metadata["provenance"][key]
     assert remote.run["self_check"]["status"] == local.run["self_check"]["status"] == "passed"
     assert remote.metadata["permutation_importance"] == local.metadata["permutation_importance"]
+    # the data summary's counts summed over the parts, the skill and the PD outside the grid found there
+    as_json = [json.loads(a.to_json()) for a in (local, remote)]
+    assert as_json[1]["data_summary"] == as_json[0]["data_summary"]
+    beyond = [a["metadata"]["outside_grid"] for a in as_json]
+    assert [{k: v for k, v in o.items() if k not in ("pd_edge", "pd_beyond")} for o in beyond[1]] == \
+        [{k: v for k, v in o.items() if k not in ("pd_edge", "pd_beyond")} for o in beyond[0]]
+    for o_remote, o_local in zip(*beyond[::-1]):  # the PDs there, summed over the parts
+        assert o_remote["pd_beyond"] == pytest.approx(o_local["pd_beyond"], abs=1e-9 * sd)
+    for key, value in local.metadata["skill"].items():
+        if isinstance(value, float):
+            assert remote.metadata["skill"][key] == pytest.approx(value, rel=1e-9, abs=1e-12)
 
 
 def test_a_classifier_with_text_labels_and_a_row_sample_equals_the_local_audit(cluster, tmp_path):

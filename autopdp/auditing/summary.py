@@ -14,11 +14,12 @@ import pandas as pd
 
 from ..pd.data import Frame, sample_rows
 from ..pd.grids import bin_edges, small_index
+from ..pd.rows import map_rows
 from ..utils.jsonable import json_scalar
 from ..io.provenance import content_sha256, library_versions, platform_info
 from ..scores.skill import model_skill
 
-__all__ = ["audit_metadata", "describe_model", "occupancy_2d", "summarise_data", "target_name_of"]
+__all__ = ["audit_metadata", "describe_model", "summarise_data", "target_name_of"]
 
 
 def target_name_of(y) -> str | None:
@@ -93,33 +94,66 @@ def summarise_data(frame: Frame, results_1d, rng, n_points: int = 400, bins: int
     point, so rows beyond the grid's ends count in its end cells; a level the grid lacks and a missing value
     count nowhere).  With ``keep_points`` also ``points``: a random sample of up to ``n_points`` rows' values
     per feature, raw data, written only when asked (config key ``keep_points``, flag ``--keep-points``).
+
+    The histograms and occupancy counts are summed over the frame's row partitions (:func:`autopdp.pd.rows.map_rows`;
+    a Dask cluster's parts where their rows are): the same counts as over every row at once.
     """
     distributions, points = {}, {}
-    rows = sample_rows(frame.n_rows, n_points, rng) if keep_points else None
-    rows = np.arange(frame.n_rows) if rows is None else rows
+    numeric = [r for r in results_1d if r.kinds[0] == "numeric"]
+    edges = [bin_edges(float(np.min(np.asarray(r.grid[0], dtype=float))),
+                      float(np.max(np.asarray(r.grid[0], dtype=float))), bins) for r in numeric]
+    axes = {}  # each feature's 2D grid once, for every pair it is in
+    for r in results_2d:
+        for k, f in enumerate(r.features):
+            axes.setdefault(_axis_key(f, r.grid[k], r.kinds[k]) or (f, id(r), k), (frame.names.index(f), r.grid[k],
+                                                                                    r.kinds[k]))
+    keys = list(axes)
+    pairs = [tuple(keys.index(_axis_key(f, r.grid[k], r.kinds[k]) or (f, id(r), k)) for k, f in enumerate(r.features))
+             for r in results_2d]
+    payload = ([(frame.names.index(r.features[0]), e) for r, e in zip(numeric, edges)], [axes[k] for k in keys],
+               [(pair, tuple(len(g) for g in r.grid)) for pair, r in zip(pairs, results_2d)])
+    per_part = map_rows(_summary_part, payload, frame)
+    for i, (r, e) in enumerate(zip(numeric, edges)):
+        distributions[r.features[0]] = {"kind": "numeric", "edges": e,
+                                        "counts": np.sum([part[0][i] for part in per_part], axis=0)}
     for r in results_1d:
-        name = r.features[0]
-        values = frame.column(frame.names.index(name))
-        if r.kinds[0] == "numeric":
-            v = np.asarray(values, dtype=float)
-            g = np.asarray(r.grid[0], dtype=float)
-            counts, edges = np.histogram(v[np.isfinite(v)], bins=bin_edges(float(g.min()), float(g.max()), bins))
-            distributions[name] = {"kind": "numeric", "edges": edges, "counts": counts}
-            if keep_points:
-                points[name] = [None if not np.isfinite(x) else float(x) for x in v[rows]]
-        else:
-            distributions[name] = {
+        if r.kinds[0] != "numeric":
+            distributions[r.features[0]] = {
                 "kind": "categorical", "levels": [json_scalar(x) for x in r.grid[0]], "counts": np.asarray(r.counts),
             }
-            if keep_points:
-                points[name] = [json_scalar(x) if not (isinstance(x, float) and np.isnan(x)) else None
-                                for x in values[rows]]
-    axes: dict = {}  # each feature's cells on its 2D grid, computed once for every pair it is in
-    occupancy = [{"features": list(r.features), "counts": occupancy_2d(frame, r, axes)} for r in results_2d]
+    distributions = {r.features[0]: distributions[r.features[0]] for r in results_1d}  # in the PDs' order
+    occupancy = [{"features": list(r.features), "counts": np.sum([part[1][i] for part in per_part], axis=0)}
+                 for i, r in enumerate(results_2d)]
     out = {"distributions": distributions, "occupancy": occupancy}
     if keep_points:
+        rows = sample_rows(frame.n_rows, n_points, rng)
+        sample = frame if rows is None else frame.take_rows(rows)  # at most n_points rows brought here
+        for r in results_1d:
+            values = sample.column(sample.names.index(r.features[0]))
+            if r.kinds[0] == "numeric":
+                points[r.features[0]] = [None if not np.isfinite(x) else float(x)
+                                         for x in np.asarray(values, dtype=float)]
+            else:
+                points[r.features[0]] = [json_scalar(x) if not (isinstance(x, float) and np.isnan(x)) else None
+                                         for x in values]
         out["points"] = points
     return out
+
+
+def _summary_part(rows: Frame, payload) -> tuple:
+    """One row partition's histogram counts (numeric 1D PDs) and occupancy counts (2D PDs)."""
+    numeric, axes, pairs = payload
+    hist = []
+    for position, edges in numeric:
+        v = np.asarray(rows.column(position), dtype=float)
+        hist.append(np.histogram(v[np.isfinite(v)], bins=edges)[0])
+    cells = [small_index(_cells(rows.column(position), grid, kind), len(grid)) for position, grid, kind in axes]
+    occupancy = []
+    for (a, b), shape in pairs:
+        ok = (cells[a] >= 0) & (cells[b] >= 0)
+        flat = np.ravel_multi_index((cells[a][ok], cells[b][ok]), shape)
+        occupancy.append(np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape))
+    return hist, occupancy
 
 
 def _cells(values, grid, kind) -> np.ndarray:
@@ -148,28 +182,6 @@ def _axis_key(name, grid, kind):
         return key
     except (TypeError, ValueError):
         return None
-
-
-def occupancy_2d(frame: Frame, result, axes: dict | None = None) -> np.ndarray:
-    """Rows of ``frame`` in each cell of a 2D PD's grid (shape: the grid's), an integer array.
-
-    ``axes``: a dict in which each feature's cells on its grid are kept for the next PD (the pairs of one
-    audit share each feature's 2D grid)."""
-    shape = tuple(len(g) for g in result.grid)
-    cells = []
-    for k, f in enumerate(result.features):
-        key = _axis_key(f, result.grid[k], result.kinds[k]) if axes is not None else None
-        if key is None or key not in axes:
-            axis = _cells(frame.column(frame.names.index(f)), result.grid[k], result.kinds[k])
-            axis = small_index(axis, len(result.grid[k]))  # kept for every pair of the feature: 1 or 2 bytes a row
-            if key is not None:
-                axes[key] = axis
-        else:
-            axis = axes[key]
-        cells.append(axis)
-    ok = (cells[0] >= 0) & (cells[1] >= 0)
-    flat = np.ravel_multi_index((cells[0][ok], cells[1][ok]), shape)
-    return np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape)
 
 
 def audit_metadata(model, compare: dict, data, pds, scored, outside, config, random_state, sample_weight) -> dict:
