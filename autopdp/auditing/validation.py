@@ -177,7 +177,7 @@ def _check_labels(y: np.ndarray | None, model, adapter) -> None:
         return
     classes = list(np.asarray(classes).tolist())
     known = {str(c) for c in classes}
-    seen = list(pd.unique(pd.Series(y, dtype=object)))
+    seen = list(pd.unique(np.asarray(y)))  # on the labels' own type: no object copy of every value
     # a label is known by its text, or (a model without classes_, whose classes are 0 .. k-1) by its value:
     # y of 0.0/1.0 or False/True for the classes 0, 1
     unknown = [v for v in seen if str(v) not in known and not (adapter.inferred_classes and _numeric_in(v, classes))]
