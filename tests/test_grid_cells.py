@@ -46,3 +46,20 @@ def test_a_cell_whose_weights_total_below_one_has_their_weighted_mean():
     cells = np.array([0, 0, 1])
     curve = incidence_curve(cells, np.array([1.0, 0.0, 1.0]), (2,), np.array([0.25, 0.25, 0.5]))
     np.testing.assert_allclose(curve, [0.5, 1.0])
+
+
+def test_the_kept_class_indicator_is_one_byte_a_row_and_scores_as_the_float_one():
+    """Issue 54: the scores keep a classifier's observed class indicator as 0/1 bytes, not 8-byte floats; the
+    incidence curve read from it is the float indicator's."""
+    from autopdp.scores.scoring import ScoringInputs
+    from autopdp.scores.utilities.incidence import observed_values
+
+    rng = np.random.default_rng(0)
+    y = rng.choice(np.array([">50K", "<=50K"], dtype=object), 500)
+    inputs = ScoringInputs(frame=None, y=y, is_classifier=True, prediction_std=np.ones(1), config=None,
+                           comparisons={})
+    kept = inputs.observed(">50K")
+    assert kept.dtype == np.uint8 and kept.nbytes == y.size
+    cells = rng.integers(-1, 4, y.size)
+    np.testing.assert_array_equal(incidence_curve(cells, kept, (4,)),
+                                  incidence_curve(cells, observed_values(y, ">50K", True), (4,)))

@@ -104,7 +104,10 @@ class ScoringInputs:
         """:func:`~autopdp.scores.utilities.incidence.observed_values` of ``y`` for ``target`` (computed once)."""
         key = (type(target).__name__, str(target))
         if key not in self._observed:
-            self._observed[key] = None if self.y is None else observed_values(self.y, target, self.is_classifier)
+            values = None if self.y is None else observed_values(self.y, target, self.is_classifier)
+            # a class indicator is 0 or 1: kept in 1 byte a row, not 8 (its users read it as numbers, a chunk of
+            # rows at a time)
+            self._observed[key] = values.astype(np.uint8) if values is not None and self.is_classifier else values
         return self._observed[key]
 
     def column(self, name: str) -> np.ndarray:

@@ -50,7 +50,7 @@ def observed_values(y, target, is_classifier: bool) -> np.ndarray | None:
         labels = np.asarray(labels)
         return ((labels == target) | (labels.astype(str) == str(target))).astype(float)[codes]
     try:
-        return y.astype(float)
+        return np.asarray(y, dtype=float)  # a float target as it is (no copy)
     except (TypeError, ValueError):
         return None
 
