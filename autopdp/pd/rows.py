@@ -25,7 +25,7 @@ from .result import PDResult
 
 __all__ = ["row_bounds", "splits_by_rows", "partitions", "shells", "merge", "rows_block", "rows_key",
            "map_rows", "map_blocks", "mapper_of", "frame_partitions", "part_rows", "scheduler_of", "part_weight_facts",
-           "on_parts", "CHUNK_ROWS", "chunk_bounds"]
+           "on_parts", "CHUNK_ROWS", "chunk_bounds", "chunked_sum"]
 
 #: the rows a pass over row-long arrays held here (the model's response, the target) works on at a time: its
 #: per-row temporaries are bounded by this whatever the data's size, and each pass's sums are merged over the
@@ -43,6 +43,11 @@ def row_bounds(n: int, parts: int) -> list[tuple[int, int]]:
 def chunk_bounds(n: int) -> list[tuple[int, int]]:
     """The row ranges of ``0:n`` in chunks of at most :data:`CHUNK_ROWS` (none for no rows)."""
     return row_bounds(n, -(-n // max(1, int(CHUNK_ROWS)))) if n > 0 else []
+
+
+def chunked_sum(n: int, fn) -> float:
+    """``sum(fn(a, b))`` over the row chunks ``a:b`` of ``0:n`` (:func:`chunk_bounds`): a pass's scalar sum."""
+    return float(sum(fn(a, b) for a, b in chunk_bounds(n)))
 
 
 def splits_by_rows(setup, jobs) -> bool:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..pd.rows import chunk_bounds
+from ..pd.rows import chunked_sum as _chunked
 
 __all__ = ["model_skill", "permutation_importance"]
 
@@ -42,7 +42,7 @@ def _delong(score, positive):
     From the placement values (DeLong et al. 1988; Sun and Xu 2014): each positive's share of the negatives below
     it, each negative's share of the positives above it, ties counted half; the AUC is the positives' mean.  Each
     value is counted by binary search in the other class's sorted scores, a chunk of rows at a time
-    (:func:`autopdp.pd.rows.chunk_bounds`): beside the two sorted copies, no temporary grows with the rows."""
+    (:func:`autopdp.pd.rows.chunked_sum`): beside the two sorted copies, no temporary grows with the rows."""
     x, y = score[positive], score[~positive]
     x.sort()
     y.sort()
@@ -60,11 +60,6 @@ def _delong(score, positive):
     var10 = _chunked(m, lambda a, b: ((v10(a, b) - auc) ** 2).sum()) / (m - 1)
     var01 = _chunked(n, lambda a, b: ((v01(a, b) - m01) ** 2).sum()) / (n - 1)
     return float(auc), float(np.sqrt(var10 / m + var01 / n))
-
-
-def _chunked(rows: int, fn) -> float:
-    """``sum(fn(a, b))`` over the row chunks ``a:b`` of ``0:rows``."""
-    return float(sum(fn(a, b) for a, b in chunk_bounds(rows)))
 
 
 def _one_sided(estimate, null, se):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..pd.rows import chunk_bounds
+from ..pd.rows import chunked_sum
 
 __all__ = ["ThresholdSpread", "spread_summary", "THRESHOLD_VARIANCE_Z"]
 
@@ -45,7 +45,8 @@ class ThresholdSpread:
 
 
 def _chunked_sum(p: np.ndarray, fn) -> float:
-    return float(sum(np.sum(fn(np.asarray(p[a:b], dtype=float))) for a, b in chunk_bounds(p.shape[0])))
+    """``sum(fn(values))`` over the chunks of the predictions ``p`` (:func:`autopdp.pd.rows.chunked_sum`)."""
+    return chunked_sum(p.shape[0], lambda a, b: np.sum(fn(np.asarray(p[a:b], dtype=float))))
 
 
 def spread_summary(predictions) -> ThresholdSpread | None:
