@@ -61,3 +61,25 @@ def test_coded_pairs_of_a_frame_column_with_categories():
     c = np.asarray(df["c"].astype(object))
     out = association_tests({"c": c, "v": df["v"].to_numpy()}, {"c": "categorical", "v": "numeric"}, [("c", "v")])
     assert out[("c", "v")] == association_test(c, "categorical", df["v"].to_numpy(), "numeric")
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 10**9])
+def test_the_spearman_matrix_from_doubled_ranks_in_chunks_equals_scipys(chunk, monkeypatch):
+    """Issue 54: every numeric column's ranks kept as whole numbers (4 bytes a row) and their cross-products summed
+    a chunk of rows at a time give scipy's Spearman correlation and p-value, with ties and without, past every
+    chunk boundary."""
+    from scipy.stats import spearmanr
+
+    import autopdp.pd.rows as rows
+
+    monkeypatch.setattr(rows, "CHUNK_ROWS", chunk)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        n = int(rng.integers(5, 300))
+        columns = {f"c{i}": rng.integers(0, 4, n).astype(float) if i % 2 else rng.normal(size=n) for i in range(4)}
+        pairs = [("c0", "c1"), ("c0", "c2"), ("c1", "c3"), ("c2", "c3")]
+        got = association_tests(columns, {k: "numeric" for k in columns}, pairs)
+        for a, b in pairs:
+            want = spearmanr(columns[a], columns[b])
+            assert got[(a, b)][0] == pytest.approx(abs(want.statistic), abs=1e-12)
+            assert got[(a, b)][1] == pytest.approx(want.pvalue, abs=1e-10)
