@@ -202,10 +202,11 @@ class _DiesOnce:
             get_worker()
         except ValueError:
             return self.model.predict(X)  # not in a worker
-        if not os.path.exists(self.flag):
-            open(self.flag, "w").close()
-            os._exit(1)
-        return self.model.predict(X)
+        try:  # created atomically: of two workers predicting at once, only one dies
+            os.close(os.open(self.flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return self.model.predict(X)
+        os._exit(1)
 
 
 def test_a_worker_lost_mid_audit_is_replaced_and_the_answer_is_the_same(cluster, tmp_path):
