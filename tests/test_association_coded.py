@@ -1,4 +1,5 @@
-"""The batched association tests (categorical columns coded once) against the pairwise tests on the values."""
+"""The association tests of many pairs from summaries of the row partitions (:func:`association_tests`) against
+the pairwise tests on the values (:func:`association_test`, scipy's tests)."""
 
 import numpy as np
 import pandas as pd
@@ -24,17 +25,59 @@ def _columns(n=600, seed=3):
     }
 
 
-def test_coded_pairs_equal_the_pairwise_tests_exactly():
+def _partitions(cols, bounds):
+    return [{k: v[a:b] for k, v in cols.items()} for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@pytest.mark.parametrize("bounds", [None, [0, 600], [0, 1, 2, 300, 599, 600], list(range(0, 601, 12)),
+                                    [0, 5, 5, 400, 600]])
+def test_pairs_from_partitions_equal_the_pairwise_tests(bounds):
+    """Issue 54: any partitioning (one-row and empty partitions included) gives the pairwise tests' numbers: the
+    categorical pairs' exactly (their tables are counts), the others to rounding."""
     cols = _columns()
     kinds = {f: ("categorical" if cols[f].dtype == object else "numeric") for f in cols}
     pairs = [(x, y) for i, x in enumerate(cols) for y in list(cols)[i + 1:]]
     pairs += [(y, x) for x, y in pairs if kinds[x] != kinds[y]]  # both orders of the mixed pairs
-    many = association_tests(cols, kinds, pairs)
+    many = association_tests(cols if bounds is None else _partitions(cols, bounds), kinds, pairs)
+    assert set(many) == set(pairs)
     for a, b in pairs:
         one = association_test(cols[a], kinds[a], cols[b], kinds[b])
-        if kinds[a] == kinds[b] == "numeric":
-            continue  # the numeric pairs share one Spearman matrix: equal to rounding (test_findings)
-        np.testing.assert_array_equal(many[(a, b)], one, err_msg=f"{a}, {b}")
+        if kinds[a] == kinds[b] == "categorical":
+            np.testing.assert_array_equal(many[(a, b)], one, err_msg=f"{a}, {b}")
+        else:
+            np.testing.assert_allclose(many[(a, b)], one, rtol=1e-10, atol=1e-14, err_msg=f"{a}, {b}")
+
+
+def test_special_cases_match_the_pairwise_tests():
+    """Too few complete rows, a constant or all-missing column, levels each constant (scipy's infinite F)."""
+    n = 40
+    rng = np.random.default_rng(5)
+    cols = {
+        "x": rng.normal(size=n), "nan": np.full(n, np.nan), "k": np.full(n, 3.0),
+        "two": np.where(np.arange(n) < 2, 1.0, np.nan),  # two complete rows
+        "lvl": np.where(np.arange(n) % 2 == 0, "e", "o").astype(object),
+        "by_lvl": np.where(np.arange(n) % 2 == 0, 1.0, 5.0),  # constant within each level, not across
+        "one": np.full(n, "z", dtype=object),
+    }
+    kinds = {f: ("categorical" if cols[f].dtype == object else "numeric") for f in cols}
+    pairs = [("x", "nan"), ("x", "k"), ("x", "two"), ("lvl", "by_lvl"), ("lvl", "k"), ("one", "x"),
+             ("lvl", "one"), ("lvl", "two"), ("x", "by_lvl")]
+    many = association_tests(_partitions(cols, [0, 7, 40]), kinds, pairs)
+    for a, b in pairs:
+        one = association_test(cols[a], kinds[a], cols[b], kinds[b])
+        np.testing.assert_allclose(many[(a, b)], one, rtol=1e-12, atol=1e-15, equal_nan=True, err_msg=f"{a}, {b}")
+    assert many[("lvl", "by_lvl")] == (1.0, 0.0)
+
+
+def test_a_frame_is_read_by_its_partitions():
+    """A :class:`~autopdp.pd.data.Frame` is read through ``map_rows`` (here one partition): the same numbers."""
+    from autopdp.pd.data import as_frame
+
+    cols = _columns(n=300)
+    df = pd.DataFrame(cols)
+    kinds = {f: ("categorical" if cols[f].dtype == object else "numeric") for f in cols}
+    pairs = [("a", "b"), ("a", "d"), ("g", "h"), ("b", "g"), ("r", "a")]
+    assert association_tests(as_frame(df), kinds, pairs) == association_tests(cols, kinds, pairs)
 
 
 def test_coded_pairs_on_known_tables():

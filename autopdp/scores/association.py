@@ -12,12 +12,8 @@ independence: Spearman's rank correlation test (``scipy.stats.spearmanr``),
 the one-way ANOVA F test of equal means across the levels
 (``scipy.stats.f_oneway``) and Pearson's chi-squared test of the contingency
 table (``scipy.stats.chi2_contingency``).  :func:`association_tests` gives the same for
-many pairs at once: numeric pairs without missing values share one
-rank correlation matrix of all their columns (the ranks and t test of ``scipy.stats.spearmanr``, one column's
-ranks at a time, kept as whole numbers in 4 bytes a row, so the same values to rounding), and every categorical
-column is coded once (integer codes in the sorted order of its values) so that each pair's contingency table and
-groups are counted from integers, not rebuilt from the column's objects pair by pair (the same tables and groups,
-so the same values exactly).
+many pairs at once from summaries of the row partitions (value tables, contingency tables, per-level moments,
+sums of rank products), so a cluster's rows are read where they are and nothing row-long is kept here.
 """
 
 from __future__ import annotations
@@ -115,136 +111,280 @@ def association_test(a: np.ndarray, kind_a: str, b: np.ndarray, kind_b: str) -> 
     return value, (p if np.isfinite(p) else 1.0)
 
 
-def _coded(values) -> np.ndarray:
-    """A categorical column's integer codes in the sorted order of its values (as :func:`numpy.unique` sorts
-    them, the order of ``scipy.stats.contingency.crosstab``'s table); -1 for a missing value."""
-    codes, _ = pd.factorize(pd.Series(values, dtype=object), sort=True)
-    return np.asarray(codes, dtype=np.int32)  # 4 bytes a row, kept for every pair of the column
-
-
-def _coded_test(ca: np.ndarray, cb: np.ndarray | None, b) -> tuple[float, float]:
-    """:func:`association_test` of a pair with a categorical side, given by its :func:`_coded` codes ``ca``;
-    the other side by its codes ``cb`` when categorical, else (``cb`` None) by its values ``b``.  The same
-    contingency table (cells in the same order) and the same groups in the same order as
-    :func:`association_test` builds from the values, counted from the codes."""
-    from scipy import stats
-    from scipy.stats.contingency import association as _assoc
-
-    if cb is not None:  # categorical x categorical: the crosstab of the rows with both values
-        ok = (ca >= 0) & (cb >= 0)
-        if int(ok.sum()) < 3:
-            return float("nan"), float("nan")
-        ka, kb = int(ca.max()) + 1, int(cb.max()) + 1
-        table = np.bincount(ca[ok].astype(np.int64) * kb + cb[ok], minlength=ka * kb).reshape(ka, kb)
-        table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]  # the values present, as crosstab keeps
-        if min(table.shape) < 2:
-            return 0.0, 1.0
-        value = float(_assoc(table, method="cramer"))
-        if not np.isfinite(value):
-            return value, float("nan")
-        p = float(stats.chi2_contingency(table, correction=False).pvalue)
-        return value, (p if np.isfinite(p) else 1.0)
-    nums = np.asarray(b, dtype=float)  # categorical x numeric: the correlation ratio and the ANOVA F test
-    ok = (ca >= 0) & ~np.isnan(nums)
-    if int(ok.sum()) < 3:
-        return float("nan"), float("nan")
-    codes, _ = pd.factorize(ca[ok])  # in order of first appearance, as correlation_ratio codes the values
-    nums = nums[ok]
-    mean = nums.mean()
-    total = np.sum((nums - mean) ** 2)
-    if total <= 0:
-        value = 0.0
-    else:
-        counts = np.bincount(codes)
-        means = np.bincount(codes, weights=nums) / np.maximum(counts, 1)
-        value = float(np.sqrt(np.sum(counts * (means - mean) ** 2) / total))
-    if not np.isfinite(value):
-        return value, float("nan")
-    # each level's values in row order (a stable sort by level: one pass, not one per level)
-    order = np.argsort(codes.astype(np.int16) if codes.max() < 2 ** 15 else codes, kind="stable")
-    groups = np.split(nums[order], np.cumsum(np.bincount(codes))[:-1])
-    groups = [g for g in groups if g.size > 0]
-    if len(groups) < 2 or np.all([np.ptp(g) == 0 for g in groups]) and np.unique(nums).size < 2:
-        return value, 1.0
-    with np.errstate(all="ignore"):
-        p = float(stats.f_oneway(*groups).pvalue)
-    return value, (p if np.isfinite(p) else 1.0)
-
-
 def association_tests(columns, kinds: dict, pairs) -> dict:
-    """``{(a, b): (association, p-value)}`` for every pair, as :func:`association_test` gives one by one.
+    """``{(a, b): (association, p-value)}`` for every pair, as :func:`association_test` gives one by one, from
+    mergeable summaries of the row partitions (no row-long array is kept or brought here).
 
     Parameters
     ----------
-    columns : mapping
-        ``{feature name: column values}``, or any object whose ``columns[name]`` reads one column (each column is
-        read when it is needed and not kept: what is kept is its ranks or integer codes).
+    columns : Frame, mapping or list of mappings
+        The rows: a :class:`~autopdp.pd.data.Frame` (or a ``PartFrame``), whose row partitions are read where they
+        are (:func:`autopdp.pd.rows.map_rows`); a mapping ``{feature name: column values}`` (one partition); or a
+        list of such mappings, the partitions in row order.
     kinds : dict
         ``{feature name: "numeric" | "categorical"}``.
     pairs : iterable of (name, name)
+
+    Three passes over the partitions, each returning counts and sums:
+
+    1. each numeric column's missing count and range;
+    2. the value tables (each distinct value and its count) of the numeric columns, ranked among every row or,
+       where the pair has a missing value, among the pair's complete rows; each categorical pair's contingency
+       table; each categorical-numeric pair's count, mean, sum of squares about the mean, least and greatest value
+       per level (merged as Chan et al.'s parallel variance);
+    3. for each numeric pair, the cross-products of its centred ranks (each row's average rank found in the
+       merged value table).
+
+    The tables are integer counts, so the categorical pairs' tables are :func:`association_test`'s exactly; the
+    sums equal the one-pass sums to rounding, whatever the partitioning.
     """
     pairs = [tuple(p) for p in pairs]
-    names = list(dict.fromkeys(f for p in pairs for f in p))
-    # numeric columns with no missing value and at least two values: one rank correlation matrix
-    ranks, batch = [], []
-    for name in names:
-        if kinds[name] != "numeric":
-            continue
-        v = np.asarray(columns[name], dtype=float)
-        if v.size >= 3 and not np.isnan(v).any() and (v != v[0]).any():  # two values at least, without a sorted copy
-            ranks.append(_doubled_ranks(v))
-            batch.append(name)
-        del v
-    where = {name: i for i, name in enumerate(batch)}
-    matrix = None
-    if sum(1 for a, b in pairs if a in where and b in where) > 1 and len(batch) > 2:
-        matrix = _spearman_matrix(ranks)
-    del ranks
-    coded = {name: _coded(columns[name]) for name in names if kinds[name] == "categorical"}
+    run = _runner(columns)
+    nn = [p for p in pairs if kinds[p[0]] == kinds[p[1]] == "numeric"]
+    cc = [p for p in pairs if kinds[p[0]] == kinds[p[1]] == "categorical"]
+    cn = [(a, b) if kinds[a] == "categorical" else (b, a) for a, b in pairs if kinds[a] != kinds[b]]
+    names = sorted({f for p in nn for f in p})
+    missing = _sum_dicts(run(_missing_part, names)) if names else {}
+    keys = {p: _table_keys(p, missing) for p in nn}
+    tables, tabs, groups = _merge_second(run(_second_part, (list(dict.fromkeys(k for ks in keys.values() for k in ks)), cc, cn)))
+    ranked = {k: _ranks(*tables[k]) for k in tables}
+    todo = [(p, keys[p]) for p in nn if _spearman_ready(*(ranked[k] for k in keys[p]))]
+    sums = _sum_dicts(run(_cross_part, (todo, {k: ranked[k] for p, ks in todo for k in ks}))) if todo else {}
     out = {}
-    for a, b in pairs:
-        if matrix is not None and a in where and b in where:
-            value, p = float(matrix[0][where[a], where[b]]), float(matrix[1][where[a], where[b]])
-            out[(a, b)] = (value, p if np.isfinite(p) else 1.0)
-        elif a in coded:
-            out[(a, b)] = _coded_test(coded[a], coded.get(b), None if b in coded else columns[b])
-        elif b in coded:  # numeric x categorical: the categorical side first, as association_test takes it
-            out[(a, b)] = _coded_test(coded[b], None, columns[a])
-        else:
-            out[(a, b)] = association_test(columns[a], kinds[a], columns[b], kinds[b])
+    for p in nn:
+        out[p] = _spearman_result(*(ranked[k] for k in keys[p]), sums.get(p))
+    for p in cc:
+        out[p] = _table_result(tabs[p])
+    for (a, b), (c, v) in zip([p for p in pairs if kinds[p[0]] != kinds[p[1]]], cn):
+        out[(a, b)] = _groups_result(groups[(c, v)])
     return out
 
 
-def _doubled_ranks(v: np.ndarray) -> np.ndarray:
-    """Twice the column's average ranks (ties share their mean rank, as ``scipy.stats.spearmanr`` ranks): whole
-    numbers, kept in 4 bytes a row (exact below 2**31 rows) rather than 8 for every numeric column at once."""
-    from scipy.stats import rankdata
+def _runner(columns):
+    """``run(fn, payload) -> [fn(mapping of one partition's columns, payload)]`` over the rows' partitions."""
+    if hasattr(columns, "names") and hasattr(columns, "column"):
+        from ..pd.rows import map_rows
 
-    r = rankdata(v)
-    np.multiply(r, 2.0, out=r)
-    return r.astype(np.uint32)
+        return lambda fn, payload: map_rows(_on_frame, (fn, payload), columns)
+    parts = columns if isinstance(columns, list) else [columns]
+    return lambda fn, payload: [fn(part, payload) for part in parts]
 
 
-def _spearman_matrix(ranks: list) -> tuple[np.ndarray, np.ndarray]:
-    """``(|rho|, p-value)`` matrices of Spearman's test of every pair of columns from their doubled ranks
-    (:func:`_doubled_ranks`): what ``scipy.stats.spearmanr`` of the stacked columns gives (the correlation of the
-    ranks, clipped to [-1, 1], and the two-sided t test on n - 2 degrees of freedom), without stacking the columns'
-    ranks.  The ranks' mean is ``(n + 1) / 2`` whatever the ties; their cross-products about it are summed a chunk
-    of rows at a time (:func:`autopdp.pd.rows.chunk_bounds`)."""
-    from scipy import stats
+def _on_frame(rows, job):
+    fn, payload = job
+    return fn(_FrameColumns(rows), payload)
 
+
+class _FrameColumns:
+    """``columns[name]``: one column of a partition's :class:`~autopdp.pd.data.Frame`, read when asked."""
+
+    def __init__(self, rows):
+        self._rows = rows
+
+    def __getitem__(self, name):
+        return self._rows.column(self._rows.names.index(name))
+
+
+def _sum_dicts(parts: list) -> dict:
+    out: dict = {}
+    for part in parts:
+        for k, v in part.items():
+            out[k] = v if k not in out else out[k] + v
+    return out
+
+
+def _missing_part(cols, names) -> dict:
+    return {name: np.array([np.isnan(np.asarray(cols[name], dtype=float)).sum()]) for name in names}
+
+
+def _table_keys(pair, missing) -> tuple:
+    """The value tables a numeric pair's ranks come from: each column's own when neither has a missing value,
+    else each column's among the pair's complete rows."""
+    mask = None if missing[pair[0]][0] == 0 and missing[pair[1]][0] == 0 else pair
+    return (pair[0], mask), (pair[1], mask)
+
+
+def _second_part(cols, payload) -> tuple:
+    """One partition's value tables, contingency tables and per-level moments (see :func:`association_tests`)."""
+    table_keys, cc, cn = payload
+    num, cat = {}, {}
+
+    def numeric(name):
+        if name not in num:
+            num[name] = np.asarray(cols[name], dtype=float)
+        return num[name]
+
+    def categorical(name):
+        if name not in cat:
+            cat[name] = pd.Series(cols[name], dtype=object)
+        return cat[name]
+
+    tables = {}
+    for name, mask in table_keys:
+        v = numeric(name)
+        ok = ~np.isnan(v) if mask is None else ~np.isnan(numeric(mask[0])) & ~np.isnan(numeric(mask[1]))
+        tables[(name, mask)] = np.unique(v[ok], return_counts=True)
+    tabs = {}
+    for a, b in cc:
+        sa, sb = categorical(a), categorical(b)
+        ok = (sa.notna() & sb.notna()).to_numpy()
+        ca, ua = pd.factorize(sa[ok])
+        cb, ub = pd.factorize(sb[ok])
+        counts = np.bincount(ca.astype(np.int64) * len(ub) + cb, minlength=len(ua) * len(ub)).reshape(len(ua), len(ub))
+        tabs[(a, b)] = (list(ua), list(ub), counts)
+    groups = {}
+    for c, v in cn:
+        sc, x = categorical(c), numeric(v)
+        ok = sc.notna().to_numpy() & ~np.isnan(x)
+        codes, levels = pd.factorize(sc[ok])
+        groups[(c, v)] = (list(levels), _level_moments(codes, x[ok], len(levels)))
+    return tables, tabs, groups
+
+
+def _level_moments(codes, x, k) -> np.ndarray:
+    """``(k, 5)``: each level's count, mean, sum of squares about its mean, least and greatest value."""
+    n = np.bincount(codes, minlength=k).astype(float)
+    mean = np.bincount(codes, weights=x, minlength=k) / np.maximum(n, 1)
+    m2 = np.bincount(codes, weights=(x - mean[codes]) ** 2, minlength=k)
+    lo, hi = np.full(k, np.inf), np.full(k, -np.inf)
+    np.minimum.at(lo, codes, x)
+    np.maximum.at(hi, codes, x)
+    return np.column_stack([n, mean, m2, lo, hi])
+
+
+def _merge_moments(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Two partitions' moments of one level (rows of :func:`_level_moments`), merged (Chan et al.)."""
+    n = a[0] + b[0]
+    if a[0] == 0 or b[0] == 0:
+        return a if b[0] == 0 else b
+    delta = b[1] - a[1]
+    return np.array([n, a[1] + delta * b[0] / n, a[2] + b[2] + delta * delta * a[0] * b[0] / n,
+                     min(a[3], b[3]), max(a[4], b[4])])
+
+
+def _merge_second(parts: list) -> tuple:
+    """The partitions' :func:`_second_part` summaries merged: value tables, contingency tables keyed by level
+    pairs, and per-level moments keyed by level."""
+    tables, tabs, groups = {}, {}, {}
+    for part_tables, part_tabs, part_groups in parts:
+        for key, (values, counts) in part_tables.items():
+            tables.setdefault(key, []).append((values, counts))
+        for key, (ua, ub, counts) in part_tabs.items():
+            cells = tabs.setdefault(key, {})
+            for i, j in zip(*np.nonzero(counts)):
+                cells[(ua[i], ub[j])] = cells.get((ua[i], ub[j]), 0) + int(counts[i, j])
+        for key, (levels, moments) in part_groups.items():
+            kept = groups.setdefault(key, {})
+            for level, row in zip(levels, moments):
+                kept[level] = row if level not in kept else _merge_moments(kept[level], row)
+    for key, pieces in tables.items():
+        values, inverse = np.unique(np.concatenate([v for v, _ in pieces]), return_inverse=True)
+        tables[key] = (values, np.bincount(inverse.ravel(), weights=np.concatenate([c for _, c in pieces]),
+                                           minlength=values.size).astype(np.int64))
+    return tables, tabs, groups
+
+
+def _ranks(values: np.ndarray, counts: np.ndarray) -> tuple:
+    """``(values, twice each value's average rank, rows)`` of a merged value table: ties share their mean rank,
+    as ``scipy.stats.rankdata`` gives; twice it is a whole number."""
+    before = np.cumsum(counts) - counts
+    return values, 2 * before + counts + 1, int(counts.sum())
+
+
+def _spearman_ready(a, b) -> bool:
+    return a[2] >= 3 and a[0].size >= 2 and b[0].size >= 2
+
+
+def _cross_part(cols, payload) -> dict:
+    """One partition's sums of the products of each numeric pair's centred ranks (a chunk of rows at a time)."""
     from ..pd.rows import chunk_bounds
 
-    n = ranks[0].size
-    c = np.zeros((len(ranks), len(ranks)))
-    for a, b in chunk_bounds(n):
-        x = np.stack([r[a:b] for r in ranks]).astype(float)
-        x -= float(n + 1)
-        x *= 0.5  # the centred ranks of these rows
-        c += x @ x.T
-    sd = np.sqrt(np.diag(c))
-    rs = np.clip(c / sd[:, None] / sd[None, :], -1.0, 1.0)
+    todo, tables = payload
+    out = {}
+    for pair, (ka, kb) in todo:
+        (va, ra, n), (vb, rb, _) = tables[ka], tables[kb]
+        a, b = np.asarray(cols[ka[0]], dtype=float), np.asarray(cols[kb[0]], dtype=float)
+        if ka[1] is not None:
+            ok = ~np.isnan(a) & ~np.isnan(b)
+            a, b = a[ok], b[ok]
+        sums = np.zeros(3)
+        for lo, hi in chunk_bounds(a.size):  # the centred ranks: (twice the rank - (n + 1)) / 2, exact
+            x = (ra[np.searchsorted(va, a[lo:hi])] - (n + 1)) * 0.5
+            y = (rb[np.searchsorted(vb, b[lo:hi])] - (n + 1)) * 0.5
+            sums += (x @ y, x @ x, y @ y)
+        out[pair] = sums
+    return out
+
+
+def _spearman_result(a, b, sums) -> tuple[float, float]:
+    """Spearman's |rho| and the two-sided t test on n - 2 degrees of freedom (``scipy.stats.spearmanr``'s)."""
+    from scipy import stats
+
+    n = a[2]
+    if n < 3:
+        return float("nan"), float("nan")
+    if a[0].size < 2 or b[0].size < 2:
+        return 0.0, 1.0
+    rs = float(np.clip(sums[0] / np.sqrt(sums[1]) / np.sqrt(sums[2]), -1.0, 1.0))
     dof = n - 2
     with np.errstate(divide="ignore"):
-        t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
-    return np.abs(rs), 2.0 * stats.t.sf(np.abs(t), dof)
+        t = rs * np.sqrt(max(dof / ((rs + 1.0) * (1.0 - rs)), 0.0))
+    p = float(2.0 * stats.t.sf(abs(t), dof))
+    return abs(rs), (p if np.isfinite(p) else 1.0)
+
+
+def _sorted_levels(levels: list) -> list:
+    """The levels in the order ``numpy.unique`` (and so ``scipy.stats.contingency.crosstab``) sorts them."""
+    codes, _ = pd.factorize(pd.Series(levels, dtype=object), sort=True)
+    out = [None] * len(levels)
+    for level, code in zip(levels, codes):
+        out[code] = level
+    return out
+
+
+def _table_result(cells: dict) -> tuple[float, float]:
+    """Cramer's V and Pearson's chi-squared test of a merged contingency table (``{(level a, level b): count}``)."""
+    from scipy import stats
+    from scipy.stats.contingency import association as _assoc
+
+    if sum(cells.values()) < 3:
+        return float("nan"), float("nan")
+    rows = _sorted_levels(list(dict.fromkeys(a for a, _ in cells)))
+    cols = _sorted_levels(list(dict.fromkeys(b for _, b in cells)))
+    where_a, where_b = {v: i for i, v in enumerate(rows)}, {v: j for j, v in enumerate(cols)}
+    table = np.zeros((len(rows), len(cols)), dtype=np.int64)
+    for (a, b), count in cells.items():
+        table[where_a[a], where_b[b]] += count
+    if min(table.shape) < 2:
+        return 0.0, 1.0
+    value = float(_assoc(table, method="cramer"))
+    if not np.isfinite(value):
+        return value, float("nan")
+    p = float(stats.chi2_contingency(table, correction=False).pvalue)
+    return value, (p if np.isfinite(p) else 1.0)
+
+
+def _groups_result(levels: dict) -> tuple[float, float]:
+    """The correlation ratio and the one-way ANOVA F test (``scipy.stats.f_oneway``'s, its special cases
+    included) from the merged per-level moments."""
+    from scipy import stats
+
+    m = np.array(list(levels.values())).reshape(-1, 5)
+    m = m[m[:, 0] > 0]
+    n = float(m[:, 0].sum())
+    if n < 3:
+        return float("nan"), float("nan")
+    mean = float((m[:, 0] * m[:, 1]).sum() / n)
+    between = float((m[:, 0] * (m[:, 1] - mean) ** 2).sum())
+    within = float(m[:, 2].sum())
+    total = between + within
+    constant = m[:, 3].min() == m[:, 4].max()
+    value = 0.0 if constant or total <= 0 else float(np.sqrt(between / total))
+    k = m.shape[0]
+    if k < 2 or constant:
+        return value, 1.0
+    if (m[:, 3] == m[:, 4]).all():  # every level constant, the levels not all equal: F is infinite
+        return value, 0.0
+    with np.errstate(all="ignore"):
+        p = float(stats.f.sf((between / (k - 1)) / (within / (n - k)), k - 1, n - k))
+    return value, (p if np.isfinite(p) else 1.0)

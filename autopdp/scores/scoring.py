@@ -121,18 +121,8 @@ class ScoringInputs:
         todo = [r for r in results_2d if r.features not in self._associations]
         if todo:
             kinds = {f: k for r in todo for f, k in zip(r.features, r.kinds)}
-            self._associations.update(association_tests(_Columns(self), kinds, [r.features for r in todo]))
+            self._associations.update(association_tests(self.frame, kinds, [r.features for r in todo]))
         return {r.features: self._associations[r.features] for r in results_2d}
-
-
-class _Columns:
-    """``columns[name]``: the column, read from the frame when asked (:meth:`ScoringInputs.column`)."""
-
-    def __init__(self, inputs: ScoringInputs):
-        self._inputs = inputs
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self._inputs.column(name)
 
 
 def grid_cells(inputs: ScoringInputs, result) -> GridCells:
