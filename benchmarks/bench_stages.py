@@ -162,6 +162,7 @@ def _one(size: int) -> dict:
                               comparisons=inputs.comparisons, sample_weight=inputs.sample_weight,
                               predictions=inputs.predictions, link=inputs.link,
                               comparison_predictions=inputs.comparison_predictions)
+        fresh.prepare_tables(results)  # as the audit's scoring stage does
         for r in results:
             score_result(fresh, r)
         imp, inter = importance_table(res1), interaction_table(res2)

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from autopdp.scores.scoring import _weights, flat_cells
+from autopdp.scores.cells import cell_weights
+from autopdp.scores.scoring import flat_cells
 from autopdp.scores.utilities.incidence import incidence_curve
 
 
@@ -36,8 +37,8 @@ def test_counts_and_incidence_equal_the_weighted_forms_with_unit_weights():
         ones = np.ones(c.size)
         ok = c >= 0
         counts = np.bincount(c[ok], minlength=6)
-        np.testing.assert_array_equal(_weights(c, (6,)), counts / c.size)
-        np.testing.assert_array_equal(_weights(c, (6,), ones), counts / c.size)
+        np.testing.assert_array_equal(cell_weights(c, (6,)), counts / c.size)
+        np.testing.assert_array_equal(cell_weights(c, (6,), ones), counts / c.size)
         curve = incidence_curve(c, y, (6,))
         np.testing.assert_array_equal(curve, incidence_curve(c, y, (6,), ones))
         means = [y[c == k].mean() for k in range(6)]
@@ -60,11 +61,12 @@ def test_outside_grid_of_an_integer_column_is_evaluated_at_the_rounded_median():
     assert above[0]["pd_beyond"] == round(med) / 10.0
 
 
-def test_grid_cells_keep_one_row_array_per_feature_and_grid_values():
-    """The scores keep every row's nearest grid index once per feature and grid *values*: the 2D PDs carry their own
-    copies of the grids, and at 2M rows the copies had kept 196 row-long arrays (784 MB) for 14 features.  Known
-    answers: as many arrays as distinct (feature, grid values), each equal to a fresh ``nearest_grid_index``, and
-    every PD's cells equal to the cells computed from fresh indices."""
+def test_the_scores_keep_one_cell_table_per_grid_and_no_row_array():
+    """Issue 54: the scores keep, per distinct grid (its features and values), its cells' row mass and observed
+    sums, found on the row partitions in one pass; no row-long grid index is kept (at 2M rows the kept indexes had
+    been 196 row-long arrays, later one per feature and grid: 28 bytes a row at 14 features).  Known answers: one
+    table per distinct grid, and every PD's weights and incidence equal to the definitions (cell_weights and
+    incidence_curve of fresh nearest indexes), weighted and not."""
     import pandas as pd
     from sklearn.ensemble import RandomForestRegressor
 
@@ -72,42 +74,46 @@ def test_grid_cells_keep_one_row_array_per_feature_and_grid_values():
     from autopdp.auditing import pipeline as audit_module
     from autopdp.config import AuditConfig
     from autopdp.pd.grids import FeatureSpec, nearest_grid_index
-    from autopdp.scores.scoring import grid_cells
+    from autopdp.scores.cells import grid_key
 
     rng = np.random.default_rng(0)
     n = 600
     X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.integers(0, 9, n).astype(float), "c": rng.normal(size=n),
                       "d": pd.Categorical(rng.choice(["x", "y", "z"], n))})
+    X.loc[rng.random(n) < 0.05, "c"] = np.nan
     y = X.a * X.b + (X.d == "x") + rng.normal(0, 0.3, n)
-    model = RandomForestRegressor(n_estimators=10, random_state=0).fit(pd.get_dummies(X), y)
-    kept = []
-    original = audit_module.ScoringInputs
-
-    def keep(**kwargs):
-        kept.append(original(**kwargs))
-        return kept[-1]
+    model = RandomForestRegressor(n_estimators=10, random_state=0).fit(pd.get_dummies(X).fillna(0), y)
 
     def f(frame):
-        return model.predict(pd.get_dummies(frame).reindex(columns=model.feature_names_in_, fill_value=0))
+        return model.predict(pd.get_dummies(frame).reindex(columns=model.feature_names_in_, fill_value=0).fillna(0))
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(audit_module, "ScoringInputs", keep)
-        result = autopdp.audit(f, X, y, config=AuditConfig(grid_resolution=6, grid_resolution_2d=4))
-    inputs = kept[0]
-    distinct = {(name, kind, tuple(np.asarray(g).tolist()))
-                for r in result.results for name, kind, g in zip(r.features, r.kinds, r.grid)}
-    arrays = [(key, g, near) for key, pairs in inputs._nearest.items() for g, near in pairs]
-    assert len(arrays) == len(distinct) == 6  # a and c: a 1D and a 2D grid; b (9 levels) and d: one grid each
-    assert sum(r.ndim for r in result.results) == 16  # every feature of every PD: before, one array each
-    for (name, kind, ordered), g, near in arrays:
-        spec = FeatureSpec(name=name, position=-1, kind=kind, grid=g, ordered=ordered, n_missing=0)
-        np.testing.assert_array_equal(near, nearest_grid_index(inputs.column(name), spec))
-    for r in result.results:
-        fresh = [nearest_grid_index(inputs.column(name), FeatureSpec(name=name, position=-1, kind=kind,
-                                                                     grid=np.asarray(g), ordered=o, n_missing=0))
-                 for name, kind, g, o in zip(r.features, r.kinds, r.grid, r.ordered)]
-        cells = grid_cells(inputs, r)  # made a chunk at a time (autopdp.scores.cells.GridCells)
-        np.testing.assert_array_equal(cells.chunk(0, len(cells)), _direct_cells(fresh, r.grid_shape))
+    for weights in (None, rng.exponential(size=n)):
+        kept = []
+        original = audit_module.ScoringInputs
+
+        def keep(**kwargs):
+            kept.append(original(**kwargs))
+            return kept[-1]
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(audit_module, "ScoringInputs", keep)
+            result = autopdp.audit(f, X, y, config=AuditConfig(grid_resolution=6, grid_resolution_2d=4),
+                                   sample_weight=weights)
+        inputs = kept[0]
+        assert not hasattr(inputs, "_nearest")  # where every row's grid indexes were kept
+        grids = {grid_key(r.features, r.kinds, r.grid, r.ordered) for r in result.results}
+        pairs = sum(r.ndim == 2 for r in result.results)
+        assert pairs >= 3 and set(inputs._tables.masses) == grids and len(grids) == 4 + pairs  # one per PD: no PD
+        # shares a 1D grid with another here (the 2D grids of a and c are coarser; b and d's differ in features)
+        for r in result.results:
+            fresh = [nearest_grid_index(inputs.column(name), FeatureSpec(name=name, position=-1, kind=kind,
+                                                                         grid=np.asarray(g), ordered=o, n_missing=0))
+                     for name, kind, g, o in zip(r.features, r.kinds, r.grid, r.ordered)]
+            cells = _direct_cells(fresh, r.grid_shape)
+            np.testing.assert_allclose(inputs.cell_weights(r), cell_weights(cells, r.grid_shape, weights),
+                                       rtol=1e-12, atol=0)
+            want = incidence_curve(cells, np.asarray(y, dtype=float), r.grid_shape, weights)
+            np.testing.assert_allclose(inputs.incidence(r, r.targets[0]), want, rtol=1e-12, atol=0)
 
 
 def test_small_index_holds_every_index_of_its_grid():

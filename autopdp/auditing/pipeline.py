@@ -306,6 +306,7 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
     def scoring_stage():
         started_scoring = time.perf_counter()
         with announce(f"scoring {len(results)} PDs with {len(config.utilities)} utilities", progress):
+            inputs.prepare_tables(results)  # every grid's cell table: one pass over the rows
             by_pd = {r.features: score_result(inputs, r) for r in results}
             surfaces = inputs.link.surfaces if inputs.link is not None else {}
             imp = importance_table(res1)

@@ -28,7 +28,7 @@ from ..scores.importance import flatness, marginal_weights
 from .null_draws import (
     _weighted_sd, at_threshold, minimum_effect, stat_flatness, stat_lipschitz, stat_monotonicity, stat_slope,
 )
-from ..scores.scoring import _weights, grid_cells
+from ..scores.scoring import grid_cells
 from .significance import (
     ANALYTIC_P_FLOOR, EFFECTIVE_ROWS_FLOOR, TESTS, Evidence, NoiseModel, analytic_p, pd_noise_model,
     ice_row_weights, noise_gap_reason, with_threshold_noise,
@@ -117,8 +117,8 @@ def assess(inputs, results, utility_scores, scores, *, surrogate=None, extra_noi
         return 1e-9 * (sd[t] if t < sd.size and np.isfinite(sd[t]) else 1.0)
 
     for r in one_d:
-        cells = grid_cells(inputs, r)
-        w = _weights(cells, r.grid_shape, getattr(inputs, "sample_weight", None)).ravel()
+        w = inputs.cell_weights(r).ravel()
+        cells = None  # every row's cell: made by the incidence test only, when it runs (_incidence_item)
         # importance (for the pair criteria and the 'low' ice_variance criterion)
         wimp = marginal_weights(r)[0]
         imp = flatness(np.asarray(r.average, dtype=float), r.kinds[0], axis=-1, weights=wimp)
@@ -339,6 +339,7 @@ def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evide
                          reason=f"the sample weights leave {n_eff:.1f} effective rows, fewer than "
                                 f"{EFFECTIVE_ROWS_FLOOR}: the bins' residual means cannot be taken as Gaussian")
     yv = inputs.observed(s.target)
+    cells = grid_cells(inputs, r) if cells is None else cells
     parts = incidence_parts(
         predicted=inputs.predictions[:, t], observed=yv, cells=cells,
         sample_weight=inputs.sample_weight, pd_curve=np.ravel(r.average[t]), kind=r.kinds[0], noise=noise, loss=cfg.loss, threshold=thr if np.isfinite(thr) else 0.0,

@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..pd.sampling import ht_weights
 from .evidence import assess
-from ..scores.scoring import ScoringInputs, _score_utility, _weights, grid_cells, importance_table
+from ..scores.scoring import ScoringInputs, _score_utility, importance_table
 from .significance import Evidence
 from .words import for_learner
 
@@ -154,8 +154,8 @@ def _inputs_like(inputs: ScoringInputs, config, link) -> ScoringInputs:
     out = ScoringInputs(frame=inputs.frame, y=inputs.y, is_classifier=inputs.is_classifier,
                         prediction_std=inputs.prediction_std, config=config, comparisons={},
                         sample_weight=inputs.sample_weight, predictions=None, comparison_predictions={}, link=link)
-    # the pair associations and rows' grid indexes are the audit's: share its caches rather than recompute per refit
-    out._associations, out._nearest = inputs._associations, inputs._nearest
+    # the pair associations and grids' cell tables are the audit's: share its caches rather than recompute per refit
+    out._associations, out._tables = inputs._associations, inputs._tables
     out.threshold_spread = inputs.threshold_spread  # the audit's threshold, and its sampling error, are the same
     return out
 
@@ -198,14 +198,13 @@ def _jackknife_ice(inputs, learner_results, refits, link, correction):
             if r.ndim != 1 or s is None or not s.available or "mean_square_se" not in (s.details or {}):
                 continue
             i = [x.features for x in refits.pds[0].res1].index(r.features)
-            cells = grid_cells(inputs, r)
-            w = _weights(cells, r.grid_shape, inputs.sample_weight)
+            w = inputs.cell_weights(r)
             loo = []
             for j in range(k):
                 keep = [m for m in range(k) if m != j]
                 rj = _mean_result(r, [refits.pds[m].res1[i] for m in keep])
                 lj = _learner_link(link, [p.link for p in refits.pds], keep=set(keep), only=r.features)
-                sj = _score_utility(_inputs_like(inputs, inputs.config, lj), rj, "ice_variance", cells, w)
+                sj = _score_utility(_inputs_like(inputs, inputs.config, lj), rj, "ice_variance", w)
                 loo.append(float(sj["ice_variance"].details.get("mean_square", np.nan)))
             loo = np.asarray(loo)
             mean = float(s.details.get("mean_square", np.nan))

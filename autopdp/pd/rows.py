@@ -113,21 +113,26 @@ def scheduler_of(frame, scheduler=None):
     return scheduler if scheduler is not None else getattr(frame, "scheduler", None)
 
 
-def map_rows(fn, payload, frame, *, sample_weight=None, plan=None, scheduler=None) -> list:
+def map_rows(fn, payload, frame, *, sample_weight=None, plan=None, scheduler=None, sliced=None) -> list:
     """``[fn(rows, payload)]`` over the row partitions of ``frame``, in row order: here one partition (every row);
     on a Dask ``scheduler`` one per worker, run where the audit's resident rows are (keyed as the PDs' partitions
     of ``frame``, ``sample_weight`` and the tree ``plan``, so no row is sent again).  ``fn`` is a module-level
     function of a :class:`~autopdp.pd.data.Frame` and ``payload`` that returns a per-row result or a summary.  A
-    :class:`~autopdp.pd.partframe.PartFrame` is mapped over its own parts, each read on a worker, none here."""
+    :class:`~autopdp.pd.partframe.PartFrame` is mapped over its own parts, each read on a worker, none here.
+
+    ``sliced``: ``{name: per-row array of this process, or None}``; each partition's call then takes
+    ``(payload, {name: its rows' slice})`` (here the whole arrays, as views), so per-row values held here meet
+    the rows where they are without being kept there."""
     scheduler = scheduler_of(frame, scheduler)
     if scheduler is None:
-        return [fn(frame, payload)]
+        return [fn(frame, payload if sliced is None else (payload, dict(sliced)))]
     from .distributed import dask_workers, run_partitions_on_dask
 
     shell = _FrameShell()
-    parts = [(shell, key, make) for key, make, _ in
-             frame_partitions(frame, sample_weight, plan, dask_workers(scheduler))]
-    return run_partitions_on_dask(scheduler, fn, parts, [payload] * len(parts))
+    split = frame_partitions(frame, sample_weight, plan, dask_workers(scheduler))
+    payloads = [payload if sliced is None else
+                (payload, {k: None if v is None else v[a:b] for k, v in sliced.items()}) for _, _, (a, b) in split]
+    return run_partitions_on_dask(scheduler, fn, [(shell, key, make) for key, make, _ in split], payloads)
 
 
 def map_blocks(fn, payload, frame, *, sample_weight=None, extra=None) -> list:

@@ -83,3 +83,71 @@ def cell_weights(cells, shape, sample_weight=None) -> np.ndarray:
     mass = cell_sums(cells, weights=sample_weight)
     total = max(len(cells), 1) if sample_weight is None else max(float(np.sum(sample_weight)), 1e-300)
     return (mass / total).reshape(shape)
+
+
+class CellTables:
+    """Per PD grid: its cells' row mass (count, or sample weight) and, per observed target, the sum of the
+    observed values weighted the same way, found on the row partitions in one pass (:func:`cell_tables`) and
+    kept here: a few numbers per cell, where every row's grid indexes were kept before (issue 54).
+
+    ``masses[key]``: ``(cells,)``; ``sums[key][target_key]``: ``(cells,)``; ``key`` the grid's key
+    (:func:`grid_key`)."""
+
+    def __init__(self):
+        self.masses: dict = {}
+        self.sums: dict = {}
+
+    def __contains__(self, key) -> bool:
+        return key in self.masses
+
+
+def grid_key(features, kinds, grid, ordered) -> tuple:
+    """A PD grid's key: its features, kinds, orderings and grid values (with their types: 1 and "1" differ), so
+    the copies of one grid that 2D, refit and comparison PDs carry share one table."""
+    def values(g):
+        g = np.asarray(g)
+        return (str(g.dtype), g.tobytes()) if g.dtype != object else \
+            tuple((type(v).__name__, repr(v)) for v in g.tolist())
+    return tuple(features), tuple(kinds), tuple(bool(o) for o in ordered), tuple(values(g) for g in grid)
+
+
+def cell_tables(tables: CellTables, frame, jobs: list, observed: dict, sample_weight=None) -> None:
+    """Fill ``tables`` with the tables of ``jobs``: ``[(key, [(column position, FeatureSpec) per axis], shape)]``,
+    in one pass over ``frame``'s row partitions (:func:`autopdp.pd.rows.map_rows`; a ``PartFrame``'s parts where
+    they are).  ``observed``: ``{target_key: per-row observed values}`` of this process, and ``sample_weight``,
+    travel sliced to each partition.  Counts are exact; weighted sums equal one pass's to rounding."""
+    from ..pd.rows import map_rows
+
+    jobs = [j for j in jobs if j[0] not in tables]
+    if not jobs:
+        return
+    sliced = {"w": sample_weight, **{("y", k): v for k, v in observed.items()}}
+    for part in map_rows(_tables_part, jobs, frame, sliced=sliced):
+        for key, (mass, sums) in part.items():
+            if key in tables.masses:
+                tables.masses[key] = tables.masses[key] + mass
+                tables.sums[key] = {k: tables.sums[key][k] + v for k, v in sums.items()}
+            else:
+                tables.masses[key], tables.sums[key] = mass, sums
+
+
+def _tables_part(rows, job) -> dict:
+    """One row partition's tables (see :func:`cell_tables`): its rows' grid indexes are found once per axis and
+    dropped when the partition's tables are made; the cells are summed a chunk of rows at a time."""
+    from ..pd.grids import nearest_grid_index, small_index
+
+    jobs, arrays = job
+    w = arrays["w"]
+    ys = {k[1]: v for k, v in arrays.items() if isinstance(k, tuple)}
+    axes: dict = {}
+    out = {}
+    for key, spec_axes, shape in jobs:
+        idx = []
+        for position, spec in spec_axes:
+            akey = (position, grid_key([spec.name], [spec.kind], [spec.grid], [spec.ordered]))
+            if akey not in axes:
+                axes[akey] = small_index(nearest_grid_index(rows.column(position), spec), np.asarray(spec.grid).size)
+            idx.append(axes[akey])
+        cells = GridCells(idx, shape)
+        out[key] = (cell_sums(cells, weights=w), {k: cell_sums(cells, values=v, weights=w) for k, v in ys.items()})
+    return out

@@ -29,7 +29,7 @@ from .utilities.lipschitz import default_bound
 from .failures import failed_score
 from ..pd.rows import map_rows
 from ..pd.sampling import ice_row_weights
-from .cells import GridCells, cell_weights, flat_cells
+from .cells import CellTables, GridCells, cell_tables, flat_cells, grid_key
 from .spread import THRESHOLD_VARIANCE_Z, ThresholdSpread, spread_summary
 
 __all__ = ["ScoringInputs", "threshold_spread", "score_result", "grid_cells", "flat_cells", "importance_table", "interaction_table", "pair_criteria"]
@@ -87,7 +87,7 @@ class ScoringInputs:
         self.comparisons = comparisons  # {name: {features: PDResult}}
         self._associations: dict[tuple, tuple] = {}
         self._observed: dict = {}
-        self._nearest: dict = {}  # grid_cells' nearest grid index per feature and grid values (_nearest)
+        self._tables = CellTables()  # each PD grid's cell masses and observed sums (cell_tables)
         #: per target, every row's share of the threshold's relative error, summarised (see spread_of)
         self.threshold_spread = None if self.predictions is None else [
             spread_summary(self.predictions[:, t]) for t in range(self.predictions.shape[1])]
@@ -102,13 +102,69 @@ class ScoringInputs:
 
     def observed(self, target):
         """:func:`~autopdp.scores.utilities.incidence.observed_values` of ``y`` for ``target`` (computed once)."""
-        key = (type(target).__name__, str(target))
+        key = _target_key(target)
         if key not in self._observed:
             values = None if self.y is None else observed_values(self.y, target, self.is_classifier)
             # a class indicator is 0 or 1: kept in 1 byte a row, not 8 (its users read it as numbers, a chunk of
             # rows at a time)
             self._observed[key] = values.astype(np.uint8) if values is not None and self.is_classifier else values
         return self._observed[key]
+
+    def prepare_tables(self, results) -> None:
+        """Every PD grid's cell table (:func:`autopdp.scores.cells.cell_tables`) in one pass over the rows: what
+        the density weights and the incidence read, kept as a few numbers per cell instead of every row's cell."""
+        observed = self._observed_of([t for r in results for t in r.targets])
+        cell_tables(self._tables, self.frame, [self._table_job(r) for r in results], observed, self.sample_weight)
+
+    def _observed_of(self, targets) -> dict:
+        """``{target key: observed values}`` of the targets (those with numbers to average)."""
+        out = {}
+        if self.y is None:
+            return out
+        for t in targets:
+            key = _target_key(t)
+            if key not in out:
+                values = self.observed(t)
+                if values is not None:
+                    out[key] = values
+        return out
+
+    def _table_job(self, r) -> tuple:
+        axes = [(self.frame.names.index(name), FeatureSpec(name=name, position=-1, kind=kind, grid=np.asarray(g),
+                                                           ordered=o, n_missing=0))
+                for name, kind, g, o in zip(r.features, r.kinds, r.grid, r.ordered)]
+        return grid_key(r.features, r.kinds, r.grid, r.ordered), axes, tuple(r.grid_shape)
+
+    def _table(self, r, targets=()) -> tuple:
+        """``(mass, {target key: sums})`` of ``r``'s grid, made here when not prepared (or without ``targets``)."""
+        key = grid_key(r.features, r.kinds, r.grid, r.ordered)
+        observed = self._observed_of(targets)
+        if key not in self._tables or any(k not in self._tables.sums[key] for k in observed):
+            fresh = CellTables()
+            cell_tables(fresh, self.frame, [self._table_job(r)], observed, self.sample_weight)
+            self._tables.masses[key] = fresh.masses[key]
+            self._tables.sums[key] = {**self._tables.sums.get(key, {}), **fresh.sums[key]}
+        return self._tables.masses[key], self._tables.sums[key]
+
+    def cell_weights(self, result) -> np.ndarray:
+        """Share of the rows (of their sample weight) nearest each cell of ``result``'s grid (paper eq. 5), as
+        :func:`autopdp.scores.cells.cell_weights` of :func:`grid_cells` gives it."""
+        mass, _ = self._table(result)
+        sw = self.sample_weight
+        total = max(self.frame.n_rows, 1) if sw is None else max(float(np.sum(sw)), 1e-300)
+        return (mass / total).reshape(result.grid_shape)
+
+    def incidence(self, result, target) -> np.ndarray | None:
+        """The mean observed value of ``target`` over each cell's rows (NaN: no rows), as
+        :func:`~autopdp.scores.utilities.incidence.incidence_curve` of :func:`grid_cells` gives it; None without
+        numbers to average."""
+        mass, sums = self._table(result, (target,))
+        total = sums.get(_target_key(target))
+        if total is None:
+            return None
+        with np.errstate(invalid="ignore", divide="ignore"):
+            curve = np.where(mass > 0, total / np.where(mass > 0, mass, 1.0), np.nan)
+        return curve.reshape(result.grid_shape)
 
     def column(self, name: str) -> np.ndarray:
         """One column's values, read from the frame each time: what is kept of them is small (each row's nearest
@@ -125,6 +181,10 @@ class ScoringInputs:
         return {r.features: self._associations[r.features] for r in results_2d}
 
 
+def _target_key(target) -> tuple:
+    return type(target).__name__, str(target)
+
+
 def grid_cells(inputs: ScoringInputs, result) -> GridCells:
     """Every data row's flat grid-cell index for ``result``'s grid (-1 for none), made a chunk at a time."""
     return GridCells([_nearest(inputs, name, kind, grid, ordered) for name, kind, grid, ordered in
@@ -132,39 +192,18 @@ def grid_cells(inputs: ScoringInputs, result) -> GridCells:
 
 
 def _nearest(inputs: ScoringInputs, name, kind, grid, ordered) -> np.ndarray:
-    """Every row's nearest index in ``grid`` of feature ``name``, kept once per feature and grid *values*: the 2D
-    PDs, the comparison models' and the refits' PDs carry their own copies of a grid, and a copy must not keep a
-    row-long array of its own (at 10M rows, 20 MB each)."""
-    grid = np.asarray(grid)
-    kept = inputs._nearest.setdefault((name, kind, bool(ordered)), [])
-    for g, near in kept:
-        if _same_values(g, grid):
-            return near
-    spec = FeatureSpec(name=name, position=-1, kind=kind, grid=grid, ordered=ordered, n_missing=0)
-    frame = inputs.frame  # each row partition finds its rows' indexes (a Dask cluster's parts where they are)
-    near = np.concatenate(map_rows(_nearest_part, (frame.names.index(name), spec), frame))
-    kept.append((grid, near))
-    return near
+    """Every row's nearest index in ``grid`` of feature ``name``, found on each row partition (a Dask cluster's
+    parts where they are) and not kept: the scores keep each grid's cell table instead (:meth:`ScoringInputs.
+    prepare_tables`); only the incidence test, when it runs, reads every row's cell."""
+    spec = FeatureSpec(name=name, position=-1, kind=kind, grid=np.asarray(grid), ordered=ordered, n_missing=0)
+    frame = inputs.frame
+    return np.concatenate(map_rows(_nearest_part, (frame.names.index(name), spec), frame))
 
 
 def _nearest_part(rows: Frame, payload) -> np.ndarray:
     """One row partition's nearest grid indexes of one column (1 or 2 bytes a row, not 8)."""
     position, spec = payload
     return small_index(nearest_grid_index(rows.column(position), spec), np.asarray(spec.grid).size)
-
-
-def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
-    """The same grid: the same values of the same types in the same order (1 and "1" are different levels)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.dtype != object:
-        return bool(np.array_equal(a, b))
-    return all(type(x) is type(y) and x == y for x, y in zip(a.tolist(), b.tolist()))
-
-
-def _weights(cells, shape, sample_weight=None) -> np.ndarray:
-    """:func:`autopdp.scores.cells.cell_weights`: share of the rows (of their sample weight) nearest each cell."""
-    return cell_weights(cells, shape, sample_weight)
 
 
 def _slopes(inputs: ScoringInputs, result, target_index: int) -> list[float]:
@@ -189,14 +228,13 @@ def score_result(inputs: ScoringInputs, result) -> dict[str, UtilityScore]:
     utility as a stage failure (:mod:`autopdp.scores.failures`), which the audit
     collects, the report lists and the CLI turns into exit code 3.
     """
-    cells = grid_cells(inputs, result)
-    w = _weights(cells, result.grid_shape, inputs.sample_weight)
+    w = inputs.cell_weights(result)
     out: dict[str, UtilityScore] = {}
     for utility in inputs.config.utilities:
         if utility in TRUST_IDS:  # need the model and data: autopdp.trust.checks
             continue
         try:
-            out.update(_score_utility(inputs, result, utility, cells, w))
+            out.update(_score_utility(inputs, result, utility, w))
         except Exception as exc:  # noqa: BLE001 - not an expected condition: collected as a stage failure
             uids = [similarity_id(n) for n in inputs.comparisons] if utility == "similarity" else [utility]
             for uid in uids:
@@ -204,7 +242,7 @@ def score_result(inputs: ScoringInputs, result) -> dict[str, UtilityScore]:
     return out
 
 
-def _score_utility(inputs: ScoringInputs, result, utility: str, cells, w) -> dict[str, UtilityScore]:
+def _score_utility(inputs: ScoringInputs, result, utility: str, w) -> dict[str, UtilityScore]:
     """One utility (or one per comparison model for ``similarity``), best over targets."""
     cfg = inputs.config
     targets = range(result.n_targets)
@@ -223,9 +261,10 @@ def _score_utility(inputs: ScoringInputs, result, utility: str, cells, w) -> dic
         per = [score_lipschitz(result, target_index=t, weights=w, slopes=_slopes(inputs, result, t), loss=cfg.loss)
                for t in targets]
     elif utility == "incidence":
-        per = [score_incidence(result, target_index=t, weights=w, cells=cells, y=inputs.y,
+        per = [score_incidence(result, target_index=t, weights=w, cells=None, y=inputs.y,
                                is_classifier=inputs.is_classifier, loss=cfg.loss, sample_weight=inputs.sample_weight,
-                               y_values=inputs.observed(result.targets[t]))
+                               y_values=inputs.observed(result.targets[t]),
+                               curve=None if inputs.y is None else inputs.incidence(result, result.targets[t]))
                for t in targets]
     elif utility == "slope":
         per = [score_slope(result, target_index=t) for t in targets]

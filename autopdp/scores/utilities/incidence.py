@@ -56,15 +56,16 @@ def observed_values(y, target, is_classifier: bool) -> np.ndarray | None:
 
 
 def score_incidence(result, *, target_index: int, weights: np.ndarray, cells: np.ndarray | None, y, is_classifier: bool, loss: str = "l2",
-                    sample_weight=None, y_values=None) -> UtilityScore:
+                    sample_weight=None, y_values=None, curve=None) -> UtilityScore:
     """Score how far the PD is from the observed incidence (or mean target).
 
     ``cells``: flat grid-cell index of every data row (-1 for none); ``y``: the
     observed target of those rows (None when not given); ``y_values``:
-    ``observed_values(y, target, is_classifier)`` when the caller has it already.
+    ``observed_values(y, target, is_classifier)`` when the caller has it already; ``curve``: the
+    :func:`incidence_curve` when the caller has it already (then ``cells`` is not read).
     """
     target = result.targets[target_index]
-    if y is None or cells is None:
+    if y is None or (cells is None and curve is None and y_values is not None):
         return not_applicable(UTILITY, "needs the observed target y (pass y to audit).", target)
     if result.response == "decision_function":
         return not_applicable(
@@ -77,6 +78,6 @@ def score_incidence(result, *, target_index: int, weights: np.ndarray, cells: np
         y_values = observed_values(y, target, is_classifier)
     if y_values is None:
         return not_applicable(UTILITY, "the target y is not numeric, so it has no mean to compare with.", target)
-    g = incidence_curve(cells, y_values, result.grid_shape, sample_weight)
+    g = incidence_curve(cells, y_values, result.grid_shape, sample_weight) if curve is None else curve
     f = np.asarray(result.average[target_index], dtype=float)
     return gap_score(UTILITY, f, g, weights, loss, target, what="share of class" if is_classifier else "mean target")
