@@ -85,3 +85,48 @@ def test_an_audit_reads_the_same_from_weights_scaled_by_a_constant():
     assert "incidence" in numbers and one.scores["incidence"].max() < 0.2
     np.testing.assert_allclose(two.scores[numbers].to_numpy(dtype=float), one.scores[numbers].to_numpy(dtype=float),
                                rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("chunk", [1, 5, 10**9])
+def test_cell_tables_merged_over_partitions_equal_the_definitions(seed, chunk, monkeypatch):
+    """Issue 54: a grid's cell table (row mass, observed sums) made on row partitions of any size, one-row and
+    empty ones included, and merged equals the whole-array definitions (cell_weights, incidence_curve of fresh
+    nearest indexes), with missing values, rows beyond the grid and a categorical axis."""
+    import pandas as pd
+
+    from autopdp.pd.data import as_frame
+    from autopdp.pd.grids import FeatureSpec, nearest_grid_index
+    from autopdp.scores.cells import CellTables, _tables_part, grid_key
+
+    monkeypatch.setattr(rows, "CHUNK_ROWS", chunk)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 200))
+    x = rng.normal(size=n)
+    x[rng.random(n) < 0.1] = np.nan
+    X = pd.DataFrame({"x": x, "g": pd.Categorical(rng.choice(["p", "q", "r", None], n))})
+    frame = as_frame(X)
+    grids = [np.sort(rng.normal(size=int(rng.integers(1, 6)))), np.array(["q", "p"], dtype=object)]
+    specs = [FeatureSpec(name="x", position=-1, kind="numeric", grid=grids[0], ordered=True, n_missing=0),
+             FeatureSpec(name="g", position=-1, kind="categorical", grid=grids[1], ordered=False, n_missing=0)]
+    jobs = [(grid_key(["x"], ["numeric"], grids[:1], [True]), [(0, specs[0])], (grids[0].size,)),
+            (grid_key(["x", "g"], ["numeric", "categorical"], grids, [True, False]), [(0, specs[0]), (1, specs[1])],
+             (grids[0].size, 2))]
+    y = rng.random(n)
+    w = None if seed % 2 else rng.exponential(size=n)
+    cuts = np.unique(np.concatenate([[0, n], rng.integers(0, n + 1, int(rng.integers(0, 6)))]))
+    merged = CellTables()
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        part = _tables_part(frame.take_rows(np.arange(a, b)),
+                            (jobs, {"w": None if w is None else w[a:b], ("y", "t"): y[a:b]}))
+        for key, (mass, sums) in part.items():
+            merged.masses[key] = merged.masses.get(key, 0) + mass
+            merged.sums[key] = {k: merged.sums.get(key, {}).get(k, 0) + v for k, v in sums.items()}
+    idx = [nearest_grid_index(frame.column(p), s) for p, s in zip((0, 1), specs)]
+    for key, axes, shape in jobs:
+        flat = idx[0] if len(axes) == 1 else np.where((idx[0] >= 0) & (idx[1] >= 0), idx[0] * 2 + idx[1], -1)
+        total = n if w is None else w.sum()
+        np.testing.assert_allclose(merged.masses[key] / total, cell_weights(flat, shape, w).ravel(), rtol=1e-12, atol=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            got = np.where(merged.masses[key] > 0, merged.sums[key]["t"] / merged.masses[key], np.nan)
+        np.testing.assert_allclose(got, incidence_curve(flat, y, shape, w).ravel(), rtol=1e-12, atol=0)
