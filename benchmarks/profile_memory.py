@@ -28,6 +28,10 @@ STAGES = [
     "autopdp.io.loading:_read_parts",
     "autopdp.auditing.pipeline:_validated_inputs",
     "autopdp.auditing.pipeline:_partial_dependences",
+    "autopdp.auditing.pipeline:_margin",
+    "autopdp.auditing.pipeline:_link_2d",
+    "autopdp.auditing.pipeline:_after_pds",
+    "autopdp.auditing.pipeline:_scores_and_trust",
     "autopdp.auditing.pipeline:self_check",
     "autopdp.auditing.pipeline:score_result",
     "autopdp.auditing.pipeline:pair_criteria",
@@ -39,6 +43,7 @@ STAGES = [
     "autopdp.auditing.pipeline:outside_grid",
     "autopdp.auditing.pipeline:audit_regions",
     "autopdp.auditing.pipeline:permutation_importance",
+    "autopdp.auditing.pipeline:audit_metadata",
     "autopdp.cli.commands:_write",
 ]
 
