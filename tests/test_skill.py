@@ -298,3 +298,30 @@ def test_permutation_importance_above_its_row_limit_uses_a_seeded_sample_and_say
     # the same quantity: 2 b^2 Var(x) = 8 for x within the sample's interval; about 0 for z
     lo, hi = part["features"]["x"]["interval"]
     assert lo < 8 < hi and part["features"]["x"]["shown"] and abs(part["features"]["z"]["value"]) < 0.05
+
+
+def test_unweighted_measures_equal_those_with_unit_weights():
+    """Issue 54: without weights no row-long array of ones is made; the measures equal those with every weight 1
+    (binary, multiclass, regression; with rows left out for a missing target or prediction)."""
+    rng = np.random.default_rng(7)
+    n = 700
+    y = rng.integers(0, 2, n).astype(float)
+    p = np.clip(0.3 + 0.4 * y + rng.normal(scale=0.2, size=n), 0.01, 0.99)
+    y[rng.random(n) < 0.05] = np.nan
+    p[rng.random(n) < 0.03] = np.nan
+    y3 = rng.integers(0, 3, n)
+    proba = rng.dirichlet(np.ones(3), n)
+    three = SimpleNamespace(is_classifier=True, targets=(0, 1, 2), response="predict_proba")
+    yr = rng.normal(size=n)
+    pr = 0.5 * yr + rng.normal(scale=0.5, size=n)
+    for args in ((p[:, None], y, BINARY), (proba, y3, three, None, [0, 1, 2]), (pr[:, None], yr, REGRESSOR)):
+        pred, target, adapter = args[:3]
+        classes = args[4] if len(args) > 4 else None
+        plain = model_skill(pred, target, adapter, None, classes)
+        ones = model_skill(pred, target, adapter, np.ones(n), classes)
+        assert plain.keys() == ones.keys() and "reason" not in plain
+        for key, value in plain.items():
+            if isinstance(value, float) and np.isfinite(value):
+                assert value == pytest.approx(ones[key], rel=1e-12, abs=1e-15), key
+            elif not isinstance(value, float):
+                assert value == ones[key], key

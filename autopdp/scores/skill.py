@@ -79,11 +79,20 @@ def _binary_log_loss(p, positive) -> np.ndarray:
     return -np.where(positive, np.log(p), np.log1p(-p))
 
 
+def _weights_of(w, a: int, b: int) -> np.ndarray:
+    """The rows ``a:b``'s weights (None: every row weighs 1, and no row-long array of ones is made)."""
+    return np.ones(b - a) if w is None else w[a:b]
+
+
+def _total(w, n: int) -> float:
+    return float(n) if w is None else float(w.sum())
+
+
 def _binary(score, positive, w, probabilities: bool) -> dict:
     out: dict = {"kind": "binary", "rows": int(score.size), "positives": int(positive.sum())}
     if positive.all() or not positive.any():
         return {**out, "reason": "the target has one class only on these rows"}
-    if max(w.max() - w[0], w[0] - w.min()) <= 1e-8 + 1e-5 * abs(w[0]):  # np.allclose(w, w[0]), no temporaries
+    if w is None or max(w.max() - w[0], w[0] - w.min()) <= 1e-8 + 1e-5 * abs(w[0]):  # np.allclose(w, w[0])
         auc, se = _delong(score, positive)
         out.update(auc=auc, auc_interval=_interval(auc, se, 0.0, 1.0), p_value=_one_sided(auc, 0.5, se),
                    test="AUC against 0.5 (DeLong's variance), one-sided")
@@ -92,22 +101,24 @@ def _binary(score, positive, w, probabilities: bool) -> dict:
 
         out.update(auc=float(roc_auc_score(positive, score, sample_weight=w)), auc_interval=None)
     if probabilities:
-        rate = float(np.clip(w @ positive / w.sum(), _EPS, 1 - _EPS))
+        share = int(positive.sum()) / score.size if w is None else w @ positive / w.sum()
+        rate = float(np.clip(share, _EPS, 1 - _EPS))
         out.update(_improvement(lambda a, b: (_binary_log_loss(score[a:b], positive[a:b]),
-                                              _binary_log_loss(np.full(b - a, rate), positive[a:b])), w, "log_loss"),
-                   base_rate=rate)
+                                              _binary_log_loss(np.full(b - a, rate), positive[a:b])), w, "log_loss",
+                                score.size), base_rate=rate)
         if "p_value" not in out:  # weighted: the log-loss improvement is the test
             out.update(p_value=out["improvement_p"], test="log-loss improvement over the base rate, one-sided")
     return out
 
 
-def _improvement(losses, w, name: str) -> dict:
+def _improvement(losses, w, name: str, n: int) -> dict:
     """The model's mean loss and the baseline's, and the one-sided test of the per-row improvement above 0:
-    ``losses(a, b)`` gives the rows ``a:b``'s losses (the model's, the baseline's), taken a chunk at a time."""
-    total = float(w.sum())
+    ``losses(a, b)`` gives the rows ``a:b``'s losses (the model's, the baseline's), taken a chunk at a time; ``n``
+    rows, weighted by ``w`` (None: unweighted)."""
+    total = _total(w, n)
 
     def weighted(fn) -> float:
-        return _chunked(w.size, lambda a, b: np.sum(fn(w[a:b] / total, *losses(a, b))))
+        return _chunked(n, lambda a, b: np.sum(fn(_weights_of(w, a, b) / total, *losses(a, b))))
 
     m = weighted(lambda wn, loss, base: wn * loss)
     b = weighted(lambda wn, loss, base: wn * base)
@@ -125,19 +136,19 @@ def _multiclass(proba, labels, classes, w) -> dict:
         return {"kind": "multiclass", "reason": "the target has labels the model's classes do not name"}
     col = np.array([index[v] for v in labels.tolist()])
     p = np.clip(proba[np.arange(col.size), col], _EPS, 1.0)
-    share = np.bincount(col, weights=w, minlength=len(classes)) / w.sum()
+    share = np.bincount(col, weights=w, minlength=len(classes)) / _total(w, col.size)
     base = -np.log(np.clip(share[col], _EPS, 1.0))
     out = {"kind": "multiclass", "rows": int(col.size),
-           **_improvement(lambda a, b: (-np.log(p[a:b]), base[a:b]), w, "log_loss")}
+           **_improvement(lambda a, b: (-np.log(p[a:b]), base[a:b]), w, "log_loss", col.size)}
     out.update(p_value=out["improvement_p"], test="log-loss improvement over the class shares, one-sided")
     return out
 
 
 def _regression(pred, y, w) -> dict:
-    total = float(w.sum())
+    total = _total(w, y.size)
 
     def weighted(fn) -> float:  # a weighted sum over the rows, a chunk at a time
-        return _chunked(w.size, lambda a, b: np.sum(w[a:b] / total * fn(a, b)))
+        return _chunked(y.size, lambda a, b: np.sum(_weights_of(w, a, b) / total * fn(a, b)))
 
     mean = weighted(lambda a, b: y[a:b])
 
@@ -150,10 +161,10 @@ def _regression(pred, y, w) -> dict:
 
     def phi_sq(a, b):  # the delta method's influence of each row, squared, times its weight's share
         e, s = losses(a, b)
-        return w[a:b] / total * (-(e - e_bar) / s_bar + e_bar * (s - s_bar) / s_bar ** 2) ** 2
+        return _weights_of(w, a, b) / total * (-(e - e_bar) / s_bar + e_bar * (s - s_bar) / s_bar ** 2) ** 2
     se = float(np.sqrt(weighted(phi_sq)))
     out = {"kind": "regression", "rows": int(y.size), "r2": r2, "r2_interval": _interval(r2, se, hi=1.0),
-           **_improvement(losses, w, "mse")}
+           **_improvement(losses, w, "mse", y.size)}
     out.update(p_value=out["improvement_p"], test="squared-error improvement over the mean, one-sided")
     return out
 
@@ -166,10 +177,11 @@ def model_skill(predictions, y, adapter, weights=None, classes=None, significanc
     y = np.asarray(y)
     pred = np.asarray(predictions, dtype=float).reshape(y.shape[0], -1)
     ok = ~_isna(y) & np.isfinite(pred).all(axis=1)
-    w = np.ones(y.shape[0]) if weights is None else np.asarray(weights, dtype=float)
-    ok &= np.isfinite(w) & (w > 0)
+    w = None if weights is None else np.asarray(weights, dtype=float)  # None: every row weighs 1
+    if w is not None:
+        ok &= np.isfinite(w) & (w > 0)
     if not ok.all():  # the usable rows' copies, only when some are not
-        y, pred, w = y[ok], pred[ok], w[ok]
+        y, pred, w = y[ok], pred[ok], (None if w is None else w[ok])
     if y.size < 3:
         return {"reason": "fewer than 3 rows with a target", "shows_skill": None}
     targets = list(getattr(adapter, "targets", ()))
