@@ -173,8 +173,8 @@ def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False
     """``[fn(shell.with_rows(rows), payload) ...]`` on the cluster, in order, one task per row partition.
 
     ``parts``: ``(shell, (key, refs), make_rows)`` per partition (:func:`autopdp.pd.rows.shells`); ``payloads``:
-    one per partition.  The rows are sent once per key within :func:`resident_rows` (each partition pinned to one
-    worker, others allowed), and the task runs where they are.  ``refresh``: ``fn`` returns ``(kept, result)`` and
+    one per partition.  The rows are sent once per key within :func:`resident_rows` (each partition placed by the
+    scheduler, which spreads them over the workers), and the task runs where they are.  ``refresh``: ``fn`` returns ``(kept, result)`` and
     the resident rows are replaced, on their worker, by the rows with ``kept`` (:func:`_refreshed`).
     """
     import warnings
@@ -183,14 +183,14 @@ def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False
     client, own = _client(scheduler)
     blocks = state["blocks"] if state is not None and state["client"] is client else {}
     try:
-        workers = sorted(client.scheduler_info().get("workers", {}))
         futures = []
         with warnings.catch_warnings():  # the rows travel inside the task that holds them (it can run again)
             warnings.filterwarnings("ignore", message=".*[Ll]arge (object|graph).*")
-            for i, ((shell, (key, refs), make_rows), payload) in enumerate(zip(parts, payloads)):
-                if key not in blocks:
-                    where = dict(workers=[workers[i % len(workers)]], allow_other_workers=True) if workers else {}
-                    blocks[key] = (client.submit(_rows, make_rows(), key=f"rows-{uuid.uuid4().hex}", **where), refs)
+            for (shell, (key, refs), make_rows), payload in zip(parts, payloads):
+                if key not in blocks:  # placed by the scheduler, which spreads them over the workers: a task
+                    # restricted to a worker's address waits for that address for ever once every worker has died
+                    # at once (dask/distributed#7346), even when other workers may take it
+                    blocks[key] = (client.submit(_rows, make_rows(), key=f"rows-{uuid.uuid4().hex}"), refs)
                 if not refresh:
                     futures.append(client.submit(_on_rows, fn, shell, blocks[key][0], payload, retries=1,
                                                  key=f"{fn.__name__}-{uuid.uuid4().hex}"))
