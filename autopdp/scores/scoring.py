@@ -113,7 +113,8 @@ class ScoringInputs:
     def prepare_tables(self, results) -> None:
         """Every PD grid's cell table (:func:`autopdp.scores.cells.cell_tables`) in one pass over the rows: what
         the density weights and the incidence read, kept as a few numbers per cell instead of every row's cell."""
-        observed = self._observed_of([t for r in results for t in r.targets])
+        wanted = "incidence" in getattr(self.config, "utilities", ("incidence",))  # the observed sums' only reader
+        observed = self._observed_of([t for r in results for t in r.targets]) if wanted else {}
         cell_tables(self._tables, self.frame, [self._table_job(r) for r in results], observed, self.sample_weight)
 
     def _observed_of(self, targets) -> dict:
