@@ -168,9 +168,8 @@ class ScoringInputs:
         return curve.reshape(result.grid_shape)
 
     def column(self, name: str) -> np.ndarray:
-        """One column's values, read from the frame each time: what is kept of them is small (each row's nearest
-        grid index, 1 or 2 bytes a row, once per grid: :func:`grid_cells`), and a kept column would be 8 bytes a row
-        for the rest of the audit (a categorical column as objects: 640 MB for 8 of them at 10M rows)."""
+        """One column's values, read from the frame each time (nothing of it is kept: the scores keep each grid's
+        cell table, :meth:`prepare_tables`; a kept column would be 8 bytes a row for the rest of the audit)."""
         return self.frame.column(self.frame.names.index(name))
 
     def associations(self, results_2d) -> dict:
