@@ -126,3 +126,38 @@ def test_champion_is_the_single_comparison_model_whatever_its_name():
     assert not gate(two, policy, champion="p2").passed
     with pytest.raises(ValueError, match="champion 'p3' is not a comparison model"):
         gate(two, policy, champion="p3")
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 10**9])
+def test_content_hash_in_row_chunks_equals_one_pass(chunk, monkeypatch):
+    """Issue 54: the content hash is fed a chunk of rows at a time (its passing arrays bounded); the digest is the
+    one-pass digest (each row's pandas hash is its own), with categoricals, missing values, text and weights."""
+    import hashlib
+
+    import numpy as np
+    import pandas as pd
+
+    from autopdp.io import provenance
+    from autopdp.io.provenance import content_sha256
+
+    rng = np.random.default_rng(4)
+    n = 53
+    X = pd.DataFrame({"a": rng.normal(size=n), "c": pd.Categorical(rng.choice(["p", "q", None], n)),
+                      "s": rng.choice(["x", "yy", "zzz"], n).astype(object), "i": rng.integers(0, 5, n)})
+    X.loc[rng.random(n) < 0.1, "a"] = np.nan
+    y = rng.choice(["<=50K", ">50K"], n).astype(object)
+    w = rng.exponential(size=n)
+
+    def one_pass():  # the definition, every row at once
+        h = hashlib.sha256()
+        h.update("\x1f".join(map(str, X.columns)).encode())
+        h.update(pd.util.hash_pandas_object(X, index=False).to_numpy().tobytes())
+        for label, extra in (("y", y), ("w", w)):
+            h.update(b"\x1e" + label.encode())
+            h.update(pd.util.hash_pandas_object(pd.Series(np.asarray(extra), dtype=object), index=False).to_numpy()
+                     .tobytes())
+        return h.hexdigest()
+
+    monkeypatch.setattr(provenance, "HASH_CHUNK_ROWS", chunk)
+    assert content_sha256(X, y, w) == one_pass()
+    assert content_sha256(X.iloc[:0], y[:0], w[:0]) != content_sha256(X, y, w)
