@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 
 from ..scores.calibration import incidence_parts
-from .draws import LIPSCHITZ_MAX_DRAWS, _Budget, _Pending, _link_scale_threshold, _link_threshold, _resolve, _rng, \
+from .draws import LIPSCHITZ_MAX_DRAWS, _Budget, _Pending, _link_scale_threshold, _resolve, _rng, \
     _with_refits
 from .pairs import assess_2d
 from ..utils.formatting import fmt
