@@ -19,8 +19,8 @@ import uuid
 
 from ..errors import ClusterError, InputError, InputTypeError, advice
 
-__all__ = ["run_on_dask", "run_partitions_on_dask", "run_items_on_dask", "dask_workers", "resident_rows", "gathered",
-           "cluster_failures"]
+__all__ = ["run_on_dask", "run_partitions_on_dask", "run_items_on_dask", "run_here_or_on_dask", "dask_workers",
+           "resident_rows", "gathered", "cluster_failures"]
 
 #: within resident_rows: {"scheduler", "client", "blocks": {key: (future, refs)}}
 _RESIDENT: contextvars.ContextVar = contextvars.ContextVar("autopdp_dask_resident", default=None)
@@ -222,3 +222,18 @@ def run_items_on_dask(scheduler, fn, shared, items):
     finally:
         if own:
             client.close()
+
+
+def _call(held, _item):
+    fn, args = held
+    return fn(*args)
+
+
+def run_here_or_on_dask(scheduler, fn, *args):
+    """``fn(*args)``: here when ``scheduler`` is None, else as one task on the cluster.  The calling process of an
+    audit on a cluster runs no compiled kernel (it never imports numba, about 130 MB): the few kernel calls on a
+    handful of rows or a sample (the trees' constant, the OOD check, StratPD) run on a worker with the rest."""
+    if scheduler is None:
+        return fn(*args)
+    (out,) = run_items_on_dask(scheduler, _call, (fn, args), [None])
+    return out

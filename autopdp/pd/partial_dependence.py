@@ -252,6 +252,12 @@ def _execute(setup: _Setup, jobs: list[tuple[tuple[int, ...], bool]], n_jobs, pr
         workers = _n_workers(n_jobs)
     plan = setup.tree_plan()  # once, before the work is shared out
     if plan is not None and not setup.centered:
+        if scheduler is not None and plan.forest is not None:
+            # on a cluster the trees' check runs on the workers' row partitions (rows sent once, and kept there for
+            # the work): the calling process runs no compiled kernel
+            from .tree.parts import check_on_dask
+
+            check_on_dask(plan, setup.frame, None, scheduler)
         try:
             # the per-row kernel and its check against the model, once; leaf counts only when the work needs no
             # row's own values (averages only) or the kernel does not apply

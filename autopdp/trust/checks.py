@@ -160,36 +160,46 @@ def _stratpd_sample(n: int) -> str:
     return f"a seeded sample of {MAX_STRATPD_ROWS:,} of the {n:,} rows" if n > MAX_STRATPD_ROWS else ""
 
 
-def _stratpd_curves(adapter, frame, y, results, kinds, random_state: int = 0) -> dict:
+def _stratpd_curves(adapter, frame, y, results, kinds, random_state: int = 0, scheduler=None) -> dict:
     """``{(feature, target): StratPD curve, or the exception it raised}`` of the 1D PDPs, on a thread pool; above
     :data:`MAX_STRATPD_ROWS` rows, on a seeded sample of that many (each tree sorts and splits every row it has).
 
     Each curve grows its own stratifying tree (a compiled kernel that releases the GIL), so the trees grow side
-    by side; each curve is the same whatever the number of threads.
+    by side; each curve is the same whatever the number of threads.  On a Dask ``scheduler`` the trees grow on a
+    worker (:func:`autopdp.pd.distributed.run_here_or_on_dask`), from the rows (or the sample) brought here.
     """
-    from ..pd.tree.ice import n_threads
-    from .modelfree import encode_columns
-    from .strat_kernel import sorted_columns
+    from ..pd.distributed import run_here_or_on_dask
 
     categorical = [k for k, v in kinds.items() if v == "categorical"] or None
     yy = np.asarray(y)
     if frame.n_rows > MAX_STRATPD_ROWS:
         rows = np.sort(np.random.default_rng([random_state, 55]).choice(frame.n_rows, MAX_STRATPD_ROWS, replace=False))
         frame, yy = frame.take_rows(rows), yy[rows]
+    elif getattr(frame, "parts", None) is not None:  # a PartFrame's rows, at most MAX_STRATPD_ROWS, brought here
+        frame = frame.take_rows(np.arange(frame.n_rows))
+    jobs = list(dict.fromkeys((r.features[0], r.targets[r.target_index(None)]) for r in results if r.ndim == 1))
+    return run_here_or_on_dask(scheduler, _stratpd_of_rows, frame, yy, jobs, categorical, adapter.is_classifier)
+
+
+def _stratpd_of_rows(frame, yy, jobs, categorical, is_classifier: bool) -> dict:
+    """:func:`_stratpd_curves` on its rows ``frame`` and their targets ``yy``: one curve per (feature, target)."""
+    from ..pd.tree.ice import n_threads
+    from .modelfree import encode_columns
+    from .strat_kernel import sorted_columns
+
     encoded = encode_columns(frame, categorical)  # once: every curve's tree reads the same columns,
     order = sorted_columns(encoded)  # each sorted once
 
     def one(job):
         name, target = job
         try:
-            yv = observed_values(yy, target, adapter.is_classifier)
+            yv = observed_values(yy, target, is_classifier)
             if yv is None:
                 raise ValueError("the target y is not numeric")
             return stratpd(frame, yv, name, categorical_features=categorical, encoded=encoded, sorted_rows=order)
         except Exception as exc:  # noqa: BLE001 - handed back to the caller, which names the expected cases
             return exc
 
-    jobs = list(dict.fromkeys((r.features[0], r.targets[r.target_index(None)]) for r in results if r.ndim == 1))
     workers = min(n_threads(), len(jobs))
     if workers <= 1:
         return {job: one(job) for job in jobs}
@@ -197,14 +207,21 @@ def _stratpd_curves(adapter, frame, y, results, kinds, random_state: int = 0) ->
         return dict(zip(jobs, pool.map(one, jobs)))
 
 
-def _ood_measures(support, results) -> dict:
-    """``{features: OODMeasure, or the exception it raised}`` of every PD."""
+def _ood_measures(support, results, scheduler=None) -> dict:
+    """``{features: OODMeasure, or the exception it raised}`` of every PD; on a Dask ``scheduler`` measured on a
+    worker (:func:`autopdp.pd.distributed.run_here_or_on_dask`: the support's sample and the grids travel)."""
+    from ..pd.distributed import run_here_or_on_dask
+
+    return run_here_or_on_dask(scheduler, _ood_of_grids, support, [(r.features, r.grid) for r in results])
+
+
+def _ood_of_grids(support, grids: list) -> dict:
     out = {}
-    for r in results:
+    for features, grid in grids:
         try:
-            out[r.features] = support.measure(r.features, r.grid)
+            out[features] = support.measure(features, grid)
         except Exception as exc:  # noqa: BLE001 - handed back to the caller, which records it as a stage failure
-            out[r.features] = exc
+            out[features] = exc
     return out
 
 
@@ -285,11 +302,11 @@ def _measured(model, adapter, frame, y, results, config, wanted, kinds, support,
                                     (adapter(frame.data) if predictions is None else predictions)[:, 0], frame, kinds,
                                     random_state=random_state, max_levels=config.max_levels,
                                     max_mb=config.max_batch_mb) if fit else None
-        oods = side.submit(contextvars.copy_context().run, _ood_measures, support, results) \
+        oods = side.submit(contextvars.copy_context().run, _ood_measures, support, results, scheduler) \
             if support is not None else None
         exact_ale = _exact_ale_curves(model, frame, results, config, frame_2d, scheduler) \
             if "ale_divergence" in wanted else {}
-        stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds, random_state) \
+        stratpd_curves = _stratpd_curves(adapter, frame, y, results, kinds, random_state, scheduler) \
             if "stratpd" in wanted and y is not None else {}
         ood_by_pd = oods.result() if oods is not None else {}
         surrogate = surrogate_job.result() if surrogate_job is not None else None

@@ -363,11 +363,15 @@ class TreePlan:
         self._kernel = (w, kernel)
         return kernel
 
+    def constant_in_trees(self) -> bool:
+        """Whether the trees' sum is the raw score itself (no constant left out)."""
+        return _constant_in_trees(self.final, self.forest)
+
     def first_offset(self, recon0=None) -> np.ndarray:
         """The constant the trees leave out of the raw score, read off the first row (``recon0``: the trees' sum
         on it, when known)."""
         offset = np.zeros(self.forest.value.shape[1])
-        if not _constant_in_trees(self.final, self.forest):
+        if not self.constant_in_trees():
             if recon0 is None:
                 recon0 = RowKernel(self.forest, self._rows_Z([0]), np.ones(1), offset).predictions()[0]
             raw0 = _raw_score(self.final, self._pre(self.frame.take_rows(np.arange(1)).data))

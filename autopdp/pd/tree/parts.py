@@ -27,6 +27,11 @@ class _CheckShell:
         return self.plan.filled(block["frame"], block["Z"], None)
 
 
+def _trees_on_row(forest, Z) -> np.ndarray:
+    """The trees' sum (raw score without the constant) on one encoded row ``Z`` (1, n_columns)."""
+    return RowKernel(forest, Z, np.ones(1), np.zeros(forest.value.shape[1])).predictions()[0]
+
+
 def _check_partition(plan, offset) -> tuple:
     """One partition's check of the trees against the model: ``(kept, (theirs, gap, top))``, or
     ``(None, reason)`` when it fails; ``kept`` (the rows' model matrix, encoded here, and their own raw scores)
@@ -45,11 +50,13 @@ def check_on_dask(plan, frame, sample_weight, scheduler) -> None:
     largest gap and size combine by max); on success the plan takes the rows' model responses (their raw scores
     stay with the rows on the workers, :meth:`TreePlan.checked_elsewhere`), else its per-row path is dropped with the reason, as
     :meth:`TreePlan.prepare` does."""
-    from ..distributed import dask_workers, run_partitions_on_dask
+    from ..distributed import dask_workers, run_here_or_on_dask, run_partitions_on_dask
 
     if plan.forest is None or plan._kernel is not None or plan._checked_offset is not None:
         return
-    offset = plan.first_offset()
+    # the first row's trees walked on a worker: the calling process runs no compiled kernel
+    offset = plan.first_offset(None if plan.constant_in_trees() else
+                               run_here_or_on_dask(scheduler, _trees_on_row, plan.forest, plan._rows_Z([0])))
     shell = _CheckShell(plan.subset_shell())
     parts = [(shell, key, make) for key, make, _ in
              frame_partitions(frame, sample_weight, plan, dask_workers(scheduler))]
