@@ -320,7 +320,8 @@ def test_the_trees_check_on_worker_partitions_gives_the_one_pass_verdict(cluster
 
 def test_a_classifiers_margin_on_every_row_is_computed_on_the_resident_partitions(cluster, monkeypatch):
     """The margin of every row (the link scale's materiality threshold) is one task per partition on the rows the PDs
-    left there (no row is sent again), and the link scale's scores are those of the local audit.  The rows' model
+    left there (no row is sent again), kept there beside the rows (autopdp.pd.kept: the threshold's spread is summed
+    there, in passes of one task per partition), and the link scale's scores are those of the local audit.  The rows' model
     matrix for the trees is made on the workers, from their rows: the calling process encodes a few rows only."""
     from distributed import get_task_stream
 
@@ -341,9 +342,10 @@ def test_a_classifiers_margin_on_every_row_is_computed_on_the_resident_partition
         remote = autopdp.audit(model, X, y, config=cfg, scheduler=client, progress=False)
     assert encoded and max(encoded) <= 1000 < len(X), encoded  # the plan's checks read the first 1,000 rows
     keys = [str(t["key"]) for t in stream.data]
-    assert len([k for k in keys if k.startswith("_every_margin-")]) == 2
+    assert len([k for k in keys if k.startswith("keep_values-")]) == 2
+    assert len([k for k in keys if k.startswith("_pass-")]) % 2 == 0 and any(k.startswith("_pass-") for k in keys)
     # rows sent before the margin: the audit's 2 partitions (checked, then read by the 1D PDs), none more for it
-    first_margin = min(i for i, k in enumerate(keys) if k.startswith("_every_margin-"))
+    first_margin = min(i for i, k in enumerate(keys) if k.startswith("keep_values-"))
     assert len([k for k in keys[:first_margin] if k.startswith("rows-")]) == 2
     assert len([k for k in keys[:first_margin] if k.startswith("_check_partition-")]) == 2
     assert local.evidence["ice_variance"]  # read on the margin's log-odds

@@ -9,7 +9,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..scores.spread import spread_summary
+from ..pd.kept import kept_here
+from ..scores.spread import kept_spread
 from ..scores.utilities.ice_variance import link_scale
 from .significance import NoiseModel, SequentialTest
 
@@ -102,21 +103,20 @@ def _link_scale_threshold_of(inputs, r, t, scale_name):
     pred = inputs.predictions
     link = getattr(inputs, "link", None)
     if link is not None and link.predictions is not None and scale_name == link.name:
-        col = np.asarray(link.predictions, dtype=float)[:, t]
-    elif pred is None or scale_name in ("prediction", "decision function", "share of predicted class") \
+        sd, spread, _ = kept_spread(link.predictions, t)  # kept where the rows are: sums over the partitions
+        ok = np.isfinite(sd) and sd > 0
+        return (float(cfg.materiality * sd) if ok else float("nan")), (spread if ok else None)
+    if pred is None or scale_name in ("prediction", "decision function", "share of predicted class") \
             or scale_name.startswith("probability"):
         sd = np.asarray(inputs.prediction_std, dtype=float)
         ok = t < sd.size and np.isfinite(sd[t]) and sd[t] > 0
         spread = inputs.spread_of(t) if hasattr(inputs, "spread_of") else None
         return (float(cfg.materiality * sd[t]) if ok else float("nan")), spread
-    else:
-        all_classes = bool(pred.shape[1] >= 3 and np.allclose(pred.sum(axis=1), 1.0, atol=1e-6))
-        col = link_scale(pred.T, r.response, all_classes=all_classes)[0][t]
-    finite = np.isfinite(col)
-    col = col if finite.all() else col[finite]  # a view when every value is finite (the spread keeps it)
-    sd = float(col.std()) if col.size > 1 else float("nan")
+    all_classes = bool(pred.shape[1] >= 3 and np.allclose(pred.sum(axis=1), 1.0, atol=1e-6))
+    col = link_scale(pred.T, r.response, all_classes=all_classes)[0][t]
+    sd, spread, _ = kept_spread(kept_here(col), 0, values=col)  # over the finite values
     ok = np.isfinite(sd) and sd > 0
-    return (float(cfg.materiality * sd) if ok else float("nan")), (spread_summary(col) if ok else None)
+    return (float(cfg.materiality * sd) if ok else float("nan")), (spread if ok else None)
 
 
 def _link_surface(inputs, r):

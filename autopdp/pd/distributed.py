@@ -45,6 +45,12 @@ def resident_rows(scheduler):
             client.close()
 
 
+def holds_rows(scheduler) -> bool:
+    """Whether ``scheduler``'s row partitions are kept on its workers now (within :func:`resident_rows`)."""
+    state = _RESIDENT.get()
+    return state is not None and (state["scheduler"] is scheduler or state["client"] is scheduler)
+
+
 def _client(scheduler):
     state = _RESIDENT.get()
     if state is not None and state["scheduler"] is scheduler:

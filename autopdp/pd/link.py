@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from .kept import kept_here
 from .margin import CHECK_TOL, MarginLink, margin_link
 from .sampling import ice_row_weights
 from .scales import link_scale
@@ -164,7 +165,7 @@ def log_predictions(link: MarginLink | None, predictions) -> MarginLink | None:
     logged = _log(predictions)
     if logged is None:
         return MarginLink(name="", reason="the model predicted a value <= 0 (no log): the response scale is kept")
-    return dataclasses.replace(link, predictions=logged)
+    return dataclasses.replace(link, predictions=kept_here(logged))
 
 
 def with_surfaces(link: MarginLink | None, model, adapter, frame_2d, results_2d, pd_kwargs: dict,

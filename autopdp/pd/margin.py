@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
-from .rows import map_rows
+from .kept import KeptValues, keep_values
 
 __all__ = ["MarginLink", "margin_link", "CHECK_ROWS", "CHECK_TOL"]
 
@@ -61,8 +61,9 @@ class MarginLink:
     curves : dict
         ``{features: (n_targets, ice rows, *grid_shape)}`` on the link scale, in the PDs' target order,
         for the 1D PDs whose margin curves were computed and checked.
-    predictions : ndarray of shape (n_rows, n_targets)
-        Every row on the link scale (the materiality threshold's standard deviation).
+    predictions : KeptValues of shape (n_rows, n_targets)
+        Every row on the link scale (the materiality threshold's standard deviation), kept where the rows are
+        (:mod:`autopdp.pd.kept`).
     reason : str
         Why a feature has no margin curves (empty when every feature has them).
     surfaces : dict
@@ -73,7 +74,7 @@ class MarginLink:
 
     name: str
     curves: dict = field(default_factory=dict)
-    predictions: np.ndarray | None = None
+    predictions: KeptValues | None = None
     reason: str = ""
     surfaces: dict = field(default_factory=dict)
     transform: str = ""
@@ -165,13 +166,20 @@ def _every_margin(frame, payload) -> np.ndarray:
                                       n_classes) for a in range(0, frame.n_rows, _BATCH_ROWS)])
 
 
+def _every_link(frame, payload) -> np.ndarray:
+    """Every row of ``frame`` (a row partition) on the link scale ``(rows, targets)``: each row's own margin."""
+    model, n_classes, columns, all_classes = payload
+    every = _every_margin(frame, (model, n_classes))
+    return _link(every[None, :] if n_classes == 2 else every.T, columns, all_classes).T
+
+
 def margin_link(model, adapter, frame, results_1d, pd_kwargs: dict, audit_rows=None) -> MarginLink | None:
     """The margin's link scale for the ICE-variance criterion, or None when the model has none.
 
     ``frame``: the audit's rows (:class:`~autopdp.pd.data.Frame`); ``results_1d``: the 1D PDs;
     ``pd_kwargs``: the options the PDs were computed with (grids, categorical features, method, batch
     size, n_jobs), passed on to :func:`~autopdp.pd.partial_dependence.partial_dependence`; with its ``scheduler``
-    the margin of every row is computed on the row partitions (:func:`autopdp.pd.rows.map_rows`), ``audit_rows`` being
+    the margin of every row is computed and kept on the row partitions (:func:`autopdp.pd.kept.keep_values`), ``audit_rows`` being
     ``(sample_weight, tree plan or None)`` of the audit's partitions.
     Returns None when the response is not ``predict_proba``; a :class:`MarginLink` without curves, with
     its ``reason``, when the model has no ``decision_function`` (no model call) or fails the check.
@@ -196,10 +204,9 @@ def margin_link(model, adapter, frame, results_1d, pd_kwargs: dict, audit_rows=N
             how = "sigmoid" if binary else "softmax"
             raise InputError(f"its predict_proba is not the {how} of its decision_function (to {CHECK_TOL:g})")
         weights, plan = audit_rows if audit_rows is not None else (None, None)
-        every = np.concatenate(map_rows(_every_margin, (model, n_classes), frame, sample_weight=weights, plan=plan,
-                                        scheduler=pd_kwargs.get("scheduler")))
-        every = every[None, :] if binary else every.T
-        predictions = _link(every, columns, all_classes).T
+        # every row on the link scale, kept where the rows are (on a cluster nothing row-long comes here)
+        predictions = keep_values(_every_link, (model, n_classes, columns, all_classes), frame, sample_weight=weights,
+                                  plan=plan, scheduler=pd_kwargs.get("scheduler"))
     except InputError as exc:
         return MarginLink(name=name, reason=str(exc))
     curves, failed = _margin_curves(model, frame, results_1d, pd_kwargs, columns, binary, all_classes)

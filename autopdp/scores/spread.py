@@ -11,12 +11,14 @@ chunks (:func:`autopdp.pd.rows.chunk_bounds`): the same numbers as the whole arr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..pd.rows import chunked_sum
+from ..pd.kept import kept_here, map_kept
+from ..pd.rows import chunk_bounds
 
-__all__ = ["ThresholdSpread", "spread_summary", "THRESHOLD_VARIANCE_Z"]
+__all__ = ["ThresholdSpread", "spread_summary", "kept_spread", "THRESHOLD_VARIANCE_Z"]
 
 #: the one-sided normal quantile at which the threshold's variance is taken (its 95% upper confidence limit)
 THRESHOLD_VARIANCE_Z = 1.645
@@ -32,21 +34,79 @@ class ThresholdSpread:
     mean: float
     var: float
     scale: float
-    predictions: np.ndarray = field(repr=False)  # (size,): the rows' predictions (a view; nothing is copied)
+    #: (size,): the rows' predictions, indexed by row positions: a view of an array here (nothing is copied), or a
+    #: column of values kept on a cluster's row partitions (:class:`autopdp.pd.kept.KeptColumn`: brought on demand)
+    predictions: Any = field(repr=False)
 
     def at(self, rows=None) -> np.ndarray:
         """The shares of the rows ``rows`` (positions; None: every row)."""
-        return self.at_values(self.predictions if rows is None else self.predictions[np.asarray(rows, dtype=np.intp)])
+        if rows is None:
+            p = self.predictions if isinstance(self.predictions, np.ndarray) else self.predictions[np.arange(self.size)]
+        else:
+            p = self.predictions[np.asarray(rows, dtype=np.intp)]
+        return self.at_values(p)
 
     def at_values(self, p) -> np.ndarray:
         """The shares of rows whose predictions are ``p``."""
-        p = np.asarray(p, dtype=float)
-        return self.scale * ((p - self.mean) ** 2 - self.var) / (2.0 * self.size * self.var)
+        return _share(np.asarray(p, dtype=float), self.mean, self.var, self.scale, self.size)
 
 
-def _chunked_sum(p: np.ndarray, fn) -> float:
-    """``sum(fn(values))`` over the chunks of the predictions ``p`` (:func:`autopdp.pd.rows.chunked_sum`)."""
-    return chunked_sum(p.shape[0], lambda a, b: np.sum(fn(np.asarray(p[a:b], dtype=float))))
+def _share(p, mean, var, scale, size):
+    return scale * ((p - mean) ** 2 - var) / (2.0 * size * var)
+
+
+def _terms(kind: str, x: np.ndarray, params: tuple) -> np.ndarray:
+    if kind == "mean":
+        return x
+    if kind == "var":
+        return (x - params[0]) ** 2
+    share_sq = _share(x, *params[:4]) ** 2
+    return share_sq if kind == "share_sq" else (share_sq - params[4]) ** 2
+
+
+def _pass(values, payload) -> tuple:
+    """One row partition's ``(count, sum)`` over column ``t``'s finite values of ``kind``'s terms, chunk by chunk
+    (:func:`autopdp.pd.rows.chunk_bounds`: the per-row temporaries bounded by a chunk)."""
+    t, kind, params = payload
+    col = values[:, t]
+    count, total = 0, 0.0
+    for a, b in chunk_bounds(col.shape[0]):
+        x = np.asarray(col[a:b], dtype=float)
+        finite = np.isfinite(x)
+        if not finite.all():
+            x = x[finite]
+        count += x.size
+        total += float(np.sum(_terms(kind, x, params)))
+    return count, total
+
+
+def kept_spread(kept, t: int, values=None) -> tuple[float, ThresholdSpread | None, bool]:
+    """``(sd, spread, every value finite)`` of column ``t`` of ``kept`` (:class:`autopdp.pd.kept.KeptValues`, every
+    row's values here or on a cluster's row partitions), over its finite values: their standard deviation (NaN for
+    fewer than 2), and :class:`ThresholdSpread` (None unless the sd is positive).  Each sum is a pass over the
+    partitions (:func:`autopdp.pd.kept.map_kept`), merged in row order: the numbers of one pass over the whole
+    column up to the order of the sums.  ``values``: the column as the spread reads it (default: read from
+    ``kept``)."""
+
+    def summed(kind, params=()):
+        parts = map_kept(_pass, (int(t), kind, params), kept)
+        return sum(c for c, _ in parts), float(sum(v for _, v in parts))
+
+    n, first = summed("mean")
+    every = n == kept.n_rows
+    if n < 2:
+        return float("nan"), None, every
+    mean = first / n
+    var = summed("var", (mean,))[1] / n
+    sd = float(np.sqrt(var))
+    if not (np.isfinite(var) and var > 0):
+        return sd, None, every
+    total = summed("share_sq", (mean, var, 1.0, n))[1]
+    spread_q = summed("share_q", (mean, var, 1.0, n, total / n))[1]
+    upper = total + THRESHOLD_VARIANCE_Z * np.sqrt(spread_q)
+    scale = float(np.sqrt(upper / total)) if total > 0 else 1.0
+    return sd, ThresholdSpread(size=n, sum_sq=float(upper) if total > 0 else 0.0, mean=mean, var=var, scale=scale,
+                               predictions=kept.column(t) if values is None else values), every
 
 
 def spread_summary(predictions) -> ThresholdSpread | None:
@@ -56,18 +116,5 @@ def spread_summary(predictions) -> ThresholdSpread | None:
         return None
     p = np.asarray(predictions)
     p = p if p.ndim == 1 else p.ravel()  # a column of the (n, targets) predictions stays a view
-    n = p.shape[0]
-    if n < 2 or not np.isfinite(_chunked_sum(p, lambda x: x * 0.0)):  # any NaN or infinity makes the sum NaN
-        return None
-    mean = _chunked_sum(p, lambda x: x) / n
-    var = _chunked_sum(p, lambda x: (x - mean) ** 2) / n
-    if not var > 0:
-        return None
-    base = ThresholdSpread(size=n, sum_sq=0.0, mean=mean, var=var, scale=1.0, predictions=p)
-    total = _chunked_sum(p, lambda x: base.at_values(x) ** 2)
-    q_mean = total / n
-    spread_q = _chunked_sum(p, lambda x: (base.at_values(x) ** 2 - q_mean) ** 2)
-    upper = total + THRESHOLD_VARIANCE_Z * np.sqrt(spread_q)
-    scale = float(np.sqrt(upper / total)) if total > 0 else 1.0
-    return ThresholdSpread(size=n, sum_sq=float(upper) if total > 0 else 0.0, mean=mean, var=var, scale=scale,
-                           predictions=p)
+    _, spread, every = kept_spread(kept_here(p), 0, values=p)
+    return spread if every else None
