@@ -10,7 +10,7 @@ import pytest
 from autopdp.pd import rows as rows_mod
 from autopdp.pd.data import as_frame
 from autopdp.pd.kept import keep_values, kept_here, map_kept
-from autopdp.scores.spread import THRESHOLD_VARIANCE_Z, kept_spread, spread_summary
+from autopdp.scores.spread import THRESHOLD_VARIANCE_Z, column_sd, kept_spread, spread_summary
 
 
 def _values(frame, payload):
@@ -59,6 +59,20 @@ def test_the_spread_of_values_here_equals_its_definition_at_any_chunk_size(table
     p = values[:, 0]
     np.testing.assert_allclose(got.at(rows), (p[rows] - p.mean()) ** 2 / (2 * p.size * p.var()) * got.scale
                                - got.scale / (2 * p.size), rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 10 ** 6])
+def test_the_columns_sd_in_chunks_is_numpys(monkeypatch, chunk):
+    """The predictions' sd (the materiality threshold's scale) in row chunks equals numpy's std(axis=0): NaN for a
+    column with a value that is not finite, 0 for one row or a constant column."""
+    monkeypatch.setattr(rows_mod, "CHUNK_ROWS", chunk)
+    rng = np.random.default_rng(2)
+    p = np.column_stack([rng.lognormal(0, 2, 301), np.full(301, 3.5), rng.normal(size=301)])
+    p[17, 2] = np.inf
+    np.testing.assert_allclose(column_sd(p), p.std(axis=0), rtol=1e-12)
+    assert np.isnan(column_sd(p)[2]) and column_sd(p)[1] == 0.0
+    np.testing.assert_array_equal(column_sd(p[:1]), np.zeros(3) * p[:1].std(axis=0))
+    assert np.isnan(column_sd(np.empty((0, 2)))).all()
 
 
 def test_values_kept_on_worker_processes_are_summed_there_and_brought_only_for_the_rows_asked(table):

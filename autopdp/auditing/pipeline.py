@@ -47,6 +47,7 @@ from ..pd.refits import checked_train, refit_curves, refit_spec, run_refits
 from ..scores.skill import permutation_importance
 from ..scores.scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from ..scores.selection import intersection_scores, score_columns
+from ..scores.spread import column_sd
 from ..scores.failures import StageFailureWarning, collect_stage_failures
 from .groups import apply_groups
 from .record import Audit
@@ -297,7 +298,7 @@ def _scores_and_trust(model, data: _Inputs, pds: _PDs, config: AuditConfig, *, r
     predictions = _predictions(adapter, frame) if known is None else known
     inputs = ScoringInputs(
         frame=frame, y=y_pd, is_classifier=adapter.is_classifier,
-        prediction_std=predictions.std(axis=0), config=config,
+        prediction_std=column_sd(predictions), config=config,  # in row chunks: no row-long temporary
         comparisons={k: {r.features: r for r in v} for k, v in comparisons.items()},
         sample_weight=weights, predictions=predictions, link=log_predictions(pds.margin, predictions),
         comparison_predictions=_comparison_predictions(data, compare or {}, config, predictions.shape),

@@ -18,7 +18,7 @@ import numpy as np
 from ..pd.kept import kept_here, map_kept
 from ..pd.rows import chunk_bounds
 
-__all__ = ["ThresholdSpread", "spread_summary", "kept_spread", "THRESHOLD_VARIANCE_Z"]
+__all__ = ["ThresholdSpread", "spread_summary", "kept_spread", "column_sd", "THRESHOLD_VARIANCE_Z"]
 
 #: the one-sided normal quantile at which the threshold's variance is taken (its 95% upper confidence limit)
 THRESHOLD_VARIANCE_Z = 1.645
@@ -80,6 +80,33 @@ def _pass(values, payload) -> tuple:
     return count, total
 
 
+def _summed(kept, t: int, kind: str, params=()) -> tuple[int, float]:
+    """``(count, sum)`` of ``kind``'s terms over column ``t``'s finite values, merged over the partitions in order."""
+    parts = map_kept(_pass, (int(t), kind, params), kept)
+    return sum(c for c, _ in parts), float(sum(v for _, v in parts))
+
+
+def _moments(kept, t: int) -> tuple[int, float, float, bool]:
+    """``(n, mean, variance, every value finite)`` of column ``t``'s finite values (NaN moments for none)."""
+    n, first = _summed(kept, t, "mean")
+    if n == 0:
+        return 0, float("nan"), float("nan"), n == kept.n_rows
+    mean = first / n
+    return n, mean, _summed(kept, t, "var", (mean,))[1] / n, n == kept.n_rows
+
+
+def column_sd(values) -> np.ndarray:
+    """Each column's population standard deviation of ``values`` (n, k), ``values.std(axis=0)`` to rounding, in
+    passes over row chunks (no row-long temporary): NaN for a column with a value that is not finite, or no rows."""
+    kept = kept_here(values)
+    out = np.full(kept.width, np.nan)
+    for t in range(kept.width):
+        n, _, var, every = _moments(kept, t)
+        if every and n > 0:
+            out[t] = np.sqrt(var)
+    return out
+
+
 def kept_spread(kept, t: int, values=None) -> tuple[float, ThresholdSpread | None, bool]:
     """``(sd, spread, every value finite)`` of column ``t`` of ``kept`` (:class:`autopdp.pd.kept.KeptValues`, every
     row's values here or on a cluster's row partitions), over its finite values: their standard deviation (NaN for
@@ -88,21 +115,14 @@ def kept_spread(kept, t: int, values=None) -> tuple[float, ThresholdSpread | Non
     column up to the order of the sums.  ``values``: the column as the spread reads it (default: read from
     ``kept``)."""
 
-    def summed(kind, params=()):
-        parts = map_kept(_pass, (int(t), kind, params), kept)
-        return sum(c for c, _ in parts), float(sum(v for _, v in parts))
-
-    n, first = summed("mean")
-    every = n == kept.n_rows
+    n, mean, var, every = _moments(kept, t)
     if n < 2:
         return float("nan"), None, every
-    mean = first / n
-    var = summed("var", (mean,))[1] / n
     sd = float(np.sqrt(var))
     if not (np.isfinite(var) and var > 0):
         return sd, None, every
-    total = summed("share_sq", (mean, var, 1.0, n))[1]
-    spread_q = summed("share_q", (mean, var, 1.0, n, total / n))[1]
+    total = _summed(kept, t, "share_sq", (mean, var, 1.0, n))[1]
+    spread_q = _summed(kept, t, "share_q", (mean, var, 1.0, n, total / n))[1]
     upper = total + THRESHOLD_VARIANCE_Z * np.sqrt(spread_q)
     scale = float(np.sqrt(upper / total)) if total > 0 else 1.0
     return sd, ThresholdSpread(size=n, sum_sq=float(upper) if total > 0 else 0.0, mean=mean, var=var, scale=scale,

@@ -69,4 +69,17 @@ def check_on_dask(plan, frame, sample_weight, scheduler) -> None:
     except TreePathUnavailable as exc:
         plan.forest, plan.rows_unavailable = None, str(exc)
         return
-    plan.checked_elsewhere(offset, np.vstack([p[0] for p in per_part]), None)
+    plan.checked_elsewhere(offset, _stacked_releasing(per_part), None)
+
+
+def _stacked_releasing(per_part: list) -> np.ndarray:
+    """The partitions' model responses ``(rows, K)`` stacked in row order, each partition's dropped once copied: at
+    most one more partition than the result is held (``np.vstack`` holds every partition beside the result)."""
+    sizes = [p[0].shape[0] for p in per_part]
+    out = np.empty((sum(sizes), per_part[0][0].shape[1]), dtype=np.result_type(*(p[0] for p in per_part)))
+    start = 0
+    for i, size in enumerate(sizes):
+        out[start:start + size] = per_part[i][0]
+        per_part[i] = None
+        start += size
+    return out
