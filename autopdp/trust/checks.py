@@ -324,7 +324,10 @@ def trust_scores(model, adapter, frame, y, results, config, *, predictions=None,
     ``max_rows_2d_tree``): their 2D ALE is computed on the same rows (default: ``frame``); ``scheduler``: a Dask
     cluster for the exact ALE's row sums.
     """
+    from ..pd.rows import scheduler_of
+
     frame_2d = frame if frame_2d is None else frame_2d
+    scheduler = scheduler_of(frame, scheduler)  # a PartFrame's own cluster when none is given
     wanted = [u for u in config.utilities if u in TRUST_IDS]
     out: dict[tuple, dict] = {r.features: {} for r in results}
     curves: dict[tuple, dict] = {r.features: {} for r in results}
