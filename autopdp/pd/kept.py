@@ -32,6 +32,8 @@ class KeptValues:
     name: str = ""
     where: tuple | None = field(default=None, repr=False)
     _last: list = field(default_factory=list, repr=False, compare=False)  # [(rows asked for last, their values)]
+    #: summaries of these values already computed on the partitions (their readers' own keys): each is made once
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def shape(self) -> tuple:

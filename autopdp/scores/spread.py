@@ -115,6 +115,16 @@ def kept_spread(kept, t: int, values=None) -> tuple[float, ThresholdSpread | Non
     column up to the order of the sums.  ``values``: the column as the spread reads it (default: read from
     ``kept``)."""
 
+    key = ("kept_spread", int(t))
+    if values is None and key in kept.memo:  # the passes over a cluster's partitions once per column
+        return kept.memo[key]
+    out = _kept_spread(kept, t, values)
+    if values is None:
+        kept.memo[key] = out
+    return out
+
+
+def _kept_spread(kept, t: int, values) -> tuple[float, ThresholdSpread | None, bool]:
     n, mean, var, every = _moments(kept, t)
     if n < 2:
         return float("nan"), None, every
