@@ -113,10 +113,11 @@ def test_on_the_command_line_exit_3_one_line_and_the_earlier_report_whole(cluste
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
-@pytest.mark.parametrize("which", ["X", "y", "sample_weight", "X_train"])
+@pytest.mark.parametrize("which", ["y", "sample_weight", "X_train"])
 def test_a_dask_collection_is_refused_in_one_line_not_collected_silently(data, which):
-    """numpy would collect a dask DataFrame whole into the calling process (and the audit would read it as a bare
-    array, its column names and types gone): each data argument is refused in one line saying what to pass."""
+    """numpy would collect a dask collection whole into the calling process (and the audit would read it as a bare
+    array, its column names and types gone): beside a pandas X (a dask DataFrame X is audited on its cluster:
+    tests/test_dask_frames.py), each data argument is refused in one line saying what to pass."""
     import dask.dataframe as dd
 
     X, y, model = data

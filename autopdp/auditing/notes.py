@@ -8,7 +8,7 @@ import numpy as np
 from ..pd.pipeline_blocks import NOTE as _BLOCKS_NOTE, WORDS as _BLOCKS_WORDS
 from ..scores.failures import DETAIL_KEY
 
-__all__ = ["na_notes", "ood_note", "method_notes", "level_notes", "METHOD_NOTES"]
+__all__ = ["na_notes", "ood_note", "method_notes", "level_notes", "sample_note", "METHOD_NOTES"]
 
 
 def na_notes(utility_scores) -> list[str]:
@@ -180,3 +180,12 @@ def gap_notes(gaps: dict, prediction_std) -> list[str]:
         if parts:
             out.append("Gap to " + name + ": " + "; ".join(parts) + ".")
     return out
+
+
+def sample_note(res2, n_rows: int, n_sampled: int, cap_key: str, fast_2d: bool) -> str:
+    """The note that the 2D PDs average over a sample of the rows, with their Monte-Carlo standard error."""
+    se = np.array([float(np.nanmax(r.stderr)) for r in res2 if np.isfinite(r.stderr).any()])
+    error = (f" Monte-Carlo standard error of those 2D PDs: median {np.median(se):.3g}, largest "
+             f"{se.max():.3g} (on the model's output scale)." if se.size else "")
+    return (f"2D PDs average over a random sample of {n_sampled:,} of the {n_rows:,} rows "
+            f"({cap_key}; the {'exact tree' if fast_2d else 'brute-force'} path).{error}")

@@ -32,7 +32,7 @@ from ..pd.distributed import resident_rows
 from ..pd.tree.parts import check_on_dask
 from ..pd.tree.fastpath import model_response, plan_tree_path, share_subset, shared_plans
 from ..pd.selfcheck import self_check
-from .notes import METHOD_NOTES, comparison_gaps, gap_notes, level_notes, method_notes, na_notes, ood_note
+from .notes import METHOD_NOTES, comparison_gaps, sample_note, gap_notes, level_notes, method_notes, na_notes, ood_note
 from ..pd.link import log_predictions, model_link, with_surfaces
 from ..pd.tree.exact_pd import TreePathUnavailable
 from ..trust.checks import trust_scores
@@ -52,7 +52,7 @@ from ..scores.failures import StageFailureWarning, collect_stage_failures
 from .groups import apply_groups
 from .record import Audit
 from .validation import (_comparison_predictions, _Inputs, _predictions, _resolved, _validated_inputs,
-                         check_part_frame, choose_pairs, pair_limit)
+                         check_part_frame, choose_pairs, dask_inputs, pair_limit)
 
 __all__ = ["audit"]
 
@@ -136,15 +136,6 @@ def _grids_2d(frame, features, categorical, config: AuditConfig) -> dict:
     return {k: list(g) if kind == "categorical" else g for k, (kind, g) in grids.items()}
 
 
-def _sample_note(res2, n_rows: int, n_sampled: int, cap_key: str, fast_2d: bool) -> str:
-    """The note that the 2D PDs average over a sample of the rows, with their Monte-Carlo standard error."""
-    se = np.array([float(np.nanmax(r.stderr)) for r in res2 if np.isfinite(r.stderr).any()])
-    error = (f" Monte-Carlo standard error of those 2D PDs: median {np.median(se):.3g}, largest "
-             f"{se.max():.3g} (on the model's output scale)." if se.size else "")
-    return (f"2D PDs average over a random sample of {n_sampled:,} of the {n_rows:,} rows "
-            f"({cap_key}; the {'exact tree' if fast_2d else 'brute-force'} path).{error}")
-
-
 def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dict, *, n_jobs, random_state, progress,
                          scheduler, timings: dict) -> _PDs:
     """Stage 1: the 1D PDs, the chosen pairs' 2D PDs (all rows on the exact tree path, else
@@ -202,7 +193,7 @@ def _partial_dependences(model, data: _Inputs, config: AuditConfig, compare: dic
             std=True, sample_weight=weights_2d, **common,
         ))
         if rows_2d is not None:
-            notes.append(_sample_note(res2, frame.n_rows, frame_2d.n_rows, cap_key, fast_2d))
+            notes.append(sample_note(res2, frame.n_rows, frame_2d.n_rows, cap_key, fast_2d))
     timings["pd_2d"] = time.perf_counter() - t0
     margin = _link_2d(margin, model, data, config, res2, frame_2d, weights_2d, common, n_jobs, timings)
     # how each PD was computed, from its own result (method, rows, ICE rows, std), never one claim for the run
@@ -394,7 +385,6 @@ def _refits(model, train, data: _Inputs, pds: _PDs, config: AuditConfig, *, n_jo
     return refits
 
 
-@_one_tree_plan
 def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_state=0, progress=None,
           scheduler=None, sample_weight=None, train=None, report=None) -> Audit:
     """Compute every 1D and 2D PD of ``model`` on ``X``, score, rank and select them.
@@ -403,12 +393,15 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     ----------
     model : estimator or callable
         A fitted scikit-learn estimator/Pipeline or ``f(X)``.
-    X : DataFrame, ndarray or PartFrame
+    X : DataFrame, ndarray, dask DataFrame or PartFrame
         The data the PDs average over.  A :class:`~autopdp.pd.partframe.PartFrame`
         (:func:`~autopdp.pd.partframe.parquet_frame`: a Parquet folder read by a Dask cluster's workers) keeps its
-        rows on the workers; its weight column is the sample weights.
+        rows on the workers; its weight column is the sample weights.  A ``dask.dataframe.DataFrame`` becomes one
+        (:mod:`autopdp.pd.daskframe`: each partition computed and kept on a worker of ``scheduler`` or of the
+        default client); its features are its columns but the target's and the weights'.
     y : array-like or str, optional
-        Observed target, for the ``incidence`` utility; for a PartFrame, the name of a column of its files.
+        Observed target, for the ``incidence`` utility; for a PartFrame or a dask DataFrame, the name of a column;
+        for a dask DataFrame also a dask Series of the same partitions (matched to them by position).
     compare : dict, optional
         ``{name: fitted model}``: comparison models for ``similarity:<name>``.
     config : AuditConfig or dict, optional
@@ -424,7 +417,8 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         Row weights (e.g. survey weights): every PD is the weighted mean over
         rows, and the utilities' density weights and the observed incidence
         are weighted the same way.  The trust checks (OOD share, ALE,
-        StratPD, surrogate) stay unweighted; the report says so.
+        StratPD, surrogate) stay unweighted; the report says so.  For a dask
+        DataFrame: one of its columns' names, or a dask Series as ``y``.
     train : tuple (X_train, y_train[, w_train]), optional
         The training data, for ``config.refits`` refits of the model's learner
         on half-samples of it (:mod:`autopdp.pd.refits`): every finding is then
@@ -446,6 +440,19 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
     PD outside the grid (:func:`autopdp.scores.coverage.outside_grid`), then the data summary and
     :func:`autopdp.auditing.summary.audit_metadata`.
     """
+    X, y, sample_weight, scheduler, own = dask_inputs(X, y, sample_weight, scheduler)
+    try:
+        return _audit(model, X, y, compare=compare, config=config, n_jobs=n_jobs, random_state=random_state,
+                      progress=progress, scheduler=scheduler, sample_weight=sample_weight, train=train, report=report)
+    finally:
+        if own is not None:
+            own.close()
+
+
+@_one_tree_plan
+def _audit(model, X, y, *, compare, config, n_jobs, random_state, progress, scheduler, sample_weight, train,
+           report) -> Audit:
+    """:func:`audit` of inputs that are not dask collections (a dask DataFrame is a PartFrame by now)."""
     started = time.perf_counter()
     from ..io.mlflow_models import model_argument
 

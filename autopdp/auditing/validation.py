@@ -270,6 +270,29 @@ def _check_comparison(name: str, other, model, frame: Frame):
         raise InputError(f"comparison model {name!r} needs columns {sorted(set(cols) - set(frame.names))} that X lacks.")
 
 
+def dask_inputs(X, y, sample_weight, scheduler) -> tuple:
+    """``(X, y, sample_weight, scheduler, client to close)``: a dask DataFrame ``X`` as a
+    :class:`~autopdp.pd.partframe.PartFrame` on its cluster (:mod:`autopdp.pd.daskframe`), with its target (a
+    column's name, or a dask Series whose values are brought here) and weights (a column or a dask Series, kept
+    in its parts) matched to its rows partition by partition; the client made for an address is closed by the
+    caller.  Any other ``X`` passes unchanged (a dask ``y`` or ``sample_weight`` beside it is refused later)."""
+    from ..pd.daskframe import is_dask_collection, is_dask_frame
+
+    if not is_dask_frame(X):
+        return X, y, sample_weight, scheduler, None
+    from ..pd.daskframe import _client_of, dask_frame_and_target
+
+    client, own = _client_of(scheduler)
+    target = y if isinstance(y, str) or is_dask_collection(y) else None
+    try:
+        frame, values = dask_frame_and_target(client, X, weight=sample_weight, target=target)
+    except BaseException:
+        if own:
+            client.close()
+        raise
+    return frame, (y if target is None else values), None, client, client if own else None
+
+
 def check_part_frame(X, config: AuditConfig) -> None:
     """A frame whose rows are on a cluster's workers (:class:`autopdp.pd.partframe.PartFrame`) is refused, in one
     line, with the config keys that still read every row of a column group or label here."""
@@ -279,7 +302,7 @@ def check_part_frame(X, config: AuditConfig) -> None:
             if on]
     if used:
         raise InputError(f"config key {used[0]!r} is not available for data whose rows stay on the Dask cluster's "
-                         "workers (a Parquet folder with --scheduler); leave it out, or read the data here (without "
+                         "workers (a Parquet folder with --scheduler, or a dask DataFrame); leave it out, or read the data here (without "
                          "--scheduler, or a single file).")
     from ..pd.partframe import MAX_GATHER_ROWS
 
@@ -355,8 +378,9 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
         weights_full = full.weights()
         if weights_full is not None:
             _check_weights(weights_full, full.n_rows)
+        what = "partitions of a dask DataFrame computed" if full.sources else "Parquet parts read"
         notes.append(f"The data's {full.n_rows:,} rows stayed on the Dask cluster's workers, each of its "
-                     f"{len(full.parts):,} Parquet parts read and kept by one worker; the per-row work ran there, and "
+                     f"{len(full.parts):,} {what} and kept by one worker; the per-row work ran there, and "
                      "the calling process brought over the target, the weights, one feature column at a time and "
                      "the sampled rows.")
     rng = np.random.default_rng(random_state)

@@ -148,14 +148,17 @@ def check_unique_columns(X: pd.DataFrame, name: str = "X") -> None:
 
 
 def refuse_dask(value, name: str) -> None:
-    """A Dask collection (a dask DataFrame, Series or array) is refused in one line: numpy would collect it whole
-    into this process, silently, losing its column names and types."""
+    """A Dask collection (a dask DataFrame, Series or array) where autopdp reads the values into this process is
+    refused in one line: numpy would collect it whole, silently, losing its column names and types.  A dask
+    DataFrame is taken as ``autopdp.audit``'s ``X`` (:mod:`autopdp.pd.daskframe`), its target and weights then
+    columns of it or dask Series beside it."""
     if callable(getattr(value, "__dask_graph__", None)):
+        where = ("the refits fit the learner on the training data in this process" if name.endswith("_train") else
+                 "autopdp.audit takes a dask DataFrame as X, whose rows stay on the cluster's workers, with y and "
+                 "sample_weight the names of its columns or dask Series of the same partitions")
         raise InputTypeError(
-            f"{name} is a Dask collection ({type(value).__name__}): autopdp reads the data it audits into this process "
-            "and does not take Dask collections yet (collecting one here could exhaust its memory). Pass a pandas "
-            f"object ({name}.compute()) when it fits in memory; with scheduler= the PDs and the other per-row work "
-            "still run on the cluster's workers.")
+            f"{name} is a Dask collection ({type(value).__name__}) where autopdp reads the values into this process: "
+            f"{where}. Pass a pandas object ({name}.compute()) when it fits in memory.")
 
 
 def _validated(X, name: str) -> Frame:

@@ -23,7 +23,8 @@ import pandas as pd
 from ..errors import InputError
 from .data import Frame
 
-__all__ = ["PartFrame", "ParquetPart", "PartWeights", "RowsElsewhere", "parquet_frame", "MAX_GATHER_ROWS"]
+__all__ = ["PartFrame", "ParquetPart", "DaskPart", "PartWeights", "RowsElsewhere", "parquet_frame", "dask_frame",
+           "MAX_GATHER_ROWS"]
 
 #: Most rows :meth:`PartFrame.take_rows` brings to the calling process (probes, the first rows a tree plan checks,
 #: seeded samples): a step that needs more must run on the parts.
@@ -84,6 +85,10 @@ class ParquetPart:
         return {"frame": Frame(data=df.reset_index(drop=True), names=self.names, keys=self.names), "Z": None,
                 "own": None, "sample_weight": weights}
 
+    def file_columns(self) -> list:
+        """Every column of the part's file (the features, the target, the weights and any other)."""
+        return pq_columns(self.path)
+
 
 @dataclass(frozen=True, eq=False)
 class PartFrame(Frame):
@@ -91,8 +96,10 @@ class PartFrame(Frame):
 
     dtypes: tuple = ()
     bounds: tuple = ()  # ((start, stop), ...): each part's rows
-    parts: tuple = ()  # one ParquetPart per bound
+    parts: tuple = ()  # one ParquetPart (or DaskPart, autopdp.pd.daskframe) per bound
     scheduler: object = field(default=None, repr=False)  # the client of the cluster whose workers read the parts
+    #: a dask DataFrame's partitions (autopdp.pd.daskframe): per part, the dask Delayed objects its recipe reads
+    sources: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def is_frame(self) -> bool:
@@ -106,6 +113,14 @@ class PartFrame(Frame):
     def columns(self) -> pd.Index:
         """The feature columns' names (as a DataFrame's ``columns``)."""
         return pd.Index(self.names)
+
+    def make_part(self, i: int):
+        """What a worker makes part ``i``'s rows from (:func:`autopdp.pd.distributed.run_partitions_on_dask`): a
+        Parquet part's recipe, which the worker follows; a dask partition's rows, computed on the cluster from
+        the collection's own graph (a future)."""
+        if not self.sources:
+            return self.parts[i]
+        return self.parts[i].make(self.scheduler, self.sources[i])
 
     def dtype(self, position: int):
         return self.dtypes[position]
@@ -163,10 +178,13 @@ class PartFrame(Frame):
         """Another column of the parts' files (the target), every row, read by the workers and brought here."""
         from .rows import on_parts
 
-        known = pq_columns(self.parts[0].path)
+        known = list(self.parts[0].file_columns())
         if name not in known:
             raise InputError(f"the data has no column {name!r} for the target; its columns are {known}.")
-        got = on_parts(self, _file_column, {i: (part.path, name) for i, part in enumerate(self.parts)})
+        if self.sources:  # a dask DataFrame's column, computed partition by partition on the cluster
+            got = self.parts[0].column_parts(self.scheduler, self.sources, name)
+        else:
+            got = on_parts(self, _file_column, {i: (part.path, name) for i, part in enumerate(self.parts)})
         if got and isinstance(got[0].dtype, pd.CategoricalDtype):
             from pandas.api.types import union_categoricals
 

@@ -101,8 +101,8 @@ def frame_partitions(frame, sample_weight, plan, parts: int) -> list:
     size; a :class:`~autopdp.pd.partframe.PartFrame`'s own parts, whose recipes travel to the workers that read
     them), keyed so that every call on this frame, weights and tree ``plan`` finds its rows where they were sent."""
     if getattr(frame, "parts", None) is not None:  # a PartFrame (autopdp.pd.partframe): its own parts
-        return [((((id(frame), id(plan)), None, a, b), (frame, plan)), (lambda r=recipe: r), (a, b))
-                for (a, b), recipe in zip(frame.bounds, frame.parts)]
+        return [((((id(frame), id(plan)), None, a, b), (frame, plan)), (lambda i=i: frame.make_part(i)), (a, b))
+                for i, (a, b) in enumerate(frame.bounds)]
     return [(rows_key(frame, sample_weight, plan, a, b), (lambda a=a, b=b: rows_block(frame, sample_weight, plan, a, b)),
              (a, b)) for a, b in row_bounds(frame.n_rows, parts)]
 
