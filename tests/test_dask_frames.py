@@ -5,6 +5,7 @@ rows, scores, evidence, content hash, skill and permutation importance, with the
 columns or as dask Series of the same partitions, a lazily filtered collection with empty partitions and
 categorical levels that differ by partition."""
 
+import dataclasses
 import json
 import os
 import sys
@@ -194,3 +195,31 @@ def test_a_dask_target_or_weights_that_do_not_match_the_rows_are_one_line(cluste
     short = _collection(df[["y"]].assign(y=df.y), tmp_path, edges=(0, 1, 700, 700, 1699, 1900, 2399))
     with pytest.raises(InputError, match="partition 5 of y has 499 values but X's has 500 rows"):
         autopdp.audit(model, ddf[["a", "b", "c"]], short["y"], scheduler=cluster, progress=False)
+
+
+def test_the_pds_of_a_dask_read_parquet_collection_equal_the_local_ones(cluster, data, tmp_path):
+    """dd.read_parquet of a folder whose parts have their own categorical levels (dask reads them as unknown
+    categories): partial_dependence and compute_all take the collection, its weights a column's name, and give the
+    local PDs, spread and ICE curves."""
+    from test_part_frames import _write
+
+    df, X, model = data
+    _write(tmp_path / "parts", df, [1, 700, 999, 200, 500])
+    lazy = dd.read_parquet(str(tmp_path / "parts"))
+    opts = autopdp.PDOptions(subsample=150, random_state=4, scheduler=cluster)
+    features = ["a", ("a", "c"), "c"]
+    remote = autopdp.partial_dependence(model, lazy[["a", "b", "c", "w"]], features, sample_weight="w", options=opts)
+    local = autopdp.partial_dependence(model, X, features, sample_weight=df.w, options=dataclasses.replace(
+        opts, scheduler=None))
+    sd = float(np.std(model.predict(X)))
+    for r, z in zip(remote, local):
+        assert r.method == z.method == "tree" and r.n_rows == z.n_rows == len(df)
+        np.testing.assert_allclose(r.average, z.average, rtol=0, atol=1e-9 * sd)
+        np.testing.assert_allclose(r.std, z.std, rtol=0, atol=1e-9 * sd)
+        np.testing.assert_array_equal(r.ice_rows, z.ice_rows)
+        np.testing.assert_allclose(r.individual, z.individual, rtol=0, atol=1e-9 * sd)
+    every = autopdp.compute_all(model, lazy[["a", "b", "c"]], options=autopdp.PDOptions(scheduler=cluster))
+    alone = autopdp.compute_all(model, X)
+    assert [r.features for r in every] == [r.features for r in alone]
+    for r, z in zip(every, alone):
+        np.testing.assert_allclose(r.average, z.average, rtol=0, atol=1e-9 * sd)

@@ -17,6 +17,7 @@ dask Series) are matched to the rows partition by partition, by position: the co
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,7 +26,8 @@ import pandas as pd
 from ..errors import InputError, InputTypeError
 from .data import Frame
 
-__all__ = ["DaskPart", "dask_frame", "dask_frame_and_target", "is_dask_frame", "is_dask_collection"]
+__all__ = ["DaskPart", "dask_frame", "dask_frame_and_target", "is_dask_frame", "is_dask_collection",
+           "takes_dask_frames"]
 
 
 def is_dask_collection(value) -> bool:
@@ -249,3 +251,26 @@ def _joined(pieces: list, name) -> pd.Series:
         return pd.Series(union_categoricals(list(pieces), ignore_order=True), name=name)
     name = name if name is not None else (pieces[0].name if pieces else None)
     return pd.Series(np.concatenate([np.asarray(p) for p in pieces]) if pieces else [], name=name)
+
+
+def takes_dask_frames(function):
+    """Let a PD function of ``(estimator, X, ...)`` with ``sample_weight`` and ``options`` keywords take a dask
+    DataFrame ``X``: it becomes a :func:`dask_frame` on ``options.scheduler``'s cluster (or the default client's),
+    its weights a column's name or a dask Series of its partitions, and the call runs on that client."""
+    @functools.wraps(function)
+    def call(estimator, X, *args, **kwargs):
+        if not is_dask_frame(X):
+            return function(estimator, X, *args, **kwargs)
+        import dataclasses
+
+        options = kwargs.get("options")
+        client, own = _client_of(getattr(options, "scheduler", None))
+        try:
+            frame = dask_frame(client, X, weight=kwargs.pop("sample_weight", None))
+            if options is not None and options.scheduler is not None:
+                kwargs["options"] = dataclasses.replace(options, scheduler=client)  # one client: the parts' own
+            return function(estimator, frame, *args, **kwargs)
+        finally:
+            if own:
+                client.close()
+    return call

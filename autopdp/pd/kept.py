@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .rows import frame_partitions, map_rows, scheduler_of
+from .rows import _FrameShell, frame_partitions, map_rows, scheduler_of
 
 __all__ = ["KeptValues", "keep_values", "map_kept", "kept_here"]
 
@@ -117,17 +117,10 @@ def keep_values(fn, payload, frame, *, sample_weight=None, plan=None, scheduler=
     name = f"kept-{uuid.uuid4().hex}"
     parts = dask_workers(scheduler)
     split = frame_partitions(frame, sample_weight, plan, parts)
-    widths = run_partitions_on_dask(scheduler, _Keeping(fn, name), [(_FrameOnly(), key, make) for key, make, _ in split],
+    widths = run_partitions_on_dask(scheduler, _Keeping(fn, name), [(_FrameShell(), key, make) for key, make, _ in split],
                                     [payload] * len(split), refresh=True)
     return KeptValues(n_rows=frame.n_rows, width=int(widths[0]), name=name,
                       where=(frame, sample_weight, plan, scheduler, parts))
-
-
-class _FrameOnly:
-    """The shell of :func:`keep_values`'s task: the partition's rows (its frame)."""
-
-    def with_rows(self, block: dict):
-        return block["frame"]
 
 
 def _split(kept: KeptValues) -> list:

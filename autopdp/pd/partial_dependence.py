@@ -13,6 +13,7 @@ import numpy as np
 
 from ..utils.progress import progress_bar
 from .data import as_frame
+from .daskframe import takes_dask_frames
 from .engine import augmented_rows, brute_force_many, rows_per_batch
 from ..errors import InputError, InputTypeError
 from .options import PDOptions, accepts_old_keywords
@@ -321,6 +322,7 @@ def _on_row_partitions(setup: _Setup, jobs, workers: int, scheduler, progress, d
 
 
 @accepts_old_keywords(PDOptions())
+@takes_dask_frames
 def partial_dependence(
     estimator,
     X,
@@ -347,13 +349,15 @@ def partial_dependence(
     estimator : estimator or callable
         A fitted scikit-learn estimator or Pipeline, or a function ``f(X)``
         returning one prediction (or one row of outputs) per row.
-    X : DataFrame or ndarray of shape (n_rows, n_features)
+    X : DataFrame or ndarray of shape (n_rows, n_features), or a dask DataFrame
         Background data; the model is called with the same container type,
-        column order and dtypes.
+        column order and dtypes.  A dask DataFrame's partitions are computed
+        and kept on its cluster's workers (:mod:`autopdp.pd.daskframe`).
     features : list
         Items are a column name/index (1D) or a pair of them (2D).
     sample_weight : array of shape (n_rows,), optional
-        Row weights for the averages.
+        Row weights for the averages (for a dask DataFrame: a column's name or
+        a dask Series of its partitions).
     categorical_features : list or bool mask, optional
         Extra columns to treat as categorical (non-numeric dtypes always are).
     response_method : {"auto", "predict_proba", "decision_function", "predict"}
@@ -410,6 +414,7 @@ COMPUTE_ALL_OPTIONS = PDOptions(subsample=1000, random_state=0)
 
 
 @accepts_old_keywords(COMPUTE_ALL_OPTIONS)
+@takes_dask_frames
 def compute_all(
     estimator,
     X,
