@@ -20,15 +20,7 @@ from autopdp.errors import InputError, InputTypeError
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
 dd = pytest.importorskip("dask.dataframe")
 
-
-def _table(n=2400, seed=0):
-    rng = np.random.default_rng(seed)
-    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.integers(0, 6, n).astype(float),
-                       "w": rng.lognormal(0, 1.5, n)})
-    df.loc[rng.random(n) < 0.05, "a"] = np.nan
-    df["c"] = pd.Categorical(rng.choice(list("xyz"), n))
-    df["y"] = np.nan_to_num(df.a) * 2 + np.sin(df.b) + (df.c == "x") + rng.normal(size=n)
-    return df
+from test_part_frames import _table  # noqa: E402 - the same table as the Parquet folder's tests
 
 
 class _Pieces:
