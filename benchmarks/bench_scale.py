@@ -2,6 +2,7 @@
 
     python benchmarks/bench_scale.py [--sizes 50000,200000,1000000] [--workers 1,2] [--skip-dask]
     python benchmarks/bench_scale.py --parquet 10000000 [--workers 2]
+    python benchmarks/bench_scale.py --dask-frame 1000000 [--workers 2]
 
 Each worker is a process with one thread (its kernels use that one thread: its share of the machine), so W workers
 use W cores; the speed-up of W workers is printed over 1 worker and over the local run (every core of the machine).
@@ -24,6 +25,10 @@ categorical columns stored as dictionaries): ``dask scheduler`` and ``--workers`
 thread, then ``python -m autopdp report --data FOLDER --scheduler ADDRESS``.  Printed: the command's wall time,
 the peak resident memory of the calling process alone (the command; sampled every 50 ms) and of the workers, and
 the data's size as one pandas frame (``pandas.read_parquet(FOLDER).memory_usage(deep=True)``).
+
+``--dask-frame ROWS``: the same folder and cluster, audited from Python as a dask DataFrame:
+``autopdp.audit(model, dask.dataframe.read_parquet(FOLDER), "income", scheduler=client)`` (its partitions computed
+and kept on the workers); the same figures.
 """
 
 from __future__ import annotations
@@ -185,8 +190,22 @@ def report_args(model: Path, folder: Path, address: str, out: Path) -> list[str]
             "--trust-type", "sklearn.utils.validation.check_array"]  # HGB's categorical preprocessing
 
 
-def _parquet_run(rows: int, workers: int) -> int:
-    """The README's commands on a Parquet folder of ``rows`` rows: scheduler, workers, ``autopdp report``."""
+#: ``--dask-frame``'s audit: the folder read by ``dask.dataframe.read_parquet``, the default call on the cluster
+_DASK_AUDIT = """
+import sys, dask.dataframe as dd, autopdp
+from distributed import Client
+model = autopdp.load_model(sys.argv[1], trusted_types=["functools.partial",  # HGB's categorical preprocessing
+                                                       "sklearn.utils.validation.check_array"])
+with Client(sys.argv[3]) as client:
+    audit = autopdp.audit(model, dd.read_parquet(sys.argv[2]), "income", scheduler=client, progress=False)
+print(len(audit.results), "PDs")
+"""
+
+
+def _folder_run(rows: int, workers: int, dask_frame: bool) -> int:
+    """The README's commands on a Parquet folder of ``rows`` rows: scheduler, workers, ``autopdp report`` (or, with
+    ``dask_frame``, ``autopdp.audit`` of ``dd.read_parquet(folder)``), with the calling process's peak memory."""
+    import shutil
     import tempfile
 
     import pandas as pd
@@ -197,11 +216,12 @@ def _parquet_run(rows: int, workers: int) -> int:
     model = _write_parts(rows, folder)
     frame_mb = pd.read_parquet(folder).memory_usage(deep=True).sum() / 2 ** 20
     cluster, address = start_cluster(workers, work)
+    command = ([sys.executable, "-c", _DASK_AUDIT, str(model), str(folder), address] if dask_frame else
+               [sys.executable, "-m", "autopdp", *report_args(model, folder, address, work / "report")])
     try:
         load_before = _load()
         t0 = time.perf_counter()
-        run = psutil.Popen([sys.executable, "-m", "autopdp", *report_args(model, folder, address, work / "report")],
-                           stderr=subprocess.PIPE, text=True)
+        run = psutil.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         client_peak = worker_peak = 0
         workers_now = [psutil.Process(p.pid) for p in cluster[1:]]
         while run.poll() is None:
@@ -212,15 +232,14 @@ def _parquet_run(rows: int, workers: int) -> int:
         err = run.stderr.read()
     finally:
         stop_cluster(cluster)
-    import shutil
-
-    shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     if run.returncode != 0:
-        print(f"autopdp report failed ({run.returncode}): {err[-2000:]}")
+        print(f"the run failed ({run.returncode}): {err[-2000:]}")
         return 1
     print(f"{rows:,} rows in a folder of 20 Parquet parts; {workers} dask worker(s) of one thread; {os.cpu_count()} cores")
-    print(f"  autopdp report --data {folder.name}/ --scheduler ...: {seconds:.1f} s; load before / after "
-          f"{load_before} / {_load()}")
+    what = ("autopdp.audit(model, dd.read_parquet(folder), 'income', scheduler=client)" if dask_frame else
+            f"autopdp report --data {folder.name}/ --scheduler ...")
+    print(f"  {what}: {seconds:.1f} s; load before / after {load_before} / {_load()}")
     print(f"  peak memory: the calling process {client_peak / 2 ** 20:,.0f} MB, the workers {worker_peak / 2 ** 20:,.0f} MB; "
           f"the data as one pandas frame {frame_mb:,.0f} MB")
     return 0
@@ -232,13 +251,15 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", default="1,2", help="Dask LocalCluster worker processes to try")
     ap.add_argument("--skip-dask", action="store_true")
     ap.add_argument("--parquet", type=int, metavar="ROWS", help="the README's commands on a Parquet folder of ROWS rows")
+    ap.add_argument("--dask-frame", type=int, metavar="ROWS",
+                    help="autopdp.audit of dask.dataframe.read_parquet(folder) on the cluster, ROWS rows")
     ap.add_argument("--one", nargs=2, type=int, metavar=("SIZE", "WORKERS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         print(json.dumps(_one(*args.one)))
         return 0
-    if args.parquet:
-        return _parquet_run(args.parquet, int(args.workers.split(",")[-1]))
+    if args.parquet or args.dask_frame:
+        return _folder_run(args.parquet or args.dask_frame, int(args.workers.split(",")[-1]), bool(args.dask_frame))
     sizes = [int(s) for s in args.sizes.split(",")]
     modes = [0] + ([] if args.skip_dask else [int(w) for w in args.workers.split(",")])
     print(f"autopdp.audit(model, X, y) on the Adult rows resampled; HGB 200 iterations, native categoricals; "
