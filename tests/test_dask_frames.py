@@ -215,3 +215,19 @@ def test_the_pds_of_a_dask_read_parquet_collection_equal_the_local_ones(cluster,
     assert [r.features for r in every] == [r.features for r in alone]
     for r, z in zip(every, alone):
         np.testing.assert_allclose(r.average, z.average, rtol=0, atol=1e-9 * sd)
+
+
+def test_a_dask_dataframe_without_a_cluster_is_one_line(data, monkeypatch):
+    """No scheduler given and no default client: one line naming what to pass, before anything is computed."""
+    import distributed as dist
+
+    def none():
+        raise ValueError("No clients found")
+
+    df, _, model = data
+    monkeypatch.setattr(dist, "default_client", none)
+    lazy = dd.from_pandas(df[["a", "b", "c", "y"]], npartitions=2)
+    with pytest.raises(InputError) as exc:
+        autopdp.audit(model, lazy, "y", progress=False)
+    assert "\n" not in str(exc.value) and "pass scheduler= (its scheduler's address or a distributed.Client)" in \
+        str(exc.value)
