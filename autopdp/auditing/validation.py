@@ -302,8 +302,8 @@ def check_part_frame(X, config: AuditConfig) -> None:
             if on]
     if used:
         raise InputError(f"config key {used[0]!r} is not available for data whose rows stay on the Dask cluster's "
-                         "workers (a Parquet folder with --scheduler, or a dask DataFrame); leave it out, or read the data here (without "
-                         "--scheduler, or a single file).")
+                         "workers (a Parquet folder with --scheduler, or a dask DataFrame); leave it out, or read the "
+                         "data here (without --scheduler, or a single file).")
     from ..pd.partframe import MAX_GATHER_ROWS
 
     if config.max_rows is not None and X.n_rows > config.max_rows > MAX_GATHER_ROWS:

@@ -23,8 +23,7 @@ import pandas as pd
 from ..errors import InputError
 from .data import Frame
 
-__all__ = ["PartFrame", "ParquetPart", "DaskPart", "PartWeights", "RowsElsewhere", "parquet_frame", "dask_frame",
-           "MAX_GATHER_ROWS"]
+__all__ = ["PartFrame", "ParquetPart", "PartWeights", "RowsElsewhere", "parquet_frame", "MAX_GATHER_ROWS"]
 
 #: Most rows :meth:`PartFrame.take_rows` brings to the calling process (probes, the first rows a tree plan checks,
 #: seeded samples): a step that needs more must run on the parts.
