@@ -44,8 +44,8 @@ def is_dask_frame(value) -> bool:
 @dataclass(frozen=True)
 class DaskPart:
     """How a worker makes one partition's rows: the feature columns, the categorical columns' levels over every
-    partition, the weights (a column's name, ``WEIGHT_SERIES`` for a dask Series beside the rows, or None) and
-    every column of the collection.  ``path`` names the partition (the collection's name and its number): what
+    partition, the weights (a column's name, or with ``weight_series`` a dask Series beside the rows; None:
+    unweighted) and every column of the collection.  ``path`` names the partition (the collection's name and its number): what
     identifies its weights (:attr:`autopdp.pd.partframe.PartFrame.weight_source`)."""
 
     path: str
@@ -107,7 +107,7 @@ def _facts(df, cats: list, weights, target) -> tuple:
 
 
 def _values(df, name):
-    return df[name] if name is not None else df
+    return df[name]
 
 
 def _client_of(scheduler):
@@ -119,9 +119,12 @@ def _client_of(scheduler):
         return _client(scheduler)
     try:
         from distributed import default_client
-
+    except ImportError:
+        raise InputError("X is a dask DataFrame but dask.distributed is not installed: pip install "
+                         "'autopdp[dask]'.") from None
+    try:
         return default_client(), False
-    except (ImportError, ValueError):
+    except ValueError:
         raise InputError("X is a dask DataFrame but no Dask cluster was named: pass scheduler= (its scheduler's "
                          "address or a distributed.Client), or create a distributed.Client first.") from None
 
