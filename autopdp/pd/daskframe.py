@@ -24,15 +24,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, InputTypeError
-from .data import Frame
+from .data import Frame, is_dask_collection
 
 __all__ = ["DaskPart", "dask_frame", "dask_frame_and_target", "is_dask_frame", "is_dask_collection",
            "takes_dask_frames"]
-
-
-def is_dask_collection(value) -> bool:
-    """Whether ``value`` is a Dask collection (a dask DataFrame, Series or array)."""
-    return callable(getattr(value, "__dask_graph__", None))
 
 
 def is_dask_frame(value) -> bool:

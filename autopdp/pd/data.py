@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import InputError, InputTypeError
 
 __all__ = ["Frame", "as_frame", "is_categorical_dtype", "sample_rows", "probe_rows", "missing_values", "describe_missing",
-           "check_unique_columns", "refuse_dask"]
+           "check_unique_columns", "refuse_dask", "is_dask_collection"]
 
 
 def is_categorical_dtype(dtype) -> bool:
@@ -147,12 +147,17 @@ def check_unique_columns(X: pd.DataFrame, name: str = "X") -> None:
         )
 
 
+def is_dask_collection(value) -> bool:
+    """Whether ``value`` is a Dask collection (a dask DataFrame, Series or array)."""
+    return callable(getattr(value, "__dask_graph__", None))
+
+
 def refuse_dask(value, name: str) -> None:
     """A Dask collection (a dask DataFrame, Series or array) where autopdp reads the values into this process is
     refused in one line: numpy would collect it whole, silently, losing its column names and types.  A dask
     DataFrame is taken as ``autopdp.audit``'s ``X`` (:mod:`autopdp.pd.daskframe`), its target and weights then
     columns of it or dask Series beside it."""
-    if callable(getattr(value, "__dask_graph__", None)):
+    if is_dask_collection(value):
         where = ("the refits fit the learner on the training data in this process" if name.endswith("_train") else
                  "autopdp.audit takes a dask DataFrame as X, whose rows stay on the cluster's workers, with y and "
                  "sample_weight the names of its columns or dask Series of the same partitions")
