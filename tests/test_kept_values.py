@@ -108,3 +108,45 @@ def test_values_kept_on_worker_processes_are_summed_there_and_brought_only_for_t
         outside = keep_values(_values, 0.7, frame, scheduler=client)
         assert outside.here is not None
         np.testing.assert_array_equal(outside.here, here)
+
+
+def _whole_facts(payload, values, column):
+    """Every row's values and one column of them, as a worker holding all of them sees them."""
+    return payload, values.shape, float(np.nansum(values * np.arange(1, values.shape[1] + 1))), column.copy()
+
+
+def _doubled(values, payload):
+    return payload * values[:, :1]
+
+
+def test_readers_of_every_row_run_on_a_worker_and_derived_values_stay_there(table):
+    """``on_whole``: a reader that needs every row at once (a rank statistic) runs as one task on a worker, which
+    takes every partition's kept values, in row order, from the workers that keep them: the same answer as here,
+    at any partition count.  ``derive_kept``: values made from kept ones stay on their partitions.  ``column_sd``
+    sums kept values where they are."""
+    pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
+    from clusters import process_cluster
+
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.kept import derive_kept, on_whole
+
+    frame = as_frame(table)
+    here = _values(frame, 0.7)
+    want = _whole_facts("p", here, here[:, 1])
+    for_here = on_whole(_whole_facts, "p", kept_here(here), kept_here(here).column(1))
+    assert for_here[:3] == want[:3]
+    np.testing.assert_array_equal(for_here[3], want[3])
+    with process_cluster(2) as (_, client):
+        with resident_rows(client):
+            kept = keep_values(_values, 0.7, frame, scheduler=client)
+            got = on_whole(_whole_facts, "p", kept, kept.column(1))
+            assert got[:2] == want[:2] and got[2] == pytest.approx(want[2], rel=1e-13)
+            np.testing.assert_array_equal(got[3], want[3])  # row order: partition after partition
+            doubled = derive_kept(_doubled, 3.0, kept)
+            assert doubled.here is None and doubled.shape == (len(table), 1)
+            rows = np.array([1002, 0, 501, 502])
+            np.testing.assert_array_equal(doubled.at(rows), 3.0 * here[rows, :1])
+            np.testing.assert_array_equal(kept.whole(), here)
+            np.testing.assert_allclose(column_sd(kept), column_sd(here), rtol=1e-12)
+            with pytest.raises(ValueError, match="same row partitions"):
+                on_whole(_whole_facts, "p", kept, kept_here(here))

@@ -128,19 +128,30 @@ def test_bad_weights_of_a_part_frame_are_one_line(cluster, data, tmp_path):
             autopdp.partial_dependence(model, frame, ["a"], sample_weight=np.ones(len(df)))
 
 
-def test_an_audit_of_a_part_frame_equals_the_local_one(cluster, data):
+def test_an_audit_of_a_part_frame_equals_the_local_one(cluster, data, monkeypatch):
     """autopdp.audit of a Parquet folder whose rows stay on the workers (the target a column of its files, the
     weights its weight column): the same PDs, ICE rows, scores, evidence, regions, permutation importance and
-    content hash as the audit of the same table read here as one frame, and the self-check passes."""
+    content hash as the audit of the same table read here as one frame, and the self-check passes.  The model's
+    response on every row, which the scores, the incidence test and the skill read, stayed on the workers."""
+    from autopdp.auditing import pipeline
     from autopdp.pd.distributed import resident_rows
     from autopdp.pd.partframe import parquet_frame
 
+    seen = []
+
+    class Recorded(pipeline.ScoringInputs):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            seen.append(self.response)
+
+    monkeypatch.setattr(pipeline, "ScoringInputs", Recorded)
     df, X, model, files = data
     cfg = autopdp.AuditConfig(grid_resolution=10, grid_resolution_2d=5, noise_draws=50, subsample=300)
     local = autopdp.audit(model, X, df.y, sample_weight=df.w.to_numpy(), config=cfg, progress=False)
     with resident_rows(cluster):
         frame = parquet_frame(cluster, files, columns=["a", "b", "c"], weight="w")
         remote = autopdp.audit(model, frame, "y", config=cfg, scheduler=cluster, progress=False)
+    assert seen[0].here is not None and seen[1].here is None and seen[1].shape == seen[0].shape
     sd = float(np.std(model.predict(X)))
     assert [r.features for r in remote.results] == [r.features for r in local.results]
     for a, b in zip(local.results, remote.results):

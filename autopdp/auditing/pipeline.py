@@ -558,7 +558,7 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
     notes = list(dict.fromkeys(notes))  # one line per distinct note
     t0 = time.perf_counter()
     with announce("held-out permutation importance", progress):  # the data's evidence beside the PD importance
-        pfi = permutation_importance(data.adapter, data.frame, data.y_pd, scored.inputs.predictions,
+        pfi = permutation_importance(data.adapter, data.frame, data.y_pd, scored.inputs.response,
                                      [f for f in data.features if f in data.frame.names], data.weights,
                                      getattr(model, "classes_", None), seed=random_state,
                                      significance=config.significance, scheduler=pds.scheduler)

@@ -213,7 +213,7 @@ def audit_metadata(model, compare: dict, data, pds, scored, outside, config, ran
         "outside_grid": [o.to_dict() for o in outside],
         "is_classifier": adapter.is_classifier,
         "has_y": y is not None,
-        "skill": model_skill(inputs.predictions, data.y_pd, adapter, data.weights, getattr(model, "classes_", None),
+        "skill": model_skill(inputs.response, data.y_pd, adapter, data.weights, getattr(model, "classes_", None),
                              config.significance),
         "random_state": random_state,
         "versions": library_versions(),

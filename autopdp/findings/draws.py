@@ -100,18 +100,19 @@ def _link_scale_threshold(inputs, r, t, scale_name):
 
 def _link_scale_threshold_of(inputs, r, t, scale_name):
     cfg = inputs.config
-    pred = inputs.predictions
+    response = getattr(inputs, "response", None)
     link = getattr(inputs, "link", None)
     if link is not None and link.predictions is not None and scale_name == link.name:
         sd, spread, _ = kept_spread(link.predictions, t)  # kept where the rows are: sums over the partitions
         ok = np.isfinite(sd) and sd > 0
         return (float(cfg.materiality * sd) if ok else float("nan")), (spread if ok else None)
-    if pred is None or scale_name in ("prediction", "decision function", "share of predicted class") \
+    if response is None or scale_name in ("prediction", "decision function", "share of predicted class") \
             or scale_name.startswith("probability"):
         sd = np.asarray(inputs.prediction_std, dtype=float)
         ok = t < sd.size and np.isfinite(sd[t]) and sd[t] > 0
         spread = inputs.spread_of(t) if hasattr(inputs, "spread_of") else None
         return (float(cfg.materiality * sd[t]) if ok else float("nan")), spread
+    pred = response.whole()  # another scale of every row (brought here from a cluster's partitions)
     all_classes = bool(pred.shape[1] >= 3 and np.allclose(pred.sum(axis=1), 1.0, atol=1e-6))
     col = link_scale(pred.T, r.response, all_classes=all_classes)[0][t]
     sd, spread, _ = kept_spread(kept_here(col), 0, values=col)  # over the finite values

@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 from scipy import stats
 
+from ..pd.kept import on_whole
 from ..scores.calibration import incidence_parts
 from .draws import LIPSCHITZ_MAX_DRAWS, _Budget, _Pending, _link_scale_threshold, _resolve, _rng, \
     _with_refits
@@ -322,13 +323,20 @@ def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
                           "critical": float(np.sqrt(thr * thr + stats.norm.ppf(0.95) * se)) if se > 0 else None})
 
 
+def _incidence_of(payload, predicted):
+    """:func:`~autopdp.scores.calibration.incidence_parts` of ``predicted`` (every row's prediction of the target)
+    and ``payload``: ``(observed, cells, the other arguments)``."""
+    observed, cells, rest = payload
+    return incidence_parts(predicted=predicted, observed=observed, cells=cells, **rest)
+
+
 def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evidence:
     cfg = inputs.config
     statistic = "gap between the PD and the data's incidence"
     if r.response == "crisp":
         return _item("incidence", r.features, s.value, thr, statistic=statistic,
                      reason="crisp labels are not probabilities, so a correct model gives no calibration null")
-    if inputs.predictions is None:
+    if inputs.response is None:
         return _item("incidence", r.features, s.value, thr, statistic=statistic,
                      reason="the model's predictions on the rows were not given")
     if inputs.sample_weight is not None:
@@ -340,11 +348,12 @@ def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evide
                                 f"{EFFECTIVE_ROWS_FLOOR}: the bins' residual means cannot be taken as Gaussian")
     yv = inputs.observed(s.target)
     cells = grid_cells(inputs, r) if cells is None else cells
-    parts = incidence_parts(
-        predicted=inputs.predictions[:, t], observed=yv, cells=cells,
-        sample_weight=inputs.sample_weight, pd_curve=np.ravel(r.average[t]), kind=r.kinds[0], noise=noise, loss=cfg.loss, threshold=thr if np.isfinite(thr) else 0.0,
+    # two passes over every row's prediction: where the response is kept (a cluster's worker), the rest sent there
+    parts = on_whole(_incidence_of, (yv, cells, dict(
+        sample_weight=inputs.sample_weight, pd_curve=np.ravel(r.average[t]), kind=r.kinds[0], noise=noise,
+        loss=cfg.loss, threshold=thr if np.isfinite(thr) else 0.0,
         ice=None if r.individual is None or r.centered else r.individual[t], ice_rows=r.ice_rows,
-        ice_weight=ice_row_weights(r, inputs.sample_weight))
+        ice_weight=ice_row_weights(r, inputs.sample_weight))), inputs.response.column(t))
     rng = _rng(r.features, "incidence")
     parts_of = [("calibration", parts.calibration, parts.draw_calibration),
                 ("dependence", parts.dependence, parts.draw_dependence)]

@@ -175,8 +175,10 @@ def _refreshed(fn, shell, block, payload):
     return ({**block, **kept} if kept is not None else block), result
 
 
-def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False):
-    """``[fn(shell.with_rows(rows), payload) ...]`` on the cluster, in order, one task per row partition.
+def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False, then=None):
+    """``[fn(shell.with_rows(rows), payload) ...]`` on the cluster, in order, one task per row partition; with
+    ``then``, ``then(*those results)`` as one more task on a worker, and only its result comes here (what needs
+    every partition's values at once runs there: :func:`autopdp.pd.kept.on_whole`).
 
     ``parts``: ``(shell, (key, refs), make_rows)`` per partition (:func:`autopdp.pd.rows.shells`); ``payloads``:
     one per partition.  The rows are sent once per key within :func:`resident_rows` (each partition placed by the
@@ -206,6 +208,10 @@ def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False
                 rows = client.submit(operator.getitem, both, 0, key=f"ownrows-{uuid.uuid4().hex}")
                 blocks[key] = (rows, refs)
                 futures.append(client.submit(operator.getitem, both, 1, key=f"result-{uuid.uuid4().hex}"))
+            if then is not None:
+                final = client.submit(then, *futures, retries=1, key=f"whole-{uuid.uuid4().hex}")
+                with cluster_failures(client, [final, *futures]):  # the partitions' results stay there
+                    return final.result()
         return gathered(client, futures)
     finally:
         if own:

@@ -18,7 +18,7 @@ import numpy as np
 
 from .rows import _FrameShell, frame_partitions, map_rows, scheduler_of
 
-__all__ = ["KeptValues", "keep_values", "map_kept", "kept_here"]
+__all__ = ["KeptValues", "keep_values", "map_kept", "derive_kept", "kept_here", "on_whole", "as_kept"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +54,11 @@ class KeptValues:
     def column(self, t: int) -> "KeptColumn":
         return KeptColumn(self, int(t))
 
+    def whole(self) -> np.ndarray:
+        """Every row's values ``(n_rows, k)``: this process's array, or brought from a cluster's partitions (for
+        the few readers that run here on every row: see :func:`on_whole` for those that need not)."""
+        return self.here if self.here is not None else self.at(np.arange(self.n_rows))
+
 
 @dataclass(frozen=True, eq=False)
 class KeptColumn:
@@ -68,6 +73,12 @@ class KeptColumn:
 
     def __getitem__(self, rows) -> np.ndarray:
         return self.kept.at(rows)[:, self.t]
+
+
+def as_kept(values) -> KeptValues | None:
+    """``values``: :class:`KeptValues` as they are, an array ``(n_rows,)`` or ``(n_rows, k)`` of this process as
+    :func:`kept_here` (None stays None)."""
+    return values if values is None or isinstance(values, KeptValues) else kept_here(values)
 
 
 def kept_here(values) -> KeptValues:
@@ -92,13 +103,14 @@ class _Keeping:
 
 
 class _KeptShell:
-    """A task on a partition's kept values: ``with_rows`` hands the function the values, not the rows."""
+    """A task on a partition's kept values: ``with_rows`` hands the function the values, not the rows (a tuple of
+    them for several names)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name):
         self.name = name
 
     def with_rows(self, block: dict):
-        return block[self.name]
+        return tuple(block[n] for n in self.name) if isinstance(self.name, tuple) else block[self.name]
 
 
 def keep_values(fn, payload, frame, *, sample_weight=None, plan=None, scheduler=None) -> KeptValues:
@@ -138,6 +150,86 @@ def map_kept(fn, payload, kept: KeptValues) -> list:
     split = _split(kept)
     return run_partitions_on_dask(kept.where[3], fn, [(_KeptShell(kept.name), key, make) for key, make, _ in split],
                                   [payload] * len(split))
+
+
+class _Whole:
+    """``fn(payload, *wholes)`` on a worker from every partition's kept values (tuples, one item per kept name),
+    each name's partitions stacked in row order."""
+
+    def __init__(self, fn, payload, columns):
+        self.fn, self.payload, self.columns = fn, payload, columns
+        self.__name__ = getattr(fn, "__name__", "on_whole")
+
+    def __call__(self, *parts):
+        wholes = [_stacked([p[i] for p in parts], c) for i, c in enumerate(self.columns)]
+        del parts
+        return self.fn(self.payload, *wholes)
+
+
+def _stacked(blocks: list, column) -> np.ndarray:
+    """The partitions' values ``blocks`` stacked in row order (column ``column`` only, when not None), each
+    partition's dropped once copied."""
+    first = blocks[0] if column is None else blocks[0][:, column]
+    out = np.empty((sum(b.shape[0] for b in blocks),) + first.shape[1:], dtype=first.dtype)
+    start = 0
+    for i, b in enumerate(blocks):
+        part = b if column is None else b[:, column]
+        out[start:start + part.shape[0]] = part
+        start += part.shape[0]
+        blocks[i] = None
+    return out
+
+
+def _parts_of(values, _payload):
+    return values
+
+
+def on_whole(fn, payload, *kept):
+    """``fn(payload, *values)``, each of ``kept`` (:class:`KeptValues`, or a :class:`KeptColumn`: its column, 1-D)
+    given as every row's values: here on this process's arrays; on a cluster as one task on a worker, which takes
+    every partition's values from the workers that keep them (they never come here), and only ``fn``'s result
+    comes back.  For the readers that need every row at once (a rank statistic, two passes over the rows);
+    ``fn`` is a module-level function, and ``payload`` travels with the task.  Every ``kept`` is of one frame."""
+    columns = [k.t if isinstance(k, KeptColumn) else None for k in kept]
+    kept = [k.kept if isinstance(k, KeptColumn) else k for k in kept]
+    if all(k.here is not None for k in kept):
+        return fn(payload, *[k.here if c is None else k.here[:, c] for k, c in zip(kept, columns)])
+    if any(k.here is not None or any(a is not b for a, b in zip(k.where[:4], kept[0].where[:4])) for k in kept):
+        raise ValueError("on_whole: the values must be kept on the same row partitions")
+    from .distributed import run_partitions_on_dask
+
+    split = _split(kept[0])
+    shell = _KeptShell(tuple(k.name for k in kept))
+    return run_partitions_on_dask(kept[0].where[3], _parts_of, [(shell, key, make) for key, make, _ in split],
+                                  [None] * len(split), then=_Whole(fn, payload, columns))
+
+
+class _Deriving:
+    """Per-row values made from a partition's kept values, kept beside them under ``name`` (``(kept, width)``)."""
+
+    def __init__(self, fn, name: str):
+        self.fn, self.name = fn, name
+        self.__name__ = "derive_kept"
+
+    def __call__(self, values, payload):
+        out = np.asarray(self.fn(values, payload))
+        out = out.reshape(-1, 1) if out.ndim == 1 else out
+        return {self.name: out}, out.shape[1]
+
+
+def derive_kept(fn, payload, kept: KeptValues) -> KeptValues:
+    """``fn(values, payload)`` (module-level, per row: ``(rows, k)`` values from each partition's ``(rows, j)``)
+    as :class:`KeptValues` beside ``kept``'s: here one call on the whole array; on a cluster each partition's
+    values are made and kept on its worker, nothing row-long comes here."""
+    if kept.here is not None:
+        return kept_here(fn(kept.here, payload))
+    from .distributed import run_partitions_on_dask
+
+    name, split = f"kept-{uuid.uuid4().hex}", _split(kept)
+    widths = run_partitions_on_dask(kept.where[3], _Deriving(fn, name),
+                                    [(_KeptShell(kept.name), key, make) for key, make, _ in split],
+                                    [payload] * len(split), refresh=True)
+    return KeptValues(n_rows=kept.n_rows, width=int(widths[0]), name=name, where=kept.where)
 
 
 def _values_at(values, local) -> np.ndarray:

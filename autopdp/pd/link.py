@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from .kept import kept_here
+from .kept import as_kept, derive_kept, map_kept
 from .margin import CHECK_TOL, MarginLink, margin_link
 from .sampling import ice_row_weights
 from .scales import link_scale
@@ -162,10 +162,20 @@ def log_predictions(link: MarginLink | None, predictions) -> MarginLink | None:
     """``link`` with the rows' predictions on its log scale (a log link without them gets them here)."""
     if link is None or link.transform != "log" or link.predictions is not None or predictions is None:
         return link
-    logged = _log(predictions)
-    if logged is None:
+    kept = as_kept(predictions)  # kept on a cluster's partitions: their logs are made and kept there
+    if min(map_kept(_lowest_finite, None, kept)) <= 0:
         return MarginLink(name="", reason="the model predicted a value <= 0 (no log): the response scale is kept")
-    return dataclasses.replace(link, predictions=kept_here(logged))
+    return dataclasses.replace(link, predictions=derive_kept(_logged, None, kept))
+
+
+def _lowest_finite(values, _payload) -> float:
+    v = np.asarray(values, dtype=float)
+    finite = v[np.isfinite(v)]
+    return float(finite.min()) if finite.size else np.inf
+
+
+def _logged(values, _payload) -> np.ndarray:
+    return np.log(np.asarray(values, dtype=float))
 
 
 def with_surfaces(link: MarginLink | None, model, adapter, frame_2d, results_2d, pd_kwargs: dict,

@@ -27,6 +27,7 @@ import pandas as pd
 from ..errors import ExactnessError
 from .engine import Augmenter, assemble
 from .grids import FeatureSpec
+from .kept import KeptValues, as_kept
 
 __all__ = ["self_check", "tolerance", "CHECK_ROWS"]
 
@@ -95,7 +96,7 @@ def _average_at(adapter, frame, weights, result, cell, own) -> np.ndarray:
     from .rows import map_blocks
 
     parts = map_blocks(_part_average, (adapter, _lite(result), cell), frame, sample_weight=weights,
-                       extra=None if own is None else {"response": own})
+                       extra=None if own is None or own.here is None else {"response": own.here})
     return sum(t for t, _ in parts) / sum(w for _, w in parts)
 
 
@@ -210,7 +211,7 @@ def _check_own_values(gaps, frame, results, own) -> None:
             continue
         k, g = (np.array(a) for a in zip(*at))
         mine = r.individual[:, k, g].T
-        gaps.add(mine, own[np.asarray(r.ice_rows)[k]], f"ICE of {r.features[0]} at its own values, {k.size} rows")
+        gaps.add(mine, own.at(np.asarray(r.ice_rows)[k]), f"ICE of {r.features[0]} at its own values, {k.size} rows")
 
 
 def self_check(adapter, frame, res1, *, weights=None, frame_2d=None, res2=(), own=None, seed: int = 0) -> dict:
@@ -227,7 +228,7 @@ def self_check(adapter, frame, res1, *, weights=None, frame_2d=None, res2=(), ow
         return {"status": "not applicable", "reason": "no PD was computed by the exact tree path"}
     rng = np.random.default_rng(seed)
     gaps = _Gaps(adapter.model)
-    own = None if own is None else np.asarray(own, dtype=float)
+    own = None if own is None else as_kept(own if isinstance(own, KeptValues) else np.asarray(own, dtype=float))
     _check_average(gaps, adapter, frame, weights, tree1, rng, own)
     kept1 = [r for r in tree1 if r.individual is not None and r.ice_rows is not None and len(r.ice_rows)]
     kept2 = [r for r in tree2 if r.individual is not None and r.ice_rows is not None and len(r.ice_rows)]

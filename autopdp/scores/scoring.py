@@ -30,7 +30,8 @@ from .failures import failed_score
 from ..pd.rows import map_rows
 from ..pd.sampling import ice_row_weights
 from .cells import CellTables, GridCells, cell_tables, flat_cells, grid_key
-from .spread import THRESHOLD_VARIANCE_Z, ThresholdSpread, spread_summary
+from .spread import THRESHOLD_VARIANCE_Z, ThresholdSpread, kept_spread_summary
+from ..pd.kept import KeptValues, as_kept
 
 __all__ = ["ScoringInputs", "threshold_spread", "score_result", "grid_cells", "flat_cells", "importance_table", "interaction_table", "pair_criteria"]
 
@@ -75,8 +76,10 @@ class ScoringInputs:
         self.frame = frame
         #: the model's margin as the ICE-variance link scale (:class:`autopdp.pd.margin.MarginLink`), or None
         self.link = link
-        #: the model's response on every row, (n_rows, n_targets) in the PDs' target order (None: not given)
-        self.predictions = None if predictions is None else np.asarray(predictions, dtype=float)
+        #: the model's response on every row, (n_rows, n_targets) in the PDs' target order (None: not given), as
+        #: :class:`~autopdp.pd.kept.KeptValues`: this process's array, or kept on a cluster's row partitions
+        self.response = None if predictions is None else as_kept(
+            predictions if isinstance(predictions, KeptValues) else np.asarray(predictions, dtype=float))
         #: {name: (n_rows, n_targets)} the comparison models' responses on the same rows
         self.comparison_predictions = dict(comparison_predictions or {})
         self.sample_weight = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
@@ -89,9 +92,15 @@ class ScoringInputs:
         self._observed: dict = {}
         self._tables = CellTables()  # each PD grid's cell masses and observed sums (cell_tables)
         #: per target, every row's share of the threshold's relative error, summarised (see spread_of)
-        self.threshold_spread = None if self.predictions is None else [
-            spread_summary(self.predictions[:, t]) for t in range(self.predictions.shape[1])]
+        self.threshold_spread = None if self.response is None else [
+            kept_spread_summary(self.response, t) for t in range(self.response.width)]
         self._link_spreads: dict = {}  # (scale, target): the threshold and its spread on a link scale (draws.py)
+
+    @property
+    def predictions(self) -> np.ndarray | None:
+        """Every row's response as one array here (None: not given): for the readers that run here on every row
+        (comparison models, cohorts); on a cluster it is brought from the partitions each time it is read."""
+        return None if self.response is None else self.response.whole()
 
     def spread_of(self, target_index: int) -> ThresholdSpread | None:
         """Every row's share of the relative sampling error of target ``target_index``'s prediction sd, which the

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..pd.kept import KeptValues, on_whole
 from ..pd.rows import chunked_sum as _chunked
 
 __all__ = ["model_skill", "permutation_importance"]
@@ -174,7 +175,18 @@ def model_skill(predictions, y, adapter, weights=None, classes=None, significanc
     primary test's ``p_value`` and ``shows_skill`` (that p-value at most ``significance``)."""
     if y is None:
         return None
-    y = np.asarray(y)
+    spec = (list(getattr(adapter, "targets", ())), getattr(adapter, "response", ""),
+            bool(getattr(adapter, "is_classifier", False)))
+    payload = (np.asarray(y), spec, weights, classes, significance)
+    if isinstance(predictions, KeptValues):  # a rank statistic of every row: run where the response is kept
+        return on_whole(_skill_of, payload, predictions)
+    return _skill_of(payload, predictions)
+
+
+def _skill_of(payload, predictions) -> dict:
+    """:func:`model_skill` of ``predictions`` (every row's response, an array) and ``payload``'s target, model
+    facts ``(targets, response, is_classifier)``, weights, classes and significance."""
+    y, (targets, response, is_classifier), weights, classes, significance = payload
     pred = np.asarray(predictions, dtype=float).reshape(y.shape[0], -1)
     ok = ~_isna(y) & np.isfinite(pred).all(axis=1)
     w = None if weights is None else np.asarray(weights, dtype=float)  # None: every row weighs 1
@@ -184,9 +196,7 @@ def model_skill(predictions, y, adapter, weights=None, classes=None, significanc
         y, pred, w = y[ok], pred[ok], (None if w is None else w[ok])
     if y.size < 3:
         return {"reason": "fewer than 3 rows with a target", "shows_skill": None}
-    targets = list(getattr(adapter, "targets", ()))
-    response = getattr(adapter, "response", "")
-    if getattr(adapter, "is_classifier", False):
+    if is_classifier:
         if classes is not None and len(targets) == len(classes) >= 3 and response == "predict_proba":
             out = _multiclass(pred, y, list(classes), w)
         elif pred.shape[1] == 1 and targets:
@@ -275,10 +285,12 @@ def permutation_importance(adapter, frame, y, predictions, features, weights=Non
     if of > max_rows:
         rows = np.sort(np.random.default_rng([seed, 54]).choice(of, size=max_rows, replace=False))
         frame, y = frame.take_rows(rows), np.asarray(y)[rows]
-        predictions = np.asarray(predictions).reshape(of, -1)[rows]
+        predictions = predictions.at(rows) if isinstance(predictions, KeptValues) else \
+            np.asarray(predictions).reshape(of, -1)[rows]
         weights = None if weights is None else np.asarray(weights, dtype=float)[rows]
     else:  # every row, brought here (a frame on a cluster's workers holds them there)
         frame = frame.take_rows(np.arange(of))
+        predictions = predictions.whole() if isinstance(predictions, KeptValues) else predictions
     loss = _row_loss(adapter, y, classes)
     if loss is None:
         return None

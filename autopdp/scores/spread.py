@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ..pd.kept import kept_here, map_kept
+from ..pd.kept import as_kept, kept_here, map_kept
 from ..pd.rows import chunk_bounds
 
-__all__ = ["ThresholdSpread", "spread_summary", "kept_spread", "column_sd", "THRESHOLD_VARIANCE_Z"]
+__all__ = ["ThresholdSpread", "spread_summary", "kept_spread_summary", "kept_spread", "column_sd", "THRESHOLD_VARIANCE_Z"]
 
 #: the one-sided normal quantile at which the threshold's variance is taken (its 95% upper confidence limit)
 THRESHOLD_VARIANCE_Z = 1.645
@@ -96,9 +96,10 @@ def _moments(kept, t: int) -> tuple[int, float, float, bool]:
 
 
 def column_sd(values) -> np.ndarray:
-    """Each column's population standard deviation of ``values`` (n, k), ``values.std(axis=0)`` to rounding, in
-    passes over row chunks (no row-long temporary): NaN for a column with a value that is not finite, or no rows."""
-    kept = kept_here(values)
+    """Each column's population standard deviation of ``values`` (n, k; or :class:`~autopdp.pd.kept.KeptValues`,
+    summed where they are), ``values.std(axis=0)`` to rounding, in passes over row chunks (no row-long
+    temporary): NaN for a column with a value that is not finite, or no rows."""
+    kept = as_kept(values)
     out = np.full(kept.width, np.nan)
     for t in range(kept.width):
         n, _, var, every = _moments(kept, t)
@@ -137,6 +138,15 @@ def _kept_spread(kept, t: int, values) -> tuple[float, ThresholdSpread | None, b
     scale = float(np.sqrt(upper / total)) if total > 0 else 1.0
     return sd, ThresholdSpread(size=n, sum_sq=float(upper) if total > 0 else 0.0, mean=mean, var=var, scale=scale,
                                predictions=kept.column(t) if values is None else values), every
+
+
+def kept_spread_summary(kept, t: int) -> ThresholdSpread | None:
+    """:func:`spread_summary` of column ``t`` of ``kept`` (:class:`~autopdp.pd.kept.KeptValues`), its sums made
+    where the values are (a cluster's partitions)."""
+    if kept.here is not None:
+        return spread_summary(kept.here[:, t])
+    _, spread, every = kept_spread(kept, t)
+    return spread if every else None
 
 
 def spread_summary(predictions) -> ThresholdSpread | None:

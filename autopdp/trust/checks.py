@@ -34,6 +34,7 @@ from .surrogate import fit_surrogate
 from ..scores.failures import failed_score
 from ..scores.utilities.base import UtilityScore, not_applicable, relative_to_range, standard_utility
 from ..scores.utilities.incidence import observed_values
+from ..pd.kept import KeptValues
 
 __all__ = ["TRUST_IDS", "trust_scores"]
 
@@ -287,6 +288,14 @@ def _ale_score(model, adapter, frame, r, t, config, exact_ale: dict, curves: dic
         return failed_score("ale_divergence", "trust", exc, target)
 
 
+def _first_column(adapter, frame, predictions):
+    """The first target's response on every row, indexed by row positions: a view of an array here, or a column of
+    :class:`~autopdp.pd.kept.KeptValues` (kept on a cluster's partitions: the surrogate brings its sample's rows)."""
+    if predictions is None:
+        return adapter(frame.data)[:, 0]
+    return predictions.column(0) if isinstance(predictions, KeptValues) else np.asarray(predictions)[:, 0]
+
+
 def _measured(model, adapter, frame, y, results, config, wanted, kinds, support, predictions, where):
     """The measurements the scores rest on: (OOD shares by PD, the surrogate, exact ALE curves, StratPD curves).
 
@@ -299,7 +308,7 @@ def _measured(model, adapter, frame, y, results, config, wanted, kinds, support,
     try:
         fit = "surrogate_importance" in config.criteria_2d and kinds
         surrogate_job = side.submit(contextvars.copy_context().run, fit_surrogate,
-                                    (adapter(frame.data) if predictions is None else predictions)[:, 0], frame, kinds,
+                                    _first_column(adapter, frame, predictions), frame, kinds,
                                     random_state=random_state, max_levels=config.max_levels,
                                     max_mb=config.max_batch_mb) if fit else None
         oods = side.submit(contextvars.copy_context().run, _ood_measures, support, results, scheduler) \

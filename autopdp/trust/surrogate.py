@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..pd.data import Frame
+from ..pd.kept import KeptColumn
 
 __all__ = ["Surrogate", "fit_surrogate", "surrogate_width"]
 
@@ -100,7 +101,8 @@ def fit_surrogate(predictions: np.ndarray, frame: Frame, kinds: dict, *, n_knots
     names = [name for name in frame.names if name in kinds]
     sample = frame.take_rows(rows)  # the rows fitted, brought here (a PartFrame's from its workers)
     design, spans = _design(sample, np.arange(rows.size), names, kinds, n_knots, max_levels)
-    y = np.asarray(predictions, dtype=float)[rows]
+    # an array here, or a column kept on a cluster's partitions (only these rows come here)
+    y = np.asarray((predictions if isinstance(predictions, KeptColumn) else np.asarray(predictions))[rows], dtype=float)
     _, coef, _ = _ridge_gcv(design, y, ALPHAS)
     fitted = design @ coef  # centred: the intercept is y's mean
     yc = y - y.mean()
