@@ -256,3 +256,50 @@ def test_a_pipeline_that_is_not_trees_audits_a_part_frame_by_brute_force(cluster
     np.testing.assert_allclose(remote.scores[numbers].to_numpy(dtype=float), local.scores[numbers].to_numpy(dtype=float),
                                rtol=1e-7, atol=1e-9)
     assert [(s.features, s.reasons) for s in local.selection] == [(s.features, s.reasons) for s in remote.selection]
+
+
+def test_a_log_link_regressor_audits_a_part_frame_with_its_logs_made_on_the_workers(cluster, tmp_path, monkeypatch):
+    """A Poisson HGB is read on its log scale: every row's log prediction (the link scale's threshold) is made from
+    the response kept on the workers and stays there (``autopdp.pd.kept.derive_kept``); the audit equals the local
+    one, its skill (on a worker with every row) too."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    from autopdp.auditing import pipeline
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.partframe import parquet_frame
+
+    seen = []
+
+    class Recorded(pipeline.ScoringInputs):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            seen.append(self)
+
+    monkeypatch.setattr(pipeline, "ScoringInputs", Recorded)
+    df = _table(1800, seed=3)
+    rng = np.random.default_rng(3)
+    df["y"] = rng.poisson(np.exp(0.6 * np.nan_to_num(df.a) + 0.3 * np.sin(df.b) + 0.5 * (df.c == "x")))
+    X = df[["a", "b", "c"]]
+    model = HistGradientBoostingRegressor(loss="poisson", max_iter=30, categorical_features="from_dtype",
+                                          random_state=0).fit(X, df.y)
+    files = _write(tmp_path / "parts", df, [600, 1, 1199])
+    cfg = autopdp.AuditConfig(grid_resolution=10, grid_resolution_2d=5, noise_draws=50)
+    local = autopdp.audit(model, X, df.y, config=cfg, progress=False)
+    with resident_rows(cluster):
+        frame = parquet_frame(cluster, files, columns=["a", "b", "c"])
+        remote = autopdp.audit(model, frame, "y", config=cfg, scheduler=cluster, progress=False)
+    here, there = seen[0], seen[1]
+    assert here.link.transform == there.link.transform == "log"
+    assert here.link.predictions.here is not None and there.link.predictions.here is None
+    assert there.response.here is None
+    sd = float(np.std(model.predict(X)))
+    for a, b in zip(local.results, remote.results):
+        np.testing.assert_allclose(b.average, a.average, rtol=0, atol=1e-9 * sd)
+    numbers = local.scores.select_dtypes("number").columns
+    np.testing.assert_allclose(remote.scores[numbers].to_numpy(dtype=float), local.scores[numbers].to_numpy(dtype=float),
+                               rtol=1e-7, atol=1e-9)
+    assert [(k, e.passed) for k, c in local.evidence.items() for e in c.values()] == \
+        [(k, e.passed) for k, c in remote.evidence.items() for e in c.values()]
+    for key, value in local.metadata["skill"].items():
+        if isinstance(value, float):
+            assert remote.metadata["skill"][key] == pytest.approx(value, rel=1e-9, abs=1e-12)
