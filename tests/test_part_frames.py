@@ -132,7 +132,8 @@ def test_an_audit_of_a_part_frame_equals_the_local_one(cluster, data, monkeypatc
     """autopdp.audit of a Parquet folder whose rows stay on the workers (the target a column of its files, the
     weights its weight column): the same PDs, ICE rows, scores, evidence, regions, permutation importance and
     content hash as the audit of the same table read here as one frame, and the self-check passes.  The model's
-    response on every row, which the scores, the incidence test and the skill read, stayed on the workers."""
+    response and the target on every row, which the scores, the incidence test and the skill read, stayed on the
+    workers."""
     from autopdp.auditing import pipeline
     from autopdp.pd.distributed import resident_rows
     from autopdp.pd.partframe import parquet_frame
@@ -142,7 +143,7 @@ def test_an_audit_of_a_part_frame_equals_the_local_one(cluster, data, monkeypatc
     class Recorded(pipeline.ScoringInputs):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            seen.append(self.response)
+            seen.append((self.response, self.y))
 
     monkeypatch.setattr(pipeline, "ScoringInputs", Recorded)
     df, X, model, files = data
@@ -151,7 +152,10 @@ def test_an_audit_of_a_part_frame_equals_the_local_one(cluster, data, monkeypatc
     with resident_rows(cluster):
         frame = parquet_frame(cluster, files, columns=["a", "b", "c"], weight="w")
         remote = autopdp.audit(model, frame, "y", config=cfg, scheduler=cluster, progress=False)
-    assert seen[0].here is not None and seen[1].here is None and seen[1].shape == seen[0].shape
+    (response_here, y_here), (response_there, y_there) = seen
+    assert response_here.here is not None and response_there.here is None
+    assert response_there.shape == response_here.shape
+    assert isinstance(y_here, np.ndarray) and y_there.here is None and y_there.shape == (len(df), 1)
     sd = float(np.std(model.predict(X)))
     assert [r.features for r in remote.results] == [r.features for r in local.results]
     for a, b in zip(local.results, remote.results):
@@ -303,3 +307,37 @@ def test_a_log_link_regressor_audits_a_part_frame_with_its_logs_made_on_the_work
     for key, value in local.metadata["skill"].items():
         if isinstance(value, float):
             assert remote.metadata["skill"][key] == pytest.approx(value, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("case", ["constant", "missing", "not-a-class", "constant-per-part"])
+def test_a_target_kept_on_the_workers_is_checked_there_as_one_here(cluster, tmp_path, case):
+    """The target of a Parquet folder stays with its parts' rows; its checks (one value per row, none missing, not
+    constant, a classifier's labels among its classes) are made from each part's facts, with the local check's
+    line.  A target constant within each part but not across them is not constant."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from autopdp.pd.distributed import resident_rows
+    from autopdp.pd.partframe import parquet_frame
+
+    df = _table(900, seed=5)
+    X = df[["a", "b", "c"]]
+    model = HistGradientBoostingClassifier(max_iter=10, categorical_features="from_dtype", random_state=0).fit(
+        X, (df.y > df.y.median()).astype(int))
+    label = {"constant": np.ones(900, dtype=int), "missing": np.where(np.arange(900) == 700, np.nan, np.arange(900) % 2),
+             "not-a-class": np.where(np.arange(900) == 650, 7, np.arange(900) % 2).astype(int),
+             "constant-per-part": (np.arange(900) >= 300).astype(int)}[case]
+    df["y"] = label
+    files = _write(tmp_path / "parts", df, [300, 600])
+    cfg = autopdp.AuditConfig(grid_resolution=5, noise_draws=20, pairs=False)
+    with resident_rows(cluster):
+        frame = parquet_frame(cluster, files, columns=["a", "b", "c"])
+        if case == "constant-per-part":
+            remote = autopdp.audit(model, frame, "y", config=cfg, scheduler=cluster, progress=False)
+            local = autopdp.audit(model, X, df.y, config=cfg, progress=False)
+            assert remote.metadata["skill"]["auc"] == pytest.approx(local.metadata["skill"]["auc"], rel=1e-12)
+            return
+        with pytest.raises(InputError) as here:
+            autopdp.audit(model, X, df.y, config=cfg, progress=False)
+        with pytest.raises(InputError) as there:
+            autopdp.audit(model, frame, "y", config=cfg, scheduler=cluster, progress=False)
+    assert str(there.value) == str(here.value)

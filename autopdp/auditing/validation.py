@@ -15,6 +15,7 @@ import pandas as pd
 from ..config import AuditConfig, ReportOptions, split_config
 from ..io.tree_arrays import check_tree_arrays
 from ..pd.data import Frame, as_frame, check_unique_columns, describe_missing, probe_rows, refuse_dask, sample_rows
+from ..pd.kept import KeptValues, map_kept
 from ..errors import InputError, InputTypeError
 from ..pd.grids import resolve_categorical
 from ..pd.profiles import frame_profiles, one_part
@@ -37,9 +38,31 @@ COMFORTABLE_ROWS = 200
 
 
 # ---------------------------------------------------------------- helpers
+def _y_facts(values, _payload) -> tuple:
+    """A row partition's target facts: its rows, missing values, first value and whether another differs."""
+    v = values[:, 0]
+    return v.size, int(np.count_nonzero(pd.isna(v))), (v[0] if v.size else None), bool(v.size and (v != v[0]).any())
+
+
+def _check_kept_y(y: KeptValues, n: int) -> KeptValues:
+    """:func:`_check_y` of a target kept on the row partitions, from each partition's facts."""
+    facts = map_kept(_y_facts, None, y)
+    rows, missing = sum(f[0] for f in facts), sum(f[1] for f in facts)
+    if rows != n:
+        raise InputError(f"y has {rows} values but X has {n} rows; give one target per row.")
+    if missing:
+        raise InputError(f"the target y has {missing} missing value(s); drop those rows or fill them before auditing.")
+    firsts = [f[2] for f in facts if f[0]]
+    if not (any(f[3] for f in facts) or any(v != firsts[0] for v in firsts)):
+        raise InputError("the target y is constant (a single class or value); an audit needs a target that varies.")
+    return y
+
+
 def _check_y(y, n: int):
     if y is None:
         return None
+    if isinstance(y, KeptValues):
+        return _check_kept_y(y, n)
     refuse_dask(y, "y")
     if isinstance(y, pd.DataFrame):
         if y.shape[1] != 1:
@@ -177,7 +200,10 @@ def _check_labels(y: np.ndarray | None, model, adapter) -> None:
         return
     classes = list(np.asarray(classes).tolist())
     known = {str(c) for c in classes}
-    seen = list(pd.unique(np.asarray(y)))  # on the labels' own type: no object copy of every value
+    if isinstance(y, KeptValues):  # each partition's labels, found there
+        seen = list(pd.unique(np.concatenate(map_kept(_labels_of, None, y))))
+    else:
+        seen = list(pd.unique(np.asarray(y)))  # on the labels' own type: no object copy of every value
     # a label is known by its text, or (a model without classes_, whose classes are 0 .. k-1) by its value:
     # y of 0.0/1.0 or False/True for the classes 0, 1
     unknown = [v for v in seen if str(v) not in known and not (adapter.inferred_classes and _numeric_in(v, classes))]
@@ -193,6 +219,10 @@ def _check_labels(y: np.ndarray | None, model, adapter) -> None:
             + (", give the model a classes_ attribute" if adapter.inferred_classes else "")
             + " or pass the matching target column."
         )
+
+
+def _labels_of(values, _payload) -> np.ndarray:
+    return np.asarray(pd.unique(values[:, 0]))
 
 
 def _numeric_in(value, classes) -> bool:
@@ -366,9 +396,11 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
     for label, m in {"the model": model, **{f"comparison model {n!r}": c for n, c in compare.items()}}.items():
         check_tree_arrays(m, label, n_columns=len(full.names))  # before anything predicts: trees in bounds of X
     _check_rows(full.n_rows, notes)
-    if isinstance(y, str) and hasattr(full, "read_column"):  # a PartFrame: the target is a column of its files
-        y = full.read_column(y)
-    target_name = target_name_of(y)
+    if hasattr(full, "with_target") and (isinstance(y, str) or isinstance(y, KeptValues)):
+        # a PartFrame: the target is a column of its parts, kept beside their rows on the workers
+        full = full.with_target(y) if isinstance(y, str) else full
+        y = full.target_values()
+    target_name = full.target_name if isinstance(y, KeptValues) else target_name_of(y)
     y = _check_y(y, full.n_rows)
     weights_full = _check_weights(sample_weight, full.n_rows)
     if hasattr(full, "weight_source"):  # a PartFrame: its weights are its weight column, brought here
@@ -380,13 +412,15 @@ def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: 
             _check_weights(weights_full, full.n_rows)
         what = "partitions of a dask DataFrame computed" if full.sources else "Parquet parts read"
         notes.append(f"The data's {full.n_rows:,} rows stayed on the Dask cluster's workers, each of its "
-                     f"{len(full.parts):,} {what} and kept by one worker; the per-row work ran there, and "
-                     "the calling process brought over the target, the weights, one feature column at a time and "
-                     "the sampled rows.")
+                     f"{len(full.parts):,} {what} and kept by one worker"
+                     f"{' with its target' if isinstance(y, KeptValues) else ''}; the per-row work ran "
+                     f"there, and the calling process brought over "
+                     f"{'' if isinstance(y, KeptValues) or y is None else 'the target, '}the weights, one feature "
+                     "column at a time and the sampled rows.")
     rng = np.random.default_rng(random_state)
     rows = sample_rows(full.n_rows, config.max_rows, rng)
     frame = full if rows is None else full.take_rows(rows)
-    y_pd = None if y is None else (y if rows is None else y[rows])
+    y_pd = None if y is None else (y if rows is None else y.at(rows)[:, 0] if isinstance(y, KeptValues) else y[rows])
     weights = None if weights_full is None else (weights_full if rows is None else weights_full[rows])
     if rows is not None:
         notes.append(f"PDs average over a random sample of {frame.n_rows:,} of the {full.n_rows:,} rows (max_rows).")

@@ -62,8 +62,9 @@ def _limit(args, name: str, default: float) -> float:
 
 def _on_workers(args, files: list):
     """``(X, y, None)`` of a Parquet folder with --scheduler: X a :class:`~autopdp.pd.partframe.PartFrame` whose rows
-    the cluster's workers read and keep (the calling process reads the parts' footers, and brings the target
-    here); its weights are its --weights column.  ``args.scheduler`` becomes the one client of the run."""
+    the cluster's workers read and keep (the calling process reads the parts' footers), ``y`` the target column's
+    name (its values kept beside the rows; brought here only to map its labels, --target-map); its weights are
+    its --weights column.  ``args.scheduler`` becomes the one client of the run."""
     import pyarrow.parquet as pq
 
     from ..io.loading import column_error
@@ -82,10 +83,9 @@ def _on_workers(args, files: list):
     args.scheduler, _ = _client(args.scheduler)
     features = [c for c in names if c not in (args.target, args.weights)]
     X = parquet_frame(args.scheduler, files, columns=features, weight=args.weights)
-    y = X.read_column(args.target)
-    if getattr(args, "target_map", None):
-        y = map_target(y, args.target_map)
-    return X, y, None
+    if getattr(args, "target_map", None):  # the labels mapped here, on the column brought over
+        return X, map_target(X.read_column(args.target), args.target_map), None
+    return X, args.target, None  # the target column stays with the parts' rows on the workers
 
 
 def _load_data(args, path=None):

@@ -15,7 +15,8 @@ import dataclasses
 import numpy as np
 from scipy import stats
 
-from ..pd.kept import on_whole
+from ..pd.kept import beside, on_whole
+from ..scores.utilities.incidence import KeptObserved, observed_values
 from ..scores.calibration import incidence_parts
 from .draws import LIPSCHITZ_MAX_DRAWS, _Budget, _Pending, _link_scale_threshold, _resolve, _rng, \
     _with_refits
@@ -323,10 +324,13 @@ def _ice_variance_item(s, r, t, inputs, thr_response, tol) -> Evidence:
                           "critical": float(np.sqrt(thr * thr + stats.norm.ppf(0.95) * se)) if se > 0 else None})
 
 
-def _incidence_of(payload, predicted):
+def _incidence_of(payload, predicted, target=None):
     """:func:`~autopdp.scores.calibration.incidence_parts` of ``predicted`` (every row's prediction of the target)
-    and ``payload``: ``(observed, cells, the other arguments)``."""
+    and ``payload``: ``(observed, cells, the other arguments)``; with every row's ``target`` ``(rows, 1)``,
+    ``observed`` is ``(class or None, is_classifier)``, what the observed values are made of here."""
     observed, cells, rest = payload
+    if target is not None:
+        observed = observed_values(target[:, 0], *observed)
     return incidence_parts(predicted=predicted, observed=observed, cells=cells, **rest)
 
 
@@ -348,12 +352,16 @@ def _incidence_item(s, r, t, w, cells, inputs, noise, thr, tol, budget) -> Evide
                                 f"{EFFECTIVE_ROWS_FLOOR}: the bins' residual means cannot be taken as Gaussian")
     yv = inputs.observed(s.target)
     cells = grid_cells(inputs, r) if cells is None else cells
-    # two passes over every row's prediction: where the response is kept (a cluster's worker), the rest sent there
-    parts = on_whole(_incidence_of, (yv, cells, dict(
+    # two passes over every row's prediction and target: where they are kept (a cluster's worker: the target's
+    # observed values made there), the rest sent there
+    kept_y = isinstance(yv, KeptObserved)
+    response = inputs.response.column(t)
+    extra = (beside(yv.kept, inputs.response),) if kept_y else ()
+    parts = on_whole(_incidence_of, ((yv.target, yv.is_classifier) if kept_y else yv, cells, dict(
         sample_weight=inputs.sample_weight, pd_curve=np.ravel(r.average[t]), kind=r.kinds[0], noise=noise,
         loss=cfg.loss, threshold=thr if np.isfinite(thr) else 0.0,
         ice=None if r.individual is None or r.centered else r.individual[t], ice_rows=r.ice_rows,
-        ice_weight=ice_row_weights(r, inputs.sample_weight))), inputs.response.column(t))
+        ice_weight=ice_row_weights(r, inputs.sample_weight))), response, *extra)
     rng = _rng(r.features, "incidence")
     parts_of = [("calibration", parts.calibration, parts.draw_calibration),
                 ("dependence", parts.dependence, parts.draw_dependence)]

@@ -107,6 +107,10 @@ def content_sha256(X, y=None, sample_weight=None) -> str:
     for label, extra in (("y", y), ("w", sample_weight)):
         if extra is not None:
             h.update(b"\x1e" + label.encode())
+            if hasattr(extra, "hash_chunks"):  # values kept on a cluster's row partitions: their row hashes, in order
+                for chunk in extra.hash_chunks():
+                    h.update(chunk)
+                continue
             values = np.asarray(extra)
             for a, b in _chunks(values.shape[0]):
                 h.update(pd.util.hash_pandas_object(pd.Series(values[a:b], dtype=object), index=False).to_numpy()

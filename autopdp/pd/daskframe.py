@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..errors import InputError, InputTypeError
 from .data import Frame, is_dask_collection
+from .partframe import target_block
 
 __all__ = ["DaskPart", "dask_frame", "dask_frame_and_target", "is_dask_frame", "is_dask_collection",
            "takes_dask_frames"]
@@ -49,6 +50,8 @@ class DaskPart:
     weight: str | None = None
     columns: tuple = ()
     weight_series: bool = False
+    target: str | None = None  # the target column kept beside the rows (``block["target"]``), or None
+    target_series: bool = False  # the target is a dask Series beside the rows (its partition in the source)
 
     def selected(self, names: tuple) -> "DaskPart":
         """This part's recipe for the feature columns ``names`` only."""
@@ -62,8 +65,8 @@ class DaskPart:
         """The rows' block of this partition, computed on the cluster from the collection's graph: a future."""
         import dask
 
-        rows, weights = source
-        return client.compute(dask.delayed(_block, pure=False)(self, rows, weights))
+        rows, weights, target = source
+        return client.compute(dask.delayed(_block, pure=False)(self, rows, weights, target))
 
     def column_parts(self, client, sources, name) -> list:
         """Column ``name`` of the collection, each partition's values (``sources``: the parts' Delayed objects)
@@ -73,9 +76,9 @@ class DaskPart:
         from .distributed import gathered
 
         return gathered(client, client.compute([dask.delayed(_values, pure=False)(rows, name)
-                                                for rows, _ in sources]))
+                                                for rows, *_ in sources]))
 
-    def read_block(self, df: pd.DataFrame, weights=None) -> dict:
+    def read_block(self, df: pd.DataFrame, weights=None, target=None) -> dict:
         """The partition's rows as a row partition holds them (:func:`autopdp.pd.rows.rows_block`)."""
         out = df[list(self.names)].reset_index(drop=True).copy()
         for column, levels, ordered in self.levels:
@@ -84,12 +87,17 @@ class DaskPart:
             w = np.asarray(weights, dtype=float)
         else:
             w = None if self.weight is None else df[self.weight].to_numpy(dtype=float)
-        return {"frame": Frame(data=out, names=self.names, keys=self.names), "Z": None, "own": None,
-                "sample_weight": w}
+        block = {"frame": Frame(data=out, names=self.names, keys=self.names), "Z": None, "own": None,
+                 "sample_weight": w}
+        if self.target_series:
+            block["target"] = target_block(target)
+        elif self.target is not None:
+            block["target"] = target_block(df[self.target])
+        return block
 
 
-def _block(part: DaskPart, df, weights) -> dict:
-    return part.read_block(df, weights)
+def _block(part: DaskPart, df, weights, target=None) -> dict:
+    return part.read_block(df, weights, target)
 
 
 def _facts(df, cats: list, weights, target) -> tuple:
@@ -98,7 +106,7 @@ def _facts(df, cats: list, weights, target) -> tuple:
     levels = [list(df[c].cat.categories) for c in cats]
     y = df[target] if isinstance(target, str) else target
     return len(df), levels, dict(zip(map(str, df.columns), map(str, df.dtypes))), \
-        None if weights is None else len(weights), y
+        None if weights is None else len(weights), None if y is None else len(y)
 
 
 def _values(df, name):
@@ -157,7 +165,7 @@ def _check_facts(facts: list, dtypes, has_weights: bool, has_target: bool) -> No
     """Each partition's columns of the collection's own types (a categorical's levels may differ), and its weights'
     and target's lengths its rows'."""
     expected = {str(c): str(t) for c, t in dtypes.items()}
-    for i, (n, _, types, w_len, y) in enumerate(facts):
+    for i, (n, _, types, w_len, y_len) in enumerate(facts):
         off = [c for c, t in expected.items() if types.get(c) != t and not (t == "category" == types.get(c))]
         if off or len(types) != len(expected):
             c = (off or sorted(set(types) ^ set(expected)) or ["?"])[0]
@@ -166,8 +174,8 @@ def _check_facts(facts: list, dtypes, has_weights: bool, has_target: bool) -> No
         if has_weights and w_len != n:
             raise InputError(f"partition {i} of sample_weight has {w_len} values but X's has {n} rows; the weights "
                              "are matched to the rows partition by partition.")
-        if has_target and len(y) != n:
-            raise InputError(f"partition {i} of y has {len(y)} values but X's has {n} rows; the target is matched "
+        if has_target and y_len != n:
+            raise InputError(f"partition {i} of y has {y_len} values but X's has {n} rows; the target is matched "
                              "to the rows partition by partition.")
 
 
@@ -179,8 +187,10 @@ def dask_frame(client, ddf, *, columns=None, weight=None):
 
 
 def dask_frame_and_target(client, ddf, *, columns=None, weight=None, target=None) -> tuple:
-    """``(frame, y)``: :func:`dask_frame`, and the target brought here (a pandas Series; None without one) from
-    ``target``, a column's name or a dask Series of the same partitions, in the same pass over the partitions."""
+    """``(frame, y)``: :func:`dask_frame`, and the target (None without one) from ``target``, a column's name or a
+    dask Series of the same partitions: kept beside each partition's rows on its worker (``y`` its
+    :class:`~autopdp.pd.kept.KeptValues`, :meth:`~autopdp.pd.partframe.PartFrame.target_values`); the partitions'
+    lengths checked in the pass that counts their rows."""
     import dask
 
     from .distributed import gathered
@@ -215,13 +225,22 @@ def dask_frame_and_target(client, ddf, *, columns=None, weight=None, target=None
         types[c] = pd.CategoricalDtype(list(lv), ordered=ordered)
     edges = np.concatenate([[0], np.cumsum([facts[i][0] for i in kept])]).astype(int)
     recipe = dict(names=names, levels=tuple(levels), weight=weight_name, columns=tuple(all_columns),
-                  weight_series=series is not None)
+                  weight_series=series is not None,
+                  target=target_name if target_name is not None or target is None else _series_name(target),
+                  target_series=target is not None and target_name is None)
     label = getattr(ddf, "_name", None) or dask.base.tokenize(ddf)
     frame = PartFrame(data=_NoRows(), names=names, keys=names, dtypes=tuple(types[c] for c in names),
                       bounds=tuple((int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])),
                       parts=tuple(DaskPart(f"dask:{label}:{i}", **recipe) for i in kept), scheduler=client,
-                      sources=tuple((rows[i], weights[i]) for i in kept))
-    return frame, None if target is None else _joined([facts[i][4] for i in kept], target_name)
+                      sources=tuple((rows[i], weights[i], targets[i] if target_name is None else None)
+                                    for i in kept))
+    return frame, None if target is None else frame.target_values()
+
+
+def _series_name(series) -> str | None:
+    """A dask Series target's name, as the audit names the target (None: unnamed)."""
+    name = getattr(series, "name", None)
+    return None if name is None else str(name)
 
 
 def _check_target(ddf, target) -> tuple:
@@ -239,16 +258,6 @@ def _check_target(ddf, target) -> tuple:
                              "the target is matched to the rows partition by partition.")
         return None, target.to_delayed()
     raise InputTypeError(f"y for a dask DataFrame X is a column's name or a dask Series, got {type(target).__name__}.")
-
-
-def _joined(pieces: list, name) -> pd.Series:
-    """The target's partitions as one Series (a categorical's levels unified, as a Parquet folder's)."""
-    if pieces and isinstance(pieces[0].dtype, pd.CategoricalDtype):
-        from pandas.api.types import union_categoricals
-
-        return pd.Series(union_categoricals(list(pieces), ignore_order=True), name=name)
-    name = name if name is not None else (pieces[0].name if pieces else None)
-    return pd.Series(np.concatenate([np.asarray(p) for p in pieces]) if pieces else [], name=name)
 
 
 def takes_dask_frames(function):

@@ -18,7 +18,8 @@ import numpy as np
 
 from .rows import _FrameShell, frame_partitions, map_rows, scheduler_of
 
-__all__ = ["KeptValues", "keep_values", "map_kept", "derive_kept", "kept_here", "on_whole", "as_kept"]
+__all__ = ["KeptValues", "keep_values", "map_kept", "derive_kept", "kept_here", "on_whole", "as_kept", "beside",
+           "hash_kept"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +40,9 @@ class KeptValues:
     def shape(self) -> tuple:
         return (self.n_rows, self.width)
 
+    def __len__(self) -> int:
+        return self.n_rows
+
     def at(self, rows) -> np.ndarray:
         """The values ``(len(rows), k)`` of the rows at positions ``rows`` (brought from their partitions)."""
         rows = np.asarray(rows, dtype=np.intp).ravel()
@@ -53,6 +57,14 @@ class KeptValues:
 
     def column(self, t: int) -> "KeptColumn":
         return KeptColumn(self, int(t))
+
+    def hash_chunks(self):
+        """Column 0's pandas row hashes (as objects), partition after partition: what
+        :func:`autopdp.io.provenance.content_sha256` feeds its hash for an array here."""
+        if self.here is not None:
+            yield _row_hashes(self.here, None)
+            return
+        yield from hash_kept(self)
 
     def whole(self) -> np.ndarray:
         """Every row's values ``(n_rows, k)``: this process's array, or brought from a cluster's partitions (for
@@ -153,15 +165,21 @@ def map_kept(fn, payload, kept: KeptValues) -> list:
 
 
 class _Whole:
-    """``fn(payload, *wholes)`` on a worker from every partition's kept values (tuples, one item per kept name),
-    each name's partitions stacked in row order."""
+    """``fn(payload, *wholes)`` on a worker: each argument the array sent with the task (``given[i]``), or, where
+    that is None, every partition's kept values (tuples, one item per kept name, in order) stacked in row order."""
 
-    def __init__(self, fn, payload, columns):
-        self.fn, self.payload, self.columns = fn, payload, columns
+    def __init__(self, fn, payload, columns, given):
+        self.fn, self.payload, self.columns, self.given = fn, payload, columns, given
         self.__name__ = getattr(fn, "__name__", "on_whole")
 
     def __call__(self, *parts):
-        wholes = [_stacked([p[i] for p in parts], c) for i, c in enumerate(self.columns)]
+        wholes, k = [], 0
+        for c, g in zip(self.columns, self.given):
+            if g is None:
+                wholes.append(_stacked([p[k] for p in parts], c))
+                k += 1
+            else:
+                wholes.append(g)
         del parts
         return self.fn(self.payload, *wholes)
 
@@ -192,16 +210,26 @@ def on_whole(fn, payload, *kept):
     ``fn`` is a module-level function, and ``payload`` travels with the task.  Every ``kept`` is of one frame."""
     columns = [k.t if isinstance(k, KeptColumn) else None for k in kept]
     kept = [k.kept if isinstance(k, KeptColumn) else k for k in kept]
-    if all(k.here is not None for k in kept):
-        return fn(payload, *[k.here if c is None else k.here[:, c] for k, c in zip(kept, columns)])
-    if any(k.here is not None or any(a is not b for a, b in zip(k.where[:4], kept[0].where[:4])) for k in kept):
+    given = [None if k.here is None else (k.here if c is None else k.here[:, c]) for k, c in zip(kept, columns)]
+    away = [k for k in kept if k.here is None]
+    if not away:
+        return fn(payload, *given)
+    if any(any(a is not b for a, b in zip(k.where[:4], away[0].where[:4])) for k in away):
         raise ValueError("on_whole: the values must be kept on the same row partitions")
     from .distributed import run_partitions_on_dask
 
-    split = _split(kept[0])
-    shell = _KeptShell(tuple(k.name for k in kept))
-    return run_partitions_on_dask(kept[0].where[3], _parts_of, [(shell, key, make) for key, make, _ in split],
-                                  [None] * len(split), then=_Whole(fn, payload, columns))
+    split = _split(away[0])
+    shell = _KeptShell(tuple(k.name for k in away))
+    return run_partitions_on_dask(away[0].where[3], _parts_of, [(shell, key, make) for key, make, _ in split],
+                                  [None] * len(split), then=_Whole(fn, payload, columns, given))
+
+
+def beside(kept: KeptValues, other: KeptValues | None) -> KeptValues:
+    """``kept`` read from the row partitions ``other`` is kept on, when both are of one frame whose every block
+    holds ``kept`` (a frame's target: each part's recipe reads it), so one task can take both; else ``kept``."""
+    if other is None or kept.here is not None or other.here is not None or other.where[0] is not kept.where[0]:
+        return kept
+    return KeptValues(n_rows=kept.n_rows, width=kept.width, name=kept.name, where=other.where)
 
 
 class _Deriving:
@@ -230,6 +258,22 @@ def derive_kept(fn, payload, kept: KeptValues) -> KeptValues:
                                     [(_KeptShell(kept.name), key, make) for key, make, _ in split],
                                     [payload] * len(split), refresh=True)
     return KeptValues(n_rows=kept.n_rows, width=int(widths[0]), name=name, where=kept.where)
+
+
+def _row_hashes(values, _payload) -> bytes:
+    import pandas as pd
+
+    return pd.util.hash_pandas_object(pd.Series(values[:, 0], dtype=object), index=False).to_numpy().tobytes()
+
+
+def hash_kept(kept: KeptValues):
+    """Each partition's pandas row hashes of column 0 (as objects: :func:`autopdp.io.provenance.content_sha256`'s
+    bytes of an array here), made on its worker and brought one partition at a time."""
+    from .distributed import run_partitions_on_dask
+
+    for shell_key_make in [(_KeptShell(kept.name), key, make) for key, make, _ in _split(kept)]:
+        (chunk,) = run_partitions_on_dask(kept.where[3], _row_hashes, [shell_key_make], [None])
+        yield chunk
 
 
 def _values_at(values, local) -> np.ndarray:

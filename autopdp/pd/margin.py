@@ -235,7 +235,9 @@ def _margin_curves(model, frame, results_1d, pd_kwargs, columns, binary, all_cla
         custom = {r.features[0]: list(r.grid[0]) if r.kinds[0] == "categorical" else r.grid[0] for r in group}
         categorical = [r.features[0] for r in group if r.kinds[0] == "categorical"] or None
         try:
-            margins = partial_dependence(model, sub.data, [r.features[0] for r in group], **keywords(
+            # a PartFrame's every row stays on its workers: the frame itself, not its (absent) data
+            X = sub if getattr(sub, "parts", None) is not None else sub.data
+            margins = partial_dependence(model, X, [r.features[0] for r in group], **keywords(
                 response="decision_function", target=None, kind="individual", std=False, subsample=None,
                 custom_values=custom, categorical_features=categorical, **pd_kwargs))
         except InputError:

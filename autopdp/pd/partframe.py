@@ -61,12 +61,14 @@ class _NoRows:
 @dataclass(frozen=True)
 class ParquetPart:
     """How a worker reads one part's rows: the file, its feature columns (names and keys), the categorical
-    columns' levels over every part, and the sample-weight column (None: unweighted)."""
+    columns' levels over every part, the sample-weight column (None: unweighted) and the target column (None:
+    none; else kept beside the rows, ``block["target"]``, for :meth:`PartFrame.target_values`)."""
 
     path: str
     names: tuple
     levels: tuple  # ((column, levels, ordered), ...)
     weight: str | None = None
+    target: str | None = None
 
     def selected(self, names: tuple) -> "ParquetPart":
         """This part's recipe for the feature columns ``names`` only."""
@@ -76,17 +78,25 @@ class ParquetPart:
         """The part's rows as a row partition holds them (:func:`autopdp.pd.rows.rows_block`)."""
         import pyarrow.parquet as pq
 
-        wanted = list(self.names) + ([self.weight] if self.weight is not None else [])
-        df = pq.read_table(self.path, columns=wanted).to_pandas().copy()  # copied out of Arrow's memory
+        extra = [c for c in (self.weight, self.target) if c is not None]
+        df = pq.read_table(self.path, columns=list(self.names) + extra).to_pandas().copy()  # out of Arrow's memory
         for column, levels, ordered in self.levels:
             df[column] = df[column].cat.set_categories(list(levels), ordered=ordered)
         weights = None if self.weight is None else df.pop(self.weight).to_numpy(dtype=float)
+        block = {"sample_weight": weights}
+        if self.target is not None:
+            block["target"] = target_block(df.pop(self.target))
         return {"frame": Frame(data=df.reset_index(drop=True), names=self.names, keys=self.names), "Z": None,
-                "own": None, "sample_weight": weights}
+                "own": None, **block}
 
     def file_columns(self) -> list:
         """Every column of the part's file (the features, the target, the weights and any other)."""
         return pq_columns(self.path)
+
+
+def target_block(values) -> np.ndarray:
+    """A part's target as its block keeps it: ``(rows, 1)``, the values' own type (labels of a categorical)."""
+    return np.asarray(values).reshape(-1, 1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,6 +133,28 @@ class PartFrame(Frame):
 
     def dtype(self, position: int):
         return self.dtypes[position]
+
+    @property
+    def target_name(self) -> str | None:
+        """The target column each part's rows keep beside them (:meth:`with_target`), or None."""
+        return getattr(self.parts[0], "target", None) or None
+
+    def with_target(self, name: str) -> "PartFrame":
+        """This frame with column ``name`` of its parts kept beside their rows as the target (read by the workers,
+        never brought here: :meth:`target_values`)."""
+        known = list(self.parts[0].file_columns())
+        if name not in known:
+            raise InputError(f"the data has no column {name!r} for the target; its columns are {known}.")
+        return replace(self, parts=tuple(replace(p, target=name) for p in self.parts))
+
+    def target_values(self):
+        """Every row's target as :class:`~autopdp.pd.kept.KeptValues` ``(n_rows, 1)``, kept in each part's block
+        on the worker that holds its rows (whatever the tree plan those rows serve)."""
+        from .kept import KeptValues
+
+        if self.target_name is None and not getattr(self.parts[0], "target_series", False):
+            raise ValueError("this PartFrame keeps no target (with_target)")
+        return KeptValues(n_rows=self.n_rows, width=1, name="target", where=(self, None, None, self.scheduler, 0))
 
     def column(self, position: int) -> np.ndarray:
         """One column's values over every row, brought here from the parts (as :meth:`Frame.column` gives them): a

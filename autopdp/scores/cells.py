@@ -116,19 +116,36 @@ def cell_tables(tables: CellTables, frame, jobs: list, observed: dict, sample_we
     in one pass over ``frame``'s row partitions (:func:`autopdp.pd.rows.map_rows`; a ``PartFrame``'s parts where
     they are).  ``observed``: ``{target_key: per-row observed values}`` of this process, and ``sample_weight``,
     travel sliced to each partition.  Counts are exact; weighted sums equal one pass's to rounding."""
-    from ..pd.rows import map_rows
+    from ..pd.rows import map_blocks, map_rows
 
     jobs = [j for j in jobs if j[0] not in tables]
     if not jobs:
         return
-    sliced = {"w": sample_weight, **{("y", k): v for k, v in observed.items()}}
-    for part in map_rows(_tables_part, jobs, frame, sliced=sliced):
+    kept = {k: (v.target, v.is_classifier) for k, v in observed.items() if hasattr(v, "of")}
+    if kept:  # a target kept with the rows (KeptObserved): its observed values made there
+        per_part = map_blocks(_tables_block, (jobs, kept), frame)
+    else:
+        per_part = map_rows(_tables_part, jobs, frame,
+                            sliced={"w": sample_weight, **{("y", k): v for k, v in observed.items()}})
+    for part in per_part:
         for key, (mass, sums) in part.items():
             if key in tables.masses:
                 tables.masses[key] = tables.masses[key] + mass
                 tables.sums[key] = {k: tables.sums[key][k] + v for k, v in sums.items()}
             else:
                 tables.masses[key], tables.sums[key] = mass, sums
+
+
+def _tables_block(block: dict, payload) -> dict:
+    """:func:`_tables_part` of a row partition whose block keeps the target (its observed values made here, as
+    :class:`~autopdp.scores.utilities.incidence.KeptObserved` says: ``{key: (target, is_classifier)}``) and its
+    weights."""
+    from .utilities.incidence import observed_values
+
+    jobs, kept = payload
+    arrays = {"w": block["sample_weight"], **{("y", k): observed_values(block["target"][:, 0], *spec)
+                                             for k, spec in kept.items()}}
+    return _tables_part(block["frame"], (jobs, arrays))
 
 
 def _tables_part(rows, job) -> dict:

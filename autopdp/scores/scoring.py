@@ -24,14 +24,14 @@ from .utilities import (
 )
 from .utilities import TRUST_IDS
 from .utilities.base import UtilityScore, axis_positions, best_over_targets
-from .utilities.incidence import observed_values
+from .utilities.incidence import KeptObserved, observed_values
 from .utilities.lipschitz import default_bound
 from .failures import failed_score
 from ..pd.rows import map_rows
 from ..pd.sampling import ice_row_weights
 from .cells import CellTables, GridCells, cell_tables, flat_cells, grid_key
 from .spread import THRESHOLD_VARIANCE_Z, ThresholdSpread, kept_spread_summary
-from ..pd.kept import KeptValues, as_kept
+from ..pd.kept import KeptValues, as_kept, map_kept
 
 __all__ = ["ScoringInputs", "threshold_spread", "score_result", "grid_cells", "flat_cells", "importance_table", "interaction_table", "pair_criteria"]
 
@@ -83,7 +83,8 @@ class ScoringInputs:
         #: {name: (n_rows, n_targets)} the comparison models' responses on the same rows
         self.comparison_predictions = dict(comparison_predictions or {})
         self.sample_weight = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
-        self.y = None if y is None else np.asarray(y)
+        #: every row's target: an array here, or :class:`~autopdp.pd.kept.KeptValues` kept with a cluster's rows
+        self.y = None if y is None else (y if isinstance(y, KeptValues) else np.asarray(y))
         self.is_classifier = is_classifier
         self.prediction_std = prediction_std  # per target
         self.config = config
@@ -112,6 +113,9 @@ class ScoringInputs:
     def observed(self, target):
         """:func:`~autopdp.scores.utilities.incidence.observed_values` of ``y`` for ``target`` (computed once)."""
         key = _target_key(target)
+        if key not in self._observed and isinstance(self.y, KeptValues):  # made where the target is, when read
+            numeric = self.is_classifier or all(map_kept(_numeric_part, None, self.y))
+            self._observed[key] = KeptObserved(self.y, target, self.is_classifier) if numeric else None
         if key not in self._observed:
             values = None if self.y is None else observed_values(self.y, target, self.is_classifier)
             # a class indicator is 0 or 1: kept in 1 byte a row, not 8 (its users read it as numbers, a chunk of
@@ -188,6 +192,11 @@ class ScoringInputs:
             kinds = {f: k for r in todo for f, k in zip(r.features, r.kinds)}
             self._associations.update(association_tests(self.frame, kinds, [r.features for r in todo]))
         return {r.features: self._associations[r.features] for r in results_2d}
+
+
+def _numeric_part(values, _payload) -> bool:
+    """Whether a row partition's kept target reads as numbers (a regressor's observed values)."""
+    return observed_values(values[:, 0], None, False) is not None
 
 
 def _target_key(target) -> tuple:

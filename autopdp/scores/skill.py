@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..pd.kept import KeptValues, on_whole
+from ..pd.kept import KeptValues, beside, kept_here, on_whole
 from ..pd.rows import chunked_sum as _chunked
 
 __all__ = ["model_skill", "permutation_importance"]
@@ -177,16 +177,19 @@ def model_skill(predictions, y, adapter, weights=None, classes=None, significanc
         return None
     spec = (list(getattr(adapter, "targets", ())), getattr(adapter, "response", ""),
             bool(getattr(adapter, "is_classifier", False)))
-    payload = (np.asarray(y), spec, weights, classes, significance)
-    if isinstance(predictions, KeptValues):  # a rank statistic of every row: run where the response is kept
-        return on_whole(_skill_of, payload, predictions)
-    return _skill_of(payload, predictions)
+    payload = (spec, weights, classes, significance)
+    # a rank statistic of every row: where the response and the target are kept (one task on a worker), else here
+    response = predictions if isinstance(predictions, KeptValues) else kept_here(np.asarray(predictions, dtype=float))
+    y = beside(y, response) if isinstance(y, KeptValues) else kept_here(np.asarray(y))
+    return on_whole(_skill_of, payload, response, y)
 
 
-def _skill_of(payload, predictions) -> dict:
-    """:func:`model_skill` of ``predictions`` (every row's response, an array) and ``payload``'s target, model
-    facts ``(targets, response, is_classifier)``, weights, classes and significance."""
-    y, (targets, response, is_classifier), weights, classes, significance = payload
+def _skill_of(payload, predictions, y) -> dict:
+    """:func:`model_skill` of ``predictions`` and ``y`` (every row's response and target, arrays ``(rows, k)``)
+    and ``payload``: the model's facts ``(targets, response, is_classifier)``, the weights, classes and
+    significance."""
+    (targets, response, is_classifier), weights, classes, significance = payload
+    y = np.asarray(y).reshape(-1)
     pred = np.asarray(predictions, dtype=float).reshape(y.shape[0], -1)
     ok = ~_isna(y) & np.isfinite(pred).all(axis=1)
     w = None if weights is None else np.asarray(weights, dtype=float)  # None: every row weighs 1
@@ -284,13 +287,14 @@ def permutation_importance(adapter, frame, y, predictions, features, weights=Non
     of = frame.n_rows
     if of > max_rows:
         rows = np.sort(np.random.default_rng([seed, 54]).choice(of, size=max_rows, replace=False))
-        frame, y = frame.take_rows(rows), np.asarray(y)[rows]
+        frame, y = frame.take_rows(rows), (y.at(rows)[:, 0] if isinstance(y, KeptValues) else np.asarray(y)[rows])
         predictions = predictions.at(rows) if isinstance(predictions, KeptValues) else \
             np.asarray(predictions).reshape(of, -1)[rows]
         weights = None if weights is None else np.asarray(weights, dtype=float)[rows]
     else:  # every row, brought here (a frame on a cluster's workers holds them there)
         frame = frame.take_rows(np.arange(of))
         predictions = predictions.whole() if isinstance(predictions, KeptValues) else predictions
+        y = y.whole()[:, 0] if isinstance(y, KeptValues) else y
     loss = _row_loss(adapter, y, classes)
     if loss is None:
         return None

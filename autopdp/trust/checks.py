@@ -172,12 +172,13 @@ def _stratpd_curves(adapter, frame, y, results, kinds, random_state: int = 0, sc
     from ..pd.distributed import run_here_or_on_dask
 
     categorical = [k for k, v in kinds.items() if v == "categorical"] or None
-    yy = np.asarray(y)
+    kept = isinstance(y, KeptValues)  # kept with a cluster's rows: only the rows used come here
+    yy = y if kept else np.asarray(y)
     if frame.n_rows > MAX_STRATPD_ROWS:
         rows = np.sort(np.random.default_rng([random_state, 55]).choice(frame.n_rows, MAX_STRATPD_ROWS, replace=False))
-        frame, yy = frame.take_rows(rows), yy[rows]
+        frame, yy = frame.take_rows(rows), (yy.at(rows)[:, 0] if kept else yy[rows])
     elif getattr(frame, "parts", None) is not None:  # a PartFrame's rows, at most MAX_STRATPD_ROWS, brought here
-        frame = frame.take_rows(np.arange(frame.n_rows))
+        frame, yy = frame.take_rows(np.arange(frame.n_rows)), (yy.whole()[:, 0] if kept else yy)
     jobs = list(dict.fromkeys((r.features[0], r.targets[r.target_index(None)]) for r in results if r.ndim == 1))
     return run_here_or_on_dask(scheduler, _stratpd_of_rows, frame, yy, jobs, categorical, adapter.is_classifier)
 
@@ -265,7 +266,7 @@ def _stratpd_score(r, t, y, adapter, stratpd_curves: dict, curves: dict, loss) -
         return _centred_gap("stratpd", np.asarray(r.average[t], dtype=float), _on_grid(curve, r), r.density, loss,
                             target, {"what": "StratPD (model-free)", "sample": _stratpd_sample(len(y))})
     except Exception as exc:  # noqa: BLE001 - expected conditions named below; anything else is a bug
-        numeric_y = np.asarray(y).dtype.kind in "biuf"
+        numeric_y = np.asarray(y.at([0]) if isinstance(y, KeptValues) else y).dtype.kind in "biuf"
         if isinstance(exc, ValueError) and not adapter.is_classifier and not numeric_y:
             return not_applicable("stratpd", "the target y is not numeric, so StratPD has no mean to follow.", target)
         return failed_score("stratpd", "trust", exc, target)

@@ -16,6 +16,8 @@ A decision function is not a rate, so incidence is "n/a" for it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -23,7 +25,7 @@ from ..cells import GridCells, cell_sums
 
 from .base import UtilityScore, gap_score, not_applicable
 
-__all__ = ["incidence_curve", "observed_values", "score_incidence"]
+__all__ = ["incidence_curve", "observed_values", "score_incidence", "KeptObserved"]
 
 UTILITY = "incidence"
 
@@ -39,6 +41,21 @@ def incidence_curve(cells: np.ndarray, y_values: np.ndarray, shape: tuple[int, .
     with np.errstate(invalid="ignore", divide="ignore"):
         curve = np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)  # a weight total below 1 too
     return curve.reshape(shape)
+
+
+@dataclass(frozen=True, eq=False)
+class KeptObserved:
+    """:func:`observed_values` of a target kept on a cluster's row partitions (:class:`~autopdp.pd.kept.KeptValues`
+    ``(rows, 1)``): made where the target is, a partition at a time (:meth:`of`), never as a row-long array here.
+    Only ``target`` and ``is_classifier`` travel to the workers."""
+
+    kept: object
+    target: object
+    is_classifier: bool
+
+    def of(self, values) -> np.ndarray:
+        """The observed values of a partition's kept target ``values`` ``(rows, 1)``."""
+        return observed_values(np.asarray(values)[:, 0], self.target, self.is_classifier)
 
 
 def observed_values(y, target, is_classifier: bool) -> np.ndarray | None:
