@@ -46,3 +46,14 @@ def process_cluster(n_workers: int = 2, config: dict | None = None):
         finally:
             client.close()
             cluster.close()
+
+
+def assert_same_scores_and_evidence(local, remote) -> None:
+    """Two audits' numeric scores agree (rtol 1e-7) and their evidence passes the same criteria."""
+    import numpy as np
+
+    numbers = local.scores.select_dtypes("number").columns
+    np.testing.assert_allclose(remote.scores[numbers].to_numpy(dtype=float),
+                               local.scores[numbers].to_numpy(dtype=float), rtol=1e-7, atol=1e-9)
+    assert [(k, e.passed) for k, c in local.evidence.items() for e in c.values()] == \
+        [(k, e.passed) for k, c in remote.evidence.items() for e in c.values()]

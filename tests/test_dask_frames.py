@@ -21,6 +21,7 @@ distributed = pytest.importorskip("distributed", reason="dask[distributed] is th
 dd = pytest.importorskip("dask.dataframe")
 
 from test_part_frames import _table  # noqa: E402 - the same table as the Parquet folder's tests
+from clusters import assert_same_scores_and_evidence  # noqa: E402
 
 
 class _Pieces:
@@ -94,11 +95,7 @@ def test_an_audit_of_a_dask_dataframe_equals_the_local_one(cluster, data, tmp_pa
         if a.individual is not None:
             np.testing.assert_array_equal(b.ice_rows, a.ice_rows)
             np.testing.assert_allclose(b.individual, a.individual, rtol=0, atol=1e-9 * sd)
-    numbers = local.scores.select_dtypes("number").columns
-    np.testing.assert_allclose(remote.scores[numbers].to_numpy(dtype=float), local.scores[numbers].to_numpy(dtype=float),
-                               rtol=1e-7, atol=1e-9)
-    assert [(k, e.passed) for k, c in local.evidence.items() for e in c.values()] == \
-        [(k, e.passed) for k, c in remote.evidence.items() for e in c.values()]
+    assert_same_scores_and_evidence(local, remote)
     assert remote.metadata["provenance"]["data_content_sha256"] == local.metadata["provenance"]["data_content_sha256"]
     assert remote.metadata["provenance"]["target"] == "y"
     assert remote.run["self_check"]["status"] == "passed"

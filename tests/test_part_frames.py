@@ -13,6 +13,7 @@ import pytest
 
 import autopdp
 from autopdp.errors import InputError
+from clusters import assert_same_scores_and_evidence
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is the optional 'dask' extra")
 
@@ -299,11 +300,7 @@ def test_a_log_link_regressor_audits_a_part_frame_with_its_logs_made_on_the_work
     sd = float(np.std(model.predict(X)))
     for a, b in zip(local.results, remote.results):
         np.testing.assert_allclose(b.average, a.average, rtol=0, atol=1e-9 * sd)
-    numbers = local.scores.select_dtypes("number").columns
-    np.testing.assert_allclose(remote.scores[numbers].to_numpy(dtype=float), local.scores[numbers].to_numpy(dtype=float),
-                               rtol=1e-7, atol=1e-9)
-    assert [(k, e.passed) for k, c in local.evidence.items() for e in c.values()] == \
-        [(k, e.passed) for k, c in remote.evidence.items() for e in c.values()]
+    assert_same_scores_and_evidence(local, remote)
     for key, value in local.metadata["skill"].items():
         if isinstance(value, float):
             assert remote.metadata["skill"][key] == pytest.approx(value, rel=1e-9, abs=1e-12)
