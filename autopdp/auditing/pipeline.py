@@ -401,7 +401,8 @@ def audit(model, X, y=None, *, compare=None, config=None, n_jobs=None, random_st
         default client); its features are its columns but the target's and the weights'.
     y : array-like or str, optional
         Observed target, for the ``incidence`` utility; for a PartFrame or a dask DataFrame, the name of a column;
-        for a dask DataFrame also a dask Series of the same partitions (matched to them by position).
+        for a dask DataFrame also a dask Series of the same partitions (matched to them by position).  Such a
+        target stays with the rows on the workers.
     compare : dict, optional
         ``{name: fitted model}``: comparison models for ``similarity:<name>``.
     config : AuditConfig or dict, optional

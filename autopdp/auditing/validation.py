@@ -303,8 +303,8 @@ def _check_comparison(name: str, other, model, frame: Frame):
 def dask_inputs(X, y, sample_weight, scheduler) -> tuple:
     """``(X, y, sample_weight, scheduler, client to close)``: a dask DataFrame ``X`` as a
     :class:`~autopdp.pd.partframe.PartFrame` on its cluster (:mod:`autopdp.pd.daskframe`), with its target (a
-    column's name, or a dask Series whose values are brought here) and weights (a column or a dask Series, kept
-    in its parts) matched to its rows partition by partition; the client made for an address is closed by the
+    column's name or a dask Series) and weights (a column or a dask Series), both kept in its parts, matched to
+    its rows partition by partition; the client made for an address is closed by the
     caller.  Any other ``X`` passes unchanged (a dask ``y`` or ``sample_weight`` beside it is refused later)."""
     from ..pd.daskframe import is_dask_collection, is_dask_frame
 

@@ -206,7 +206,8 @@ class PartFrame(Frame):
         return PartWeights(np.concatenate(map_blocks(_weights_column, None, self)), self.weight_source)
 
     def read_column(self, name: str) -> pd.Series:
-        """Another column of the parts' files (the target), every row, read by the workers and brought here."""
+        """Another column of the parts' files, every row, read by the workers and brought here (a target whose
+        labels are mapped here, ``--target-map``; the audit keeps the target on the parts: :meth:`with_target`)."""
         from .rows import on_parts
 
         known = list(self.parts[0].file_columns())
