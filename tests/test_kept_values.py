@@ -148,5 +148,9 @@ def test_readers_of_every_row_run_on_a_worker_and_derived_values_stay_there(tabl
             np.testing.assert_array_equal(doubled.at(rows), 3.0 * here[rows, :1])
             np.testing.assert_array_equal(kept.whole(), here)
             np.testing.assert_allclose(column_sd(kept), column_sd(here), rtol=1e-12)
+            mixed = on_whole(_whole_facts, "p", kept, kept_here(here).column(1))  # one here, one kept there
+            assert mixed[:2] == want[:2]
+            np.testing.assert_array_equal(mixed[3], want[3])
+            other = keep_values(_values, 0.7, as_frame(table), scheduler=client)  # another frame's partitions
             with pytest.raises(ValueError, match="same row partitions"):
-                on_whole(_whole_facts, "p", kept, kept_here(here))
+                on_whole(_whole_facts, "p", kept, other)

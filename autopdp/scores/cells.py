@@ -121,7 +121,7 @@ def cell_tables(tables: CellTables, frame, jobs: list, observed: dict, sample_we
     jobs = [j for j in jobs if j[0] not in tables]
     if not jobs:
         return
-    kept = {k: (v.target, v.is_classifier) for k, v in observed.items() if hasattr(v, "of")}
+    kept = {k: v.spec for k, v in observed.items() if hasattr(v, "spec")}
     if kept:  # a target kept with the rows (KeptObserved): its observed values made there
         per_part = map_blocks(_tables_block, (jobs, kept), frame)
     else:
@@ -138,13 +138,9 @@ def cell_tables(tables: CellTables, frame, jobs: list, observed: dict, sample_we
 
 def _tables_block(block: dict, payload) -> dict:
     """:func:`_tables_part` of a row partition whose block keeps the target (its observed values made here, as
-    :class:`~autopdp.scores.utilities.incidence.KeptObserved` says: ``{key: (target, is_classifier)}``) and its
-    weights."""
-    from .utilities.incidence import observed_values
-
+    ``{key: ObservedOf}`` says: :class:`~autopdp.scores.utilities.incidence.ObservedOf`) and its weights."""
     jobs, kept = payload
-    arrays = {"w": block["sample_weight"], **{("y", k): observed_values(block["target"][:, 0], *spec)
-                                             for k, spec in kept.items()}}
+    arrays = {"w": block["sample_weight"], **{("y", k): spec.of(block["target"]) for k, spec in kept.items()}}
     return _tables_part(block["frame"], (jobs, arrays))
 
 

@@ -25,7 +25,7 @@ from ..cells import GridCells, cell_sums
 
 from .base import UtilityScore, gap_score, not_applicable
 
-__all__ = ["incidence_curve", "observed_values", "score_incidence", "KeptObserved"]
+__all__ = ["incidence_curve", "observed_values", "score_incidence", "KeptObserved", "ObservedOf"]
 
 UTILITY = "incidence"
 
@@ -43,19 +43,32 @@ def incidence_curve(cells: np.ndarray, y_values: np.ndarray, shape: tuple[int, .
     return curve.reshape(shape)
 
 
+@dataclass(frozen=True)
+class ObservedOf:
+    """What a row partition makes its observed values of: :func:`observed_values` for ``target`` (what travels to a
+    worker for :class:`KeptObserved`)."""
+
+    target: object
+    is_classifier: bool
+
+    def of(self, values) -> np.ndarray | None:
+        """The observed values of a partition's kept target ``values`` ``(rows, 1)``."""
+        return observed_values(np.asarray(values)[:, 0], self.target, self.is_classifier)
+
+
 @dataclass(frozen=True, eq=False)
 class KeptObserved:
     """:func:`observed_values` of a target kept on a cluster's row partitions (:class:`~autopdp.pd.kept.KeptValues`
-    ``(rows, 1)``): made where the target is, a partition at a time (:meth:`of`), never as a row-long array here.
+    ``(rows, 1)``): made where the target is, a partition at a time (:attr:`spec`), never as a row-long array here.
     Only ``target`` and ``is_classifier`` travel to the workers."""
 
     kept: object
     target: object
     is_classifier: bool
 
-    def of(self, values) -> np.ndarray:
-        """The observed values of a partition's kept target ``values`` ``(rows, 1)``."""
-        return observed_values(np.asarray(values)[:, 0], self.target, self.is_classifier)
+    @property
+    def spec(self) -> ObservedOf:
+        return ObservedOf(self.target, self.is_classifier)
 
 
 def observed_values(y, target, is_classifier: bool) -> np.ndarray | None:
