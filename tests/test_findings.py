@@ -242,6 +242,34 @@ def test_association_tests_of_many_pairs_equal_the_pairwise_tests():
     assert many[("b", "e")][0] > 0.9 and many[("a", "k")] == (0.0, 1.0)
 
 
+
+@pytest.mark.parametrize("seed", range(5))
+def test_association_tests_read_a_frames_categorical_codes_as_its_values(seed):
+    """A frame's categorical columns are read by their codes (unused categories, missing values, integer levels),
+    other non-numeric columns (objects, strings, booleans) factorized: the same tests as of the values one by one."""
+    from autopdp.pd.data import as_frame
+    from autopdp.scores.association import association_test, association_tests
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(30, 600))
+    x = np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n))
+    df = pd.DataFrame({
+        "c": pd.Categorical(rng.choice(["a", "b", "c", None], n), categories=["z", "c", "b", "a"]),
+        "i": pd.Categorical(rng.choice([3, 1, 2], n)),
+        "o": pd.Series(rng.choice(["x", "y", None], n), dtype=object),
+        "s": pd.Series(rng.choice(["p", "q"], n), dtype="string"),
+        "b": rng.random(n) > 0.5,
+        "x": x,
+    })
+    frame = as_frame(df)
+    kinds = {name: "numeric" if name == "x" else "categorical" for name in df}
+    pairs = [(a, b) for k, a in enumerate(df) for b in list(df)[k + 1:]]
+    many = association_tests(frame, kinds, pairs)
+    for a, b in pairs:
+        one = association_test(frame.column(frame.names.index(a)), kinds[a], frame.column(frame.names.index(b)),
+                               kinds[b])
+        np.testing.assert_allclose(many[(a, b)], one, rtol=1e-12, atol=1e-12, err_msg=f"{a}, {b}")
+
 def test_report_shows_evidence_and_no_finding_wording(planted):
     html = planted.to_html()
     assert "No material finding under: correlation, intersection." in html  # no y: incidence is n/a, not "none"

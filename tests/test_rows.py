@@ -110,6 +110,12 @@ def test_an_audit_on_worker_processes_equals_the_local_one_one_partition_per_tas
     assert len([t for t in stream.data if str(t["key"]).startswith("_increase-")]) == 4
     for name, v in local.metadata["permutation_importance"]["features"].items():
         assert remote.metadata["permutation_importance"]["features"][name] == v
+    # the per-row passes over the data frame given here ran there as well, one task per partition each: the
+    # scores' associations and cell tables, the self-check's PD on every row, the data summary
+    for name in ("_on_frame-", "_tables_part-", "_part_average-", "_summary_part-"):
+        ran = [t for t in stream.data if str(t["key"]).startswith(name)]
+        assert ran and len(ran) % 2 == 0 and {t["worker"] for t in ran} == workers, name
+    assert remote.run["self_check"]["status"] == local.run["self_check"]["status"] == "passed"
     # each partition's rows were sent once for all of these calls, and stayed on a worker
     assert len([t for t in stream.data if str(t["key"]).startswith("rows-")]) == 2
     # the tree path's check ran there first, and left each partition's raw scores with its rows

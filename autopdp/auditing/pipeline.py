@@ -52,7 +52,7 @@ from ..scores.failures import StageFailureWarning, collect_stage_failures
 from .groups import apply_groups
 from .record import Audit
 from .validation import (_comparison_predictions, _Inputs, _predictions, _resolved, _validated_inputs,
-                         check_part_frame, choose_pairs, dask_inputs, pair_limit)
+                         check_part_frame, choose_pairs, dask_inputs, on_cluster, pair_limit)
 
 __all__ = ["audit"]
 
@@ -472,6 +472,7 @@ def _audit(model, X, y, *, compare, config, n_jobs, random_state, progress, sche
     data = dataclasses.replace(data, notes=(*grouped, *data.notes), cohort=None if column is None else
                                (column, labels if data.rows is None else labels[data.rows]))
     timings["validate"] = time.perf_counter() - t0
+    data = on_cluster(data, scheduler)  # on Dask every per-row pass of the audit's rows runs on the workers
     with resident_rows(scheduler):  # on Dask: each row partition sent once, kept on a worker until the audit ends
         result = _from_pds(model, data, config, compare, train, dict(
             n_jobs=n_jobs, random_state=random_state, progress=progress, scheduler=scheduler, timings=timings,

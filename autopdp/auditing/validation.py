@@ -5,6 +5,7 @@ names the problem and what to do (beside :mod:`autopdp.io.loading`, which valida
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -384,6 +385,15 @@ class _Inputs:
     notes: tuple
     rows: Any = None  # the positions in ``full`` of ``frame``'s rows (None: every row, in order)
     cohort: Any = None  # (column name, every row's cohort label) of cohort=, or None
+
+
+def on_cluster(data: _Inputs, scheduler) -> _Inputs:
+    """``data`` with its PDs' rows bound to ``scheduler`` (:attr:`autopdp.pd.data.Frame.scheduler`): every per-row
+    pass of the audit over them (the scores' cell tables and associations, the self-check's PD on every row, the
+    data summary) then runs on the workers' row partitions, as a ``PartFrame``'s does.  None: ``data`` as it is."""
+    if scheduler is None or data.frame.scheduler is not None:
+        return data
+    return dataclasses.replace(data, frame=dataclasses.replace(data.frame, scheduler=scheduler))
 
 
 def _validated_inputs(model, X, y, sample_weight, config: AuditConfig, compare: dict, random_state) -> _Inputs:

@@ -7,7 +7,7 @@ a DataFrame keeps its column order and dtypes, a numpy array stays an array.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -42,11 +42,20 @@ class Frame:
         Display name of every column (``x0, x1, ...`` for an array).
     keys : tuple
         The key that selects each column in ``data`` (column label or position).
+    scheduler : str or distributed.Client, optional
+        The Dask cluster whose workers run this frame's per-row passes (:func:`autopdp.pd.rows.map_rows`), each on
+        a partition of its rows sent there once within :func:`autopdp.pd.distributed.resident_rows`; an audit on
+        a cluster sets it.  None: here.  A frame made from it (:meth:`take_rows`, :meth:`select`) is here.
     """
 
     data: pd.DataFrame | np.ndarray
     names: tuple[str, ...]
     keys: tuple[Hashable, ...]
+    scheduler: object = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        """A frame sent to a worker is its rows there: its ``scheduler`` (a client) stays here."""
+        return {**self.__dict__, "scheduler": None}
 
     @property
     def is_frame(self) -> bool:

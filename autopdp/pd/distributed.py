@@ -175,6 +175,16 @@ def _refreshed(fn, shell, block, payload):
     return ({**block, **kept} if kept is not None else block), result
 
 
+def _held_as(blocks: dict, key):
+    """The key of the block that serves ``key``: a block asked for without a tree plan (``((frame, None), weights,
+    start, stop)``: the rows and weights only) is served by the same rows of the same frame and weights kept for a
+    plan (their model matrix and scores beside them), so the rows are sent once; else ``key`` itself."""
+    (frame, plan), weights, start, stop = key
+    if key in blocks or plan != id(None):
+        return key
+    return next((k for k in blocks if k[0][0] == frame and k[1:] == (weights, start, stop)), key)
+
+
 def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False, then=None):
     """``[fn(shell.with_rows(rows), payload) ...]`` on the cluster, in order, one task per row partition; with
     ``then``, ``then(*those results)`` as one more task on a worker, and only its result comes here (what needs
@@ -195,6 +205,7 @@ def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False
         with warnings.catch_warnings():  # the rows travel inside the task that holds them (it can run again)
             warnings.filterwarnings("ignore", message=".*[Ll]arge (object|graph).*")
             for (shell, (key, refs), make_rows), payload in zip(parts, payloads):
+                key = _held_as(blocks, key)
                 if key not in blocks:  # placed by the scheduler, which spreads them over the workers: a task
                     # restricted to a worker's address waits for that address for ever once every worker has died
                     # at once (dask/distributed#7346), even when other workers may take it
@@ -206,7 +217,7 @@ def run_partitions_on_dask(scheduler, fn, parts, payloads, refresh: bool = False
                 both = client.submit(_refreshed, fn, shell, blocks[key][0], payload, retries=1,
                                      key=f"{fn.__name__}-{uuid.uuid4().hex}")
                 rows = client.submit(operator.getitem, both, 0, key=f"ownrows-{uuid.uuid4().hex}")
-                blocks[key] = (rows, refs)
+                blocks[key] = (rows, blocks[key][1])  # the objects its key names (a plan's, when it serves one)
                 futures.append(client.submit(operator.getitem, both, 1, key=f"result-{uuid.uuid4().hex}"))
             if then is not None:
                 final = client.submit(then, *futures, retries=1, key=f"whole-{uuid.uuid4().hex}")

@@ -101,12 +101,12 @@ def target_block(values) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class PartFrame(Frame):
-    """A :class:`~autopdp.pd.data.Frame` whose rows are on the cluster (see the module docs)."""
+    """A :class:`~autopdp.pd.data.Frame` whose rows are on the cluster (see the module docs); its ``scheduler``
+    is the client of the cluster whose workers read the parts."""
 
     dtypes: tuple = ()
     bounds: tuple = ()  # ((start, stop), ...): each part's rows
     parts: tuple = ()  # one ParquetPart (or DaskPart, autopdp.pd.daskframe) per bound
-    scheduler: object = field(default=None, repr=False)  # the client of the cluster whose workers read the parts
     #: a dask DataFrame's partitions (autopdp.pd.daskframe): per part, the dask Delayed objects its recipe reads
     sources: tuple = field(default=(), repr=False, compare=False)
 

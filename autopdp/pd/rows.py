@@ -137,17 +137,19 @@ def map_rows(fn, payload, frame, *, sample_weight=None, plan=None, scheduler=Non
 
 def map_blocks(fn, payload, frame, *, sample_weight=None, extra=None) -> list:
     """``[fn(block, payload)]`` over the row partitions of ``frame`` as :func:`map_rows`, ``block`` a dict of the
-    partition's ``frame`` and ``sample_weight`` (None: unweighted): here one block of every row (with ``extra``,
-    a dict of per-row arrays of this process, added), a :class:`~autopdp.pd.partframe.PartFrame`'s parts on their
-    workers (weights from its weight column)."""
+    partition's ``frame`` and ``sample_weight`` (None: unweighted), with ``extra`` (a dict of per-row arrays of
+    this process) added, sliced to its rows: here one block of every row; on the frame's cluster its partitions
+    (a :class:`~autopdp.pd.partframe.PartFrame`'s parts, weights from its weight column: no ``extra``)."""
     scheduler = scheduler_of(frame)
     if scheduler is None:
         return [fn({"frame": frame, "sample_weight": sample_weight, **(extra or {})}, payload)]
-    from .distributed import run_partitions_on_dask
+    from .distributed import dask_workers, run_partitions_on_dask
 
-    split = frame_partitions(frame, sample_weight, None, 0)
-    return run_partitions_on_dask(scheduler, fn, [(_BlockShell(), key, make) for key, make, _ in split],
-                                  [payload] * len(split))
+    split = frame_partitions(frame, sample_weight, None, dask_workers(scheduler))
+    payloads = [payload if not extra else (payload, {k: v[a:b] for k, v in extra.items()}) for _, _, (a, b) in split]
+    return run_partitions_on_dask(scheduler, _with_extra if extra else fn,
+                                  [(_BlockShell(fn) if extra else _BlockShell(), key, make) for key, make, _ in split],
+                                  payloads)
 
 
 def mapper_of(frame, scheduler=None):
@@ -156,10 +158,21 @@ def mapper_of(frame, scheduler=None):
 
 
 class _BlockShell:
-    """A per-row call that reads its partition's whole block (rows and weights)."""
+    """A per-row call that reads its partition's whole block (rows and weights); with ``fn``, the block and
+    ``fn`` (:func:`_with_extra` adds the per-row arrays that came with the task)."""
+
+    def __init__(self, fn=None):
+        self.fn = fn
 
     def with_rows(self, block: dict):
-        return block
+        return block if self.fn is None else (block, self.fn)
+
+
+def _with_extra(held, job):
+    """``fn({**block, **extra}, payload)``: a partition's block with the slices of this process's per-row
+    arrays that its task carried (:func:`map_blocks`)."""
+    (block, fn), (payload, extra) = held, job
+    return fn({**block, **extra}, payload)
 
 
 def _weights_of(block, payload) -> tuple:

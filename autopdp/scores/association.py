@@ -184,6 +184,18 @@ class _FrameColumns:
     def __getitem__(self, name):
         return self._rows.column(self._rows.names.index(name))
 
+    def coded(self, name) -> tuple:
+        """``(codes, labels)``: each row's level code (-1: missing) and ``labels(rows)``, the values of those rows
+        as :meth:`__getitem__` reads them; a categorical column's own codes (no copy to Python objects)."""
+        position = self._rows.names.index(name)
+        data = self._rows.data
+        col = data.iloc[:, position] if isinstance(data, pd.DataFrame) else pd.Series(self[name], dtype=object)
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            codes = col.cat.codes.to_numpy()
+        else:
+            codes, _ = pd.factorize(col)
+        return codes, lambda rows: self._rows.take_rows(rows).column(position)
+
 
 def _sum_dicts(parts: list) -> dict:
     out: dict = {}
@@ -216,7 +228,7 @@ def _second_part(cols, payload) -> tuple:
 
     def categorical(name):
         if name not in cat:
-            cat[name] = pd.Series(cols[name], dtype=object)
+            cat[name] = cols.coded(name) if hasattr(cols, "coded") else _coded(cols[name])
         return cat[name]
 
     tables = {}
@@ -227,18 +239,38 @@ def _second_part(cols, payload) -> tuple:
     tabs = {}
     for a, b in cc:
         sa, sb = categorical(a), categorical(b)
-        ok = (sa.notna() & sb.notna()).to_numpy()
-        ca, ua = pd.factorize(sa[ok])
-        cb, ub = pd.factorize(sb[ok])
+        ok = (sa[0] >= 0) & (sb[0] >= 0)
+        ca, ua = _levels_among(*sa, ok)
+        cb, ub = _levels_among(*sb, ok)
         counts = np.bincount(ca.astype(np.int64) * len(ub) + cb, minlength=len(ua) * len(ub)).reshape(len(ua), len(ub))
         tabs[(a, b)] = (list(ua), list(ub), counts)
     groups = {}
     for c, v in cn:
         sc, x = categorical(c), numeric(v)
-        ok = sc.notna().to_numpy() & ~np.isnan(x)
-        codes, levels = pd.factorize(sc[ok])
+        ok = (sc[0] >= 0) & ~np.isnan(x)
+        codes, levels = _levels_among(*sc, ok)
         groups[(c, v)] = (list(levels), _level_moments(codes, x[ok], len(levels)))
     return tables, tabs, groups
+
+
+def _coded(values) -> tuple:
+    """``(codes, labels)`` of a column given as values (see :meth:`_FrameColumns.coded`)."""
+    values = pd.Series(values, dtype=object)
+    codes, _ = pd.factorize(values)
+    return codes, lambda rows: values.to_numpy()[rows]
+
+
+def _levels_among(codes, labels, ok) -> tuple:
+    """``(codes, levels)`` of the rows ``ok`` (none missing): their levels in order of first appearance and each
+    row's position among them, as ``pandas.factorize`` of those rows' values gives them."""
+    kept = codes[ok]
+    if kept.size == 0:
+        return kept.astype(np.intp), np.array([], dtype=object)
+    seen, first = np.unique(kept, return_index=True)
+    order = np.argsort(first, kind="stable")
+    position = np.empty(int(seen[-1]) + 1, dtype=np.intp)
+    position[seen[order]] = np.arange(seen.size)
+    return position[kept], labels(np.flatnonzero(ok)[first[order]])
 
 
 def _level_moments(codes, x, k) -> np.ndarray:
