@@ -16,9 +16,11 @@ one run's memory does not carry into the next.
 Printed per run: the audit's wall time, its stages (``Audit.run["timings_s"]``), and the peak memory of the
 process plus its children (the Dask workers are child processes of a LocalCluster), sampled every 50 ms.  The
 speed-up is the local time over the cluster's.  The load average is printed beside each figure: take the figures
-on an idle machine.  On Dask the PDs, the PD outside the grid and the exact ALE's sums run on the workers' resident
-row partitions, and the permutation importance one task per feature; validation, scoring, the other trust checks
-and the noise tests run in the calling process (README, "When one machine is not enough").
+on an idle machine.  On Dask every per-row pass runs on the workers' resident row partitions (the tree check, the
+PDs, the PD outside the grid, the exact ALE's sums, the scores' cell tables and association tests, the
+self-check's PD on every row, the data summary), the permutation importance one task per feature and OOD's and
+StratPD's samples one task each; validation, the scores' fits on the PD curves, the surrogate's fit and the noise
+tests run in the calling process (README, "When one machine is not enough").
 
 ``--parquet ROWS``: the README's commands on a folder of Parquet parts (ROWS resampled Adult rows, 20 parts, the
 categorical columns stored as dictionaries): ``dask scheduler`` and ``--workers`` ``dask worker`` processes of one
