@@ -1,11 +1,15 @@
 """The audit at 50k, 200k and 1M rows x 14, locally and on a Dask LocalCluster of 1 and 2 workers (issues 32, 54).
 
-    python benchmarks/bench_scale.py [--sizes 50000,200000,1000000] [--workers 1,2] [--skip-dask]
+    python benchmarks/bench_scale.py [--sizes 50000,200000,1000000] [--workers 1,2] [--skip-dask] [--repeat N]
     python benchmarks/bench_scale.py --parquet 10000000 [--workers 2]
     python benchmarks/bench_scale.py --dask-frame 1000000 [--workers 2]
 
 Each worker is a process with one thread (its kernels use that one thread: its share of the machine), so W workers
 use W cores; the speed-up of W workers is printed over 1 worker and over the local run (every core of the machine).
+``--repeat N`` runs the cluster's runs N times, alternating (1 worker, then W workers, then 1 again), each ratio
+over the 1-worker run just before it, and prints the N ratios and their median: on a shared 2-vCPU host one run
+of the same command varies by up to a quarter (2 workers at 1M rows: 234 s to 300 s within an hour), so one pair
+of runs does not settle a ratio near its goal.
 
 The model is the full-Adult one of the README's figures: a HistGradientBoostingClassifier with 200 iterations and
 native categoricals, fitted on the 48,842 real rows of ``../shared/data/adult``.  Each size is the Adult rows
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -247,11 +252,30 @@ def _folder_run(rows: int, workers: int, dask_frame: bool) -> int:
     return 0
 
 
+def _row(size: int, w: int, local, one, rep: int, repeats: int) -> dict | None:
+    """One run (``w`` workers, 0 local) in a new process, printed as a row of the table; None when it failed."""
+    where = "local" if not w else f"Dask {w} worker" + ("s" if w > 1 else "")
+    where += f" #{rep + 1}" if repeats > 1 and w else ""
+    proc = subprocess.run([sys.executable, __file__, "--one", str(size), str(w)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"{size:9,d}  {where:17s} failed:\n{proc.stderr[-2000:]}")
+        return None
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    speed = f"{local / r['seconds']:.2f}x" if w and local else ""
+    over_one = f"{r['seconds'] / one:.3f}" if w > 1 and one else ""
+    stages = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
+    print(f"{size:9,d}  {where:17s} {r['seconds']:8.1f} {r['peak_mb']:8.0f} {speed:>8s} {over_one:>8s}   {stages}   "
+          f"{r['load_before']} / {r['load_after']}", flush=True)
+    return r
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="50000,200000,1000000")
     ap.add_argument("--workers", default="1,2", help="Dask LocalCluster worker processes to try")
     ap.add_argument("--skip-dask", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run the cluster's sizes N times, alternating (1 worker, then W), and print the median ratio")
     ap.add_argument("--parquet", type=int, metavar="ROWS", help="the README's commands on a Parquet folder of ROWS rows")
     ap.add_argument("--dask-frame", type=int, metavar="ROWS",
                     help="autopdp.audit of dask.dataframe.read_parquet(folder) on the cluster, ROWS rows")
@@ -266,26 +290,24 @@ def main(argv=None) -> int:
     modes = [0] + ([] if args.skip_dask else [int(w) for w in args.workers.split(",")])
     print(f"autopdp.audit(model, X, y) on the Adult rows resampled; HGB 200 iterations, native categoricals; "
           f"{os.cpu_count()} cores")
-    print(f"{'rows':>9s}  {'where':14s} {'seconds':>8s} {'peak MB':>8s} {'vs local':>8s} {'vs 1 wkr':>8s}   stages (s)   "
+    print(f"{'rows':>9s}  {'where':17s} {'seconds':>8s} {'peak MB':>8s} {'vs local':>8s} {'vs 1 wkr':>8s}   stages (s)   "
           "load before / after")
     for size in sizes:
-        local = one = None
-        for w in modes:
-            proc = subprocess.run([sys.executable, __file__, "--one", str(size), str(w)], capture_output=True,
-                                  text=True)
-            if proc.returncode != 0:
-                print(f"{size:9,d}  {'local' if not w else f'Dask {w} worker' + ('s' if w > 1 else ''):14s} failed:\n"
-                      f"{proc.stderr[-2000:]}")
-                continue
-            r = json.loads(proc.stdout.strip().splitlines()[-1])
-            local = r["seconds"] if not w else local
-            one = r["seconds"] if w == 1 else one
-            where = "local" if not w else f"Dask {w} worker" + ("s" if w > 1 else "")
-            speed = f"{local / r['seconds']:.2f}x" if w and local else ""
-            over_one = f"{r['seconds'] / one:.3f}" if w > 1 and one else ""
-            stages = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
-            print(f"{size:9,d}  {where:14s} {r['seconds']:8.1f} {r['peak_mb']:8.0f} {speed:>8s} {over_one:>8s}   {stages}   "
-                  f"{r['load_before']} / {r['load_after']}", flush=True)
+        local, ratios = None, {}
+        for rep in range(args.repeat):
+            one = None
+            for w in modes if rep == 0 else modes[1:]:  # local once; the cluster runs alternate, 1 worker first
+                r = _row(size, w, local, one, rep, args.repeat)
+                if r is None:
+                    continue
+                local = r["seconds"] if not w else local
+                one = r["seconds"] if w == 1 else one
+                if w > 1 and one:
+                    ratios.setdefault(w, []).append(r["seconds"] / one)
+        for w, rs in ratios.items():
+            if len(rs) > 1:
+                print(f"{size:9,d}  {w} workers over 1, run by run: {', '.join(f'{x:.3f}' for x in rs)}; "
+                      f"median {statistics.median(rs):.3f}", flush=True)
     return 0
 
 
