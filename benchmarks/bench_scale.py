@@ -8,7 +8,7 @@ Each worker is a process with one thread (its kernels use that one thread: its s
 use W cores; the speed-up of W workers is printed over 1 worker and over the local run (every core of the machine).
 ``--repeat N`` runs the cluster's runs N times, alternating (1 worker, then W workers, then 1 again), each ratio
 over the 1-worker run just before it, and prints the N ratios and their median: on a shared 2-vCPU host one run
-of the same command varies by up to a quarter (2 workers at 1M rows: 234 s to 300 s within an hour), so one pair
+of the same command varies by up to a quarter (2 workers at 1M rows: 241.7 s and 300.1 s within an hour), so one pair
 of runs does not settle a ratio near its goal.
 
 The model is the full-Adult one of the README's figures: a HistGradientBoostingClassifier with 200 iterations and
