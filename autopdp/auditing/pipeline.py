@@ -25,7 +25,7 @@ from ..pd.data import Frame, refuse_dask, sample_rows
 from ..errors import InputError
 from ..io.provenance import attach_provenance
 from ..utils.progress import announce, say
-from .summary import audit_metadata, summarise_data
+from .summary import audit_metadata
 from ..pd.options import keywords
 from ..pd.partial_dependence import feature_grids, partial_dependence
 from ..pd.distributed import resident_rows
@@ -39,17 +39,14 @@ from ..trust.checks import trust_scores
 from ..scores.utilities import TRUST_IDS
 from ..pd.result import PDResult
 from ..scores.coverage import outside_grid
-from ..findings.evidence import assess
-from ..findings.cohorts import cohort_column, cohort_pds, cohort_tests
-from ..findings.regions import audit_regions, regions_across_refits
-from ..findings.robustness import learner_level, with_robustness
+from ..findings.cohorts import cohort_column
 from ..pd.refits import checked_train, refit_curves, refit_spec, run_refits
-from ..scores.skill import permutation_importance
 from ..scores.scoring import ScoringInputs, importance_table, interaction_table, pair_criteria, score_result
 from ..scores.selection import intersection_scores, score_columns
 from ..scores.spread import column_sd
 from ..scores.failures import StageFailureWarning, collect_stage_failures
 from .groups import apply_groups
+from .late_stages import permutation_stage, regions_stage, tests_and_summary
 from .record import Audit
 from .validation import (_comparison_predictions, _Inputs, _predictions, _resolved, _validated_inputs,
                          check_part_frame, choose_pairs, dask_inputs, on_cluster, pair_limit)
@@ -531,22 +528,18 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
         timings["outside_grid"] = time.perf_counter() - t0
         return out
 
-    # beside the noise tests and the data summary (numpy on this thread): neither reads the other's result
-    with ThreadPoolExecutor(max_workers=1) as side:
+    # beside the noise tests, the data summary and the regions (numpy on this thread): none reads another's
+    # result, and on a cluster the permutations' tasks fill the workers' gaps between the other stages' tasks
+    with ThreadPoolExecutor(max_workers=2) as side:
         outside_job = side.submit(contextvars.copy_context().run, outside_stage)
-        evidence, data_summary = _tests_and_summary(data, pds, scored, scores, refits, config, random_state,
+        pfi_job = side.submit(contextvars.copy_context().run, permutation_stage, model, data, scored, config,
+                              random_state, pds.scheduler, progress, timings)
+        evidence, data_summary = tests_and_summary(data, pds, scored, scores, refits, config, random_state,
                                                     progress, timings)
         outside = outside_job.result()
-    t0 = time.perf_counter()
-    with announce("regions and cohorts of the heterogeneous features", progress):
-        regions = regions_across_refits(audit_regions(scored.inputs, pds.res1, evidence, config, random_state),
-                                        pds.res1, refits, scored.inputs, config)
-        cohorts = None if data.cohort is None else cohort_tests(
-            scored.inputs, pds.res1, data.cohort[1], data.cohort[0], evidence, config, random_state,
-            exact=cohort_pds(model, data.frame, pds.res1, data.cohort[1], data.weights, dict(
-                response=config.response, target=config.target, method=config.method,
-                categorical_features=pds.categorical, max_batch_mb=config.max_batch_mb)))
-    timings["regions"] = time.perf_counter() - t0
+        regions, cohorts = regions_stage(model, data, pds, scored, evidence, refits, config, random_state, progress,
+                                          timings)
+        pfi = pfi_job.result()
     pds = _without_2d_ice(pds)
     gaps = comparison_gaps(scored.inputs.predictions, scored.inputs.comparison_predictions, pds.res1,
                            pds.comparisons) if pds.comparisons else {}
@@ -558,13 +551,6 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
             "the trust checks (OOD share, ALE, StratPD, surrogate) and the data plots under the PDs are unweighted."
         )
     notes = list(dict.fromkeys(notes))  # one line per distinct note
-    t0 = time.perf_counter()
-    with announce("held-out permutation importance", progress):  # the data's evidence beside the PD importance
-        pfi = permutation_importance(data.adapter, data.frame, data.y_pd, scored.inputs.response,
-                                     [f for f in data.features if f in data.frame.names], data.weights,
-                                     getattr(model, "classes_", None), seed=random_state,
-                                     significance=config.significance, scheduler=pds.scheduler)
-    timings["permutation_importance"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - started
     metadata = {**audit_metadata(model, compare, data, pds, scored, outside, config, random_state, sample_weight),
                 "permutation_importance": pfi, **({"comparison_gap": gaps} if gaps else {})}
@@ -579,21 +565,3 @@ def _after_pds(model, data: _Inputs, pds: _PDs, refits, config: AuditConfig, *, 
         refits=None if refits is None else refits.summary(), refit_curves=refit_curves(refits),
         region_records=regions, cohort_record=cohorts,
     )
-
-
-def _tests_and_summary(data: _Inputs, pds: _PDs, scored: _Scored, scores, refits, config: AuditConfig, random_state,
-                       progress, timings):
-    """The findings' noise tests (and learner-level tests with refits), and the binned data summary."""
-    t0 = time.perf_counter()
-    with announce("noise tests of the material scores", progress):
-        evidence = assess(scored.inputs, pds.results, scored.utility_scores, scores, surrogate=scored.surrogate)
-    timings["noise_tests"] = time.perf_counter() - t0
-    if refits is not None:
-        t0 = time.perf_counter()
-        with announce(f"learner-level tests on {refits.fitted} refits", progress):
-            evidence = with_robustness(evidence, *learner_level(scored.inputs, pds.results, refits), refits)
-        timings["learner_tests"] = time.perf_counter() - t0
-    data_summary = summarise_data(data.frame, pds.res1, np.random.default_rng(random_state), results_2d=pds.res2,
-                                  keep_points=config.keep_points)
-    return evidence, data_summary
-
