@@ -35,7 +35,7 @@ def _data(rng, n):
 def captured():
     """An audit with weights, 1D ICE on a sample (subsample 150 of 500 rows) and 2D ICE on 64 rows; the refits
     the learner-level test received."""
-    import autopdp.auditing.pipeline as audit_module
+    import autopdp.auditing.late_stages as audit_module  # where the audit calls learner_level
 
     rng = np.random.default_rng(5)
     Xt, yt = _data(rng, 800)
