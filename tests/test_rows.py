@@ -101,8 +101,10 @@ def test_an_audit_on_worker_processes_equals_the_local_one_one_partition_per_tas
         assert np.max(np.abs(a.average - b.average)) <= 1e-9 * sd
     tasks = [t for t in stream.data if str(t["key"]).startswith("run_partition-")]
     workers = set(client.scheduler_info()["workers"])
-    # 1D and 2D: one partition per worker each; the PD outside the grid: each partition's moved sums
-    assert len(tasks) == 4 and {t["worker"] for t in tasks} == workers
+    # 1D and 2D: one task per partition each, on the workers (the scheduler places the partitions and may move a
+    # task to the other worker, so which worker ran which is not asserted); the PD outside the grid: each
+    # partition's moved sums
+    assert len(tasks) == 4 and {t["worker"] for t in tasks} <= workers
     assert len([t for t in stream.data if str(t["key"]).startswith("_moved_sums-")]) == 2
     # the exact ALE's row sums ran on the workers too: the same ALE gaps
     assert len([t for t in stream.data if str(t["key"]).startswith("_ale_partition-")]) == 2
@@ -114,7 +116,7 @@ def test_an_audit_on_worker_processes_equals_the_local_one_one_partition_per_tas
     # scores' associations and cell tables, the self-check's PD on every row, the data summary
     for name in ("_on_frame-", "_tables_part-", "_part_average-", "_summary_part-"):
         ran = [t for t in stream.data if str(t["key"]).startswith(name)]
-        assert ran and len(ran) % 2 == 0 and {t["worker"] for t in ran} == workers, name
+        assert ran and len(ran) % 2 == 0 and {t["worker"] for t in ran} <= workers, name
     assert remote.run["self_check"]["status"] == local.run["self_check"]["status"] == "passed"
     # each partition's rows were sent once for all of these calls, and stayed on a worker
     assert len([t for t in stream.data if str(t["key"]).startswith("rows-")]) == 2
