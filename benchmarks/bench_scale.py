@@ -21,8 +21,8 @@ Printed per run: the audit's wall time, its stages (``Audit.run["timings_s"]``),
 process's peak plus each Dask worker process's, each the kernel's own high-water mark (``VmHWM``, read once after the
 audit), so at least the peak of them together.  Nothing samples memory during the audit: a sampler thread every
 50 ms (as this script had until 3 December) costs the calling process about 5% of a core, which a 1-worker run
-absorbs on the idle core and a 2-worker run on a 2-core machine takes from the workers.  The speed-up is the local time over the cluster's.  The load average is printed beside each figure: take the figures
-on an idle machine.  On Dask every per-row pass runs on the workers' resident row partitions (the tree check, the
+absorbs on the idle core and a 2-worker run on a 2-core machine takes from the workers.  The speed-up is the
+local time over the cluster's.  The load average is printed beside each figure: take the figures on an idle machine.  On Dask every per-row pass runs on the workers' resident row partitions (the tree check, the
 PDs, the PD outside the grid, the exact ALE's sums, the scores' cell tables and association tests, the
 self-check's PD on every row, the data summary), the permutation importance one task per feature and OOD's and
 StratPD's samples one task each; validation, the scores' fits on the PD curves, the surrogate's fit and the noise
